@@ -1,0 +1,99 @@
+// include/tapegrad/errors.hpp
+//
+// The exception types of tapegrad (SPEC 2.1.2) and check(), the one helper that raises them.
+// Every mistake a user can make is checked by tapegrad itself, in every build type, before
+// xtensor sees the data (xtensor checks nothing in Release). Messages have the shape
+//
+//     where: expected ..., got ...[; hint]
+//
+// and, when PyTorch has a message for the same mistake, start with PyTorch's text and " | ",
+// so that the familiar text stays searchable:
+//
+//     index out of range in self | Embedding 'embed.lut': expected ids in [0, 10), got 12 at position (1, 3)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+namespace tapegrad {
+
+using Shape = xt::xarray<float>::shape_type;
+
+/// A bad argument value, option or name (PyTorch's ValueError, AssertionError, KeyError).
+struct ValueError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// The wrong kind of thing: a row-sparse gradient for Adam, an unsupported checkpoint dtype.
+struct TypeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// Shapes that do not fit: broadcasting, matmul, d_model, a sequence longer than max_len.
+struct ShapeError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+/// An id, target or position outside its valid range.
+struct IndexError : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
+/// Tape misuse: backward twice, a saved tensor modified in place, a non-scalar loss.
+struct AutogradError : std::logic_error {
+  using std::logic_error::logic_error;
+};
+/// A promised invariant found broken (PositionalEncoding::verify, Buffer::expect_unchanged).
+struct InvariantError : std::logic_error {
+  using std::logic_error::logic_error;
+};
+/// load_state_dict refused the state dict; the model was left unchanged.
+struct StateDictError : std::runtime_error {
+  StateDictError(const std::string& what, std::vector<std::string> missing_keys,
+                 std::vector<std::string> unexpected_keys, std::vector<std::string> size_mismatches)
+      : std::runtime_error(what), missing(std::move(missing_keys)),
+        unexpected(std::move(unexpected_keys)), mismatches(std::move(size_mismatches)) {}
+  std::vector<std::string> missing, unexpected, mismatches;
+};
+/// A file that cannot be read or is not valid safetensors; kind names the check (SPEC 2.13.3).
+struct CheckpointError : std::runtime_error {
+  CheckpointError(const std::string& what, std::string error_kind)
+      : std::runtime_error(what), kind(std::move(error_kind)) {}
+  std::string kind;
+};
+
+/// "(2, 3)" for a shape, "()" for a scalar's.
+std::string str(const Shape& shape);
+/// The multi-index of flat (row-major) position `flat` in `shape`, printed "(1, 3)".
+std::string position_str(std::size_t flat, const Shape& shape);
+
+namespace detail {
+template <class T>
+void append(std::ostringstream& os, const T& part) {
+  if constexpr (std::is_same_v<T, Shape>)
+    os << str(part);
+  else
+    os << part;
+}
+
+template <class E, class... Parts>
+[[noreturn]] void raise(const Parts&... parts) {
+  std::ostringstream os;
+  os.precision(10);
+  (append(os, parts), ...);
+  throw E(os.str());
+}
+}  // namespace detail
+
+/// Throws E with the message built from `parts` (streamed; Shapes print as "(2, 3)") when
+/// `condition` is false. A function, not a macro: the parts are only formatted on failure.
+template <class E = ValueError, class... Parts>
+inline void check(bool condition, const Parts&... parts) {
+  if (!condition) [[unlikely]]
+    detail::raise<E>(parts...);
+}
+
+}  // namespace tapegrad

@@ -1,0 +1,26 @@
+// include/tapegrad/ops/dropout.hpp
+//
+// Inverted dropout (SPEC 2.7): in training, each element is kept with probability 1 - p and
+// scaled by 1 / (1 - p), so E[y] = x and evaluation needs no rescaling. The mask is drawn once
+// from the generator and reused by backward: dx = dy * mask.
+#pragma once
+
+#include <cstdint>
+
+#include <xtensor/xarray.hpp>
+
+#include "tapegrad/random.hpp"
+#include "tapegrad/tensor.hpp"
+
+namespace tapegrad::ops {
+
+/// Checks 0 <= p <= 1 (and not NaN): "dropout probability has to be between 0 and 1, but got ...".
+void check_dropout_probability(double p);
+
+/// x unchanged (the same tensor, no draw) when !training, p == 0 or x is empty. Otherwise one
+/// u24 draw per element in row-major order, keep iff u >= p. `mask_out`, when given, receives
+/// the 0/1 keep mask. inplace overwrites x (bumping its version).
+Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool inplace = false,
+               xt::xarray<std::uint8_t>* mask_out = nullptr);
+
+}  // namespace tapegrad::ops

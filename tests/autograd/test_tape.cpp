@@ -1,0 +1,192 @@
+// tests/autograd/test_tape.cpp: the tape contract of SPEC 2.3.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../helpers.hpp"
+
+using namespace tapegrad;
+using tapegrad::testing::all_close;
+
+TEST_SUITE("autograd.tape") {
+
+TEST_CASE("each op run with an input that requires grad appends one entry, in execution order") {
+  autograd::tape().clear();
+  Tensor w(Array{1.f, 2.f, 3.f}, true);
+  Tensor c(Array{1.f, 1.f, 1.f});
+  Tensor y = ops::mul(w, c);
+  Tensor z = ops::add(y, 1.0);
+  Tensor loss = ops::sum(z);
+  REQUIRE(autograd::tape().size() == 3);
+  CHECK(autograd::tape().entries()[0].op == "mul");
+  CHECK(autograd::tape().entries()[1].op == "add");
+  CHECK(autograd::tape().entries()[2].op == "sum");
+  CHECK_FALSE(y.is_leaf());
+  CHECK(y.requires_grad());
+  loss.backward();
+  CHECK(autograd::tape().empty());
+}
+
+TEST_CASE("ops on tensors that need no gradient record nothing") {
+  autograd::tape().clear();
+  Tensor a(Array{1.f, 2.f});
+  Tensor y = ops::mul(a, a);
+  CHECK(autograd::tape().empty());
+  CHECK_FALSE(y.requires_grad());
+  CHECK(y.is_leaf());
+}
+
+TEST_CASE("backward accumulates into leaves with +=, across calls") {
+  Tensor w(Array{1.f, 2.f, 3.f}, true);
+  ops::sum(ops::mul(w, w)).backward();
+  CHECK(all_close(w.grad(), Array{2.f, 4.f, 6.f}));
+  ops::sum(ops::mul(w, w)).backward();
+  CHECK(all_close(w.grad(), Array{4.f, 8.f, 12.f}));
+  w.zero_grad();
+  CHECK_FALSE(w.has_grad());
+}
+
+TEST_CASE("a tensor used twice (a diamond) receives the sum of both gradients") {
+  Tensor x(Array{2.f, -1.f}, true);
+  Tensor a = ops::mul(x, 3.0);    // 3x
+  Tensor b = ops::exp(x);         // e^x
+  Tensor loss = ops::sum(ops::add(a, b));
+  loss.backward();
+  CHECK(all_close(x.grad(), Array{3.f + std::exp(2.f), 3.f + std::exp(-1.f)}));
+}
+
+TEST_CASE("intermediate gradients are freed; grad() of an intermediate is an error") {
+  Tensor x(Array{1.f, 2.f}, true);
+  Tensor y = ops::mul(x, 2.0);
+  ops::sum(y).backward();
+  CHECK_FALSE(y.has_grad());
+  CHECK_THROWS_WITH_AS(y.grad(), doctest::Contains("expected a leaf tensor, got the output of 'mul'"),
+                       AutogradError);
+}
+
+TEST_CASE("a second backward through released entries is an error; retain_graph allows it") {
+  Tensor x(Array{1.f, 2.f}, true);
+  SUBCASE("without retain_graph") {
+    Tensor loss = ops::sum(ops::mul(x, x));
+    loss.backward();
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("Trying to backward through the graph a second time"),
+                         AutogradError);
+  }
+  SUBCASE("with retain_graph") {
+    Tensor loss = ops::sum(ops::mul(x, x));
+    loss.backward(/*retain_graph=*/true);
+    CHECK(autograd::tape().size() == 2);
+    loss.backward();
+    CHECK(all_close(x.grad(), Array{4.f, 8.f}));
+    CHECK(autograd::tape().empty());
+  }
+}
+
+TEST_CASE("backward needs a one-element loss that requires grad") {
+  Tensor x(Array{1.f, 2.f}, true);
+  Tensor y = ops::mul(x, 2.0);
+  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("grad can be implicitly created only for scalar outputs"),
+                       AutogradError);
+  autograd::tape().clear();
+  Tensor c(Array{1.f});
+  CHECK_THROWS_WITH_AS(ops::sum(c).backward(), doctest::Contains("does not require grad"), AutogradError);
+  CHECK_THROWS_WITH_AS(ops::sum(x).backward(Array{1.f, 2.f}), doctest::Contains("expected grad_output of shape ()"),
+                       ShapeError);
+  autograd::tape().clear();
+}
+
+TEST_CASE("NoGradGuard records nothing, nests, and restores the previous mode") {
+  autograd::tape().clear();
+  Tensor x(Array{1.f}, true);
+  {
+    autograd::NoGradGuard outer;
+    {
+      autograd::NoGradGuard inner;
+      CHECK_FALSE(autograd::grad_enabled());
+    }
+    CHECK_FALSE(autograd::grad_enabled());
+    Tensor y = ops::mul(x, x);
+    CHECK(autograd::tape().empty());
+    CHECK_FALSE(y.requires_grad());
+  }
+  CHECK(autograd::grad_enabled());
+}
+
+TEST_CASE("backward through a tensor modified in place since it was saved names the op and tensor") {
+  Tensor w(Array{1.f, 2.f}, true);
+  w.set_name("model.lut.weight");
+  Tensor loss = ops::sum(ops::mul(w, w));
+  {
+    autograd::NoGradGuard no_grad;
+    w.mutable_data()(0) = 5.f;     // e.g. an optimizer step before backward
+  }
+  CHECK_THROWS_WITH_AS(loss.backward(),
+                       doctest::Contains("modified by an inplace operation | mul (entry #0): 'model.lut.weight' (2,) "
+                                         "is at version 1; expected version 0"),
+                       AutogradError);
+  CHECK(autograd::tape().empty());   // a failed backward leaves no entries behind
+}
+
+TEST_CASE("the tape is empty after each backward: 1000 training-like iterations do not grow it") {
+  Tensor w(Array{0.5f, -0.5f}, true);
+  for (int i = 0; i < 1000; ++i) {
+    Tensor loss = ops::sum(ops::mul(ops::tanh(w), w));
+    loss.backward();
+    REQUIRE(autograd::tape().empty());
+    autograd::NoGradGuard no_grad;
+    w.mutable_data() -= 0.01f * w.grad();
+    w.zero_grad();
+  }
+}
+
+TEST_CASE("detach shares data and version but not the graph; clone copies and is differentiable") {
+  Tensor x(Array{1.f, 2.f}, true);
+  Tensor d = x.detach();
+  CHECK_FALSE(d.requires_grad());
+  d.mutable_data()(0) = 7.f;
+  CHECK(x.data()(0) == 7.f);
+  CHECK(x.version() == d.version());
+  Tensor c = x.clone();
+  CHECK(c.requires_grad());
+  c.mutable_data()(1) = 9.f;
+  CHECK(x.data()(1) == 2.f);
+  autograd::tape().clear();
+  Tensor c2 = x.clone();
+  ops::sum(ops::mul(c2, 3.0)).backward();
+  CHECK(all_close(x.grad(), Array{3.f, 3.f}));
+}
+
+TEST_CASE("the tape prints as a table of what backward will replay") {
+  autograd::tape().clear();
+  Tensor w(Array{1.f, 2.f, 3.f}, true);
+  w.set_name("w");
+  Tensor y = ops::mul(w, Tensor(Array{2.f, 2.f, 2.f}));
+  Tensor loss = ops::sum(y);
+  std::ostringstream os;
+  os << autograd::tape();
+  const std::string text = os.str();
+  CHECK(text.find("tape: 2 entries") != std::string::npos);
+  CHECK(text.find("mul") != std::string::npos);
+  CHECK(text.find("(3,)* x (3,)") != std::string::npos);
+  CHECK(text.find("'w' v0") != std::string::npos);
+  CHECK(autograd::tape().to_dot().find("digraph tape") == 0);
+  loss.backward();
+}
+
+TEST_CASE("anomaly mode names the first op that produced a NaN or Inf") {
+  autograd::tape().clear();
+  Tensor x(Array{-1.f, 1.f}, true);
+  autograd::AnomalyGuard anomaly;
+  CHECK_THROWS_WITH_AS(ops::log(x), doctest::Contains("'log' produced 1 NaN/Inf"), AutogradError);
+  CHECK(autograd::tape().empty());
+}
+
+TEST_CASE("gradients flow to a leaf that is the loss itself") {
+  Tensor x(Array{3.f}, true);
+  x.backward();
+  CHECK(x.grad()(0) == 1.f);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,62 @@
+// tests/helpers.hpp: comparisons that explain themselves when they fail.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <tapegrad/tapegrad.hpp>
+
+namespace tapegrad::testing {
+
+/// |a - b| <= atol + rtol * |b| everywhere, shapes equal. On failure, prints the shapes, the first
+/// elements side by side and the largest difference (llm.c style).
+inline bool all_close(const Array& a, const Array& b, double atol = 1e-6, double rtol = 1e-5) {
+  std::ostringstream why;
+  bool ok = a.shape() == b.shape();
+  if (!ok) why << "shapes differ: " << str(a.shape()) << " vs " << str(b.shape());
+  double worst = 0.0;
+  std::size_t worst_at = 0;
+  if (ok)
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double x = a.data()[i], y = b.data()[i];
+      const double excess = std::abs(x - y) - (atol + rtol * std::abs(y));
+      const bool same_nonfinite = (std::isnan(x) && std::isnan(y)) || (std::isinf(x) && x == y);
+      if (same_nonfinite) continue;
+      if (excess > 0.0 || std::isnan(x) != std::isnan(y)) {
+        ok = false;
+        if (std::abs(x - y) >= worst || std::isnan(x - y)) {
+          worst = std::abs(x - y);
+          worst_at = i;
+        }
+      }
+    }
+  if (!ok && a.shape() == b.shape()) {
+    why.precision(9);
+    why << "first elements (got | expected):\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(a.size(), 8); ++i)
+      why << "  [" << i << "] " << a.data()[i] << " | " << b.data()[i] << '\n';
+    why << "largest difference " << worst << " at flat index " << worst_at << " ("
+        << a.data()[worst_at] << " vs " << b.data()[worst_at] << ")";
+  }
+  if (!ok) MESSAGE(why.str());
+  return ok;
+}
+
+/// Bit-for-bit equality (NaNs compare equal to NaNs with the same bits).
+inline bool bit_equal(const Array& a, const Array& b) {
+  if (a.shape() != b.shape()) return false;
+  return std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+    return std::memcmp(&x, &y, sizeof(float)) == 0;
+  });
+}
+
+/// A fresh generator with a fixed seed, for test inputs.
+inline Generator seeded(std::uint64_t seed) { return Generator(seed); }
+
+}  // namespace tapegrad::testing

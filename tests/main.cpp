@@ -1,0 +1,3 @@
+// tests/main.cpp: the doctest main, nothing else.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
