@@ -66,7 +66,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                       ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
                       ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
     check<ShapeError>(sb[0] == batch, where, ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa,
-                      " and ", sb, "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the batch of 1)");
+                      " and ", sb, "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the "
+                      "batch of 1)");
     check<ShapeError>(sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ", k,
                       "] but got: [", sb[0], ", ", sb[1], "]. | ", where,
                       ": expected (b, n, k) @ (b, k, m) with the same k, got shapes ", sa, " and ", sb);

@@ -89,7 +89,8 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
     known *= shape[i];
   }
   Shape out_shape(shape.size());
-  for (std::size_t i = 0; i < shape.size(); ++i) out_shape[i] = static_cast<std::size_t>(std::max<std::int64_t>(shape[i], 0));
+  for (std::size_t i = 0; i < shape.size(); ++i)   // the -1, if any, is filled in below
+    out_shape[i] = static_cast<std::size_t>(std::max<std::int64_t>(shape[i], 0));
   if (inferred >= 0) {
     check<ValueError>(known != 0, "cannot reshape tensor of 0 elements into shape ", list_str(shape),
                       " because the unspecified dimension size -1 can be any value and is ambiguous | ", where,

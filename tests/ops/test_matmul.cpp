@@ -152,7 +152,8 @@ TEST_CASE("linear errors: the SPEC text, naming the module when inside one") {
                        doctest::Contains("linear: expected bias of shape (11,) to match weight (11, 16), got (5,)"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::linear(x16, Tensor(Array::from_shape({16}))),
                        doctest::Contains("linear: expected weight of shape (out_features, in_features), got (16,)"), ShapeError);
-  CHECK_THROWS_WITH_AS(ops::linear(Tensor(Array(1.f)), w), doctest::Contains("both arguments to linear need to be at least 1D"),
+  CHECK_THROWS_WITH_AS(ops::linear(Tensor(Array(1.f)), w),
+                       doctest::Contains("both arguments to linear need to be at least 1D"),
                        ShapeError);
 }
 

@@ -138,11 +138,14 @@ TEST_CASE("max and max(dim) pass gradcheck away from ties") {
 
 TEST_CASE("a dim out of range is an IndexError with PyTorch's text") {
   Tensor a(Array::from_shape({2, 3}));
-  CHECK_THROWS_WITH_AS(ops::sum(a, 2), doctest::Contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+  CHECK_THROWS_WITH_AS(ops::sum(a, 2),
+                       doctest::Contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
                        IndexError);
-  CHECK_THROWS_WITH_AS(ops::mean(a, {0, -3}), doctest::Contains("mean: a tensor of rank 2 has no dimension -3"), IndexError);
+  CHECK_THROWS_WITH_AS(ops::mean(a, {0, -3}),
+                       doctest::Contains("mean: a tensor of rank 2 has no dimension -3"), IndexError);
   CHECK_THROWS_AS(ops::max(a, -3), IndexError);
-  CHECK_THROWS_WITH_AS(ops::argmax(a, 5), doctest::Contains("argmax: a tensor of rank 2 has no dimension 5"), IndexError);
+  CHECK_THROWS_WITH_AS(ops::argmax(a, 5),
+                       doctest::Contains("argmax: a tensor of rank 2 has no dimension 5"), IndexError);
 }
 
 TEST_CASE("a dim listed twice is a ValueError") {
@@ -158,7 +161,8 @@ TEST_CASE("max of an empty tensor, or along an empty dim, is an error naming the
   Tensor e(Array::from_shape({2, 0}));
   CHECK_THROWS_WITH_AS(ops::max(e, 1), doctest::Contains("max(): Expected reduction dim 1 to have non-zero size."),
                        IndexError);
-  CHECK_THROWS_WITH_AS(ops::argmax(e, -1), doctest::Contains("argmax: expected dimension -1 of shape (2, 0) to be non-empty"),
+  CHECK_THROWS_WITH_AS(ops::argmax(e, -1),
+                       doctest::Contains("argmax: expected dimension -1 of shape (2, 0) to be non-empty"),
                        IndexError);
   CHECK(ops::max(e, 0).shape() == Shape{0});   // reducing the non-empty dim is fine
 }

@@ -125,9 +125,11 @@ TEST_CASE("transpose, permute and unsqueeze reject bad dims") {
   Tensor a(iota({2, 3}));
   CHECK_THROWS_WITH_AS(ops::transpose(a, 0, 2),
                        doctest::Contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"), IndexError);
-  CHECK_THROWS_WITH_AS(ops::permute(a, {0, 0}), doctest::Contains("permute(): duplicate dims are not allowed."), ValueError);
+  CHECK_THROWS_WITH_AS(ops::permute(a, {0, 0}),
+                       doctest::Contains("permute(): duplicate dims are not allowed."), ValueError);
   CHECK_THROWS_WITH_AS(ops::permute(a, {1, -1}), doctest::Contains("permute: expected a permutation"), ValueError);
-  CHECK_THROWS_WITH_AS(ops::permute(a, {0}), doctest::Contains("input.dim() = 2 is not equal to len(dims) = 1"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::permute(a, {0}),
+                       doctest::Contains("input.dim() = 2 is not equal to len(dims) = 1"), ValueError);
   CHECK_THROWS_AS(ops::permute(a, {0, 2}), IndexError);
   CHECK_THROWS_WITH_AS(ops::unsqueeze(a, 3),
                        doctest::Contains("Dimension out of range (expected to be in range of [-3, 2], but got 3)"), IndexError);
@@ -139,7 +141,8 @@ TEST_CASE("slice rejects a non-positive step, a bad dim and a 0-dim tensor") {
   CHECK_THROWS_WITH_AS(ops::slice(a, 1, 0, 3, 0), doctest::Contains("slice: expected step > 0, got 0"), ValueError);
   CHECK_THROWS_WITH_AS(ops::slice(a, 1, 3, 0, -1), doctest::Contains("step must be greater than zero"), ValueError);
   CHECK_THROWS_AS(ops::slice(a, 2, 0, 1), IndexError);
-  CHECK_THROWS_WITH_AS(ops::slice(Tensor(Array(1.f)), 0, 0, 1), doctest::Contains("slice() cannot be applied to a 0-dim tensor."),
+  CHECK_THROWS_WITH_AS(ops::slice(Tensor(Array(1.f)), 0, 0, 1),
+                       doctest::Contains("slice() cannot be applied to a 0-dim tensor."),
                        IndexError);
 }
 
@@ -152,7 +155,8 @@ TEST_CASE("cat errors name the tensor that does not fit, with PyTorch's text") {
   CHECK_THROWS_WITH_AS(ops::cat({a, Tensor(iota({2, 3, 1}))}, 1),
                        doctest::Contains("Tensors must have same number of dimensions: got 2 and 3"), ShapeError);
   CHECK_THROWS_WITH_AS(ops::cat({}, 0), doctest::Contains("expected a non-empty list of Tensors"), ValueError);
-  CHECK_THROWS_WITH_AS(ops::cat({Tensor(Array(1.f))}), doctest::Contains("zero-dimensional tensor (at position 0) cannot be concatenated"),
+  CHECK_THROWS_WITH_AS(ops::cat({Tensor(Array(1.f))}),
+                       doctest::Contains("zero-dimensional tensor (at position 0) cannot be concatenated"),
                        ShapeError);
   CHECK_THROWS_AS(ops::cat({a, a}, 2), IndexError);
 }

@@ -127,9 +127,11 @@ TEST_CASE("softmax and log_softmax pass gradcheck along every dim") {
 
 TEST_CASE("a dim out of range is an IndexError naming the op") {
   Tensor x(Array::from_shape({2, 3}));
-  CHECK_THROWS_WITH_AS(ops::softmax(x, 2), doctest::Contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+  CHECK_THROWS_WITH_AS(ops::softmax(x, 2),
+                       doctest::Contains("Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
                        IndexError);
-  CHECK_THROWS_WITH_AS(ops::log_softmax(x, -3), doctest::Contains("log_softmax: a tensor of rank 2 has no dimension -3"),
+  CHECK_THROWS_WITH_AS(ops::log_softmax(x, -3),
+                       doctest::Contains("log_softmax: a tensor of rank 2 has no dimension -3"),
                        IndexError);
 }
 
