@@ -27,11 +27,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
   // NaN and Inf inputs give NaN, as in PyTorch.
   check_dropout_probability(p);
   if (!training || p == 0.0 || x.numel() == 0) return x;   // the same tensor, no draw, no entry
-  const std::string where = autograd::where("dropout");
-  check<AutogradError>(!(inplace && x.is_leaf() && x.requires_grad() && autograd::grad_enabled()),
-                       "a leaf Variable that requires grad is being used in an in-place operation. | ",
-                       where, ": ", x.describe(),
-                       "; use inplace=false, or run it under NoGradGuard if it is not part of the model");
+  if (inplace && x.is_leaf() && x.requires_grad() && autograd::grad_enabled())
+    fail<AutogradError>("a leaf Variable that requires grad is being used in an in-place operation. | ",
+                        autograd::where("dropout"), ": ", x.describe(),
+                        "; use inplace=false, or run it under NoGradGuard if it is not part of the model");
 
   const std::size_t n = x.numel();
   auto mask = std::make_shared<xt::xarray<std::uint8_t>>(xt::xarray<std::uint8_t>::from_shape(x.shape()));

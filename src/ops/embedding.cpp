@@ -42,13 +42,12 @@ void check_options(const EmbeddingFuncOptions& o, const std::string& where) {
 }
 
 // Every id in [0, num); the first offender names its value and its multi-index in ids.
-// The test comes first so that the position string is only built for the offender.
 void check_ids(const IndexArray& ids, std::int64_t num, const std::string& where) {
   const std::int64_t* id = ids.data();
   for (std::size_t p = 0, n = ids.size(); p < n; ++p)
     if (id[p] < 0 || id[p] >= num) [[unlikely]]
-      check<IndexError>(false, "index out of range in self | ", where, ": expected ids in [0, ", num,
-                        "), got ", id[p], " at position ", position_str(p, ids.shape()));
+      fail<IndexError>("index out of range in self | ", where, ": expected ids in [0, ", num, "), got ", id[p],
+                       " at position ", position_str(p, ids.shape()));
 }
 
 // ||row||_p in double: p = inf -> max|x|, p = -inf -> min|x|, p = 0 -> count of non-zeros.

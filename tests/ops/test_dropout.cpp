@@ -32,7 +32,7 @@ Mask8 expected_mask(const Shape& shape, double p, std::uint64_t seed) {
 
 TEST_SUITE("ops.dropout") {
 
-TEST_CASE("p outside [0, 1] or NaN is a ValueError with PyTorch's text") {
+TEST_CASE("p outside 0..1 or NaN is a ValueError with PyTorch's text") {
   CHECK_THROWS_WITH_AS(ops::check_dropout_probability(-0.1),
                        doctest::Contains("dropout probability has to be between 0 and 1, but got -0.1"), ValueError);
   CHECK_THROWS_WITH_AS(ops::check_dropout_probability(1.1),
@@ -169,7 +169,7 @@ TEST_CASE("the gradient matches finite differences for a fixed mask") {
   CHECK_MESSAGE(r.ok, r.message);
 }
 
-TEST_CASE("the same seed gives the same mask; another seed another mask") {
+TEST_CASE("the same seed gives the same mask, another seed another mask") {
   Tensor x = input({16, 16}, 8);
   Mask8 a, b, c;
   Generator g1(2024), g2(2024), g3(2025);
@@ -224,7 +224,7 @@ TEST_CASE("in place on a non-leaf sends the masked gradient to whatever produced
   CHECK(autograd::tape().empty());
 }
 
-TEST_CASE("in place on a leaf that requires grad is refused, naming it; under NoGradGuard it is allowed") {
+TEST_CASE("in place on a leaf that requires grad is refused, naming it, but allowed under NoGradGuard") {
   Tensor w = input({2, 3}, 14, true);
   w.set_name("pos.weight");
   Generator gen(15);

@@ -107,7 +107,7 @@ TEST_CASE("the output owns its data: writing the weight later does not change it
 
 // ---- padding_idx -------------------------------------------------------------------------------------
 
-TEST_CASE("a negative padding_idx counts from the end; outside [-num, num) is a ValueError") {
+TEST_CASE("a negative padding_idx counts from the end, and one outside -num..num-1 is a ValueError") {
   // num = 10: -1 means row 9 and -10 means row 0; their positions send no gradient.
   const IndexArray ids = {9, 0, 9, 5};
   Array g_minus1 = weight_grad(ids, closed_form_weight(10, 2), EmbeddingFuncOptions().padding_idx(-1));
@@ -137,7 +137,7 @@ TEST_CASE("the padding row's value is looked up like any other row") {
 
 // ---- dense backward ------------------------------------------------------------------------------------
 
-TEST_CASE("repeated ids add their gradient rows; padding positions add nothing") {
+TEST_CASE("repeated ids add their gradient rows, and padding positions add nothing") {
   // ids [[1, 2, 1], [0, 1, 3]], padding_idx 0, loss = sum(y * G):
   // row 1 = G[0] + G[2] + G[4], row 2 = G[1], row 3 = G[5], rows 0 and 4 exactly 0.
   // Golden: scripts/golden/embedding.py, torch 1.13.
@@ -147,7 +147,7 @@ TEST_CASE("repeated ids add their gradient rows; padding positions add nothing")
   CHECK(bit_equal(dw, golden));
 }
 
-TEST_CASE("ids [0, 2, 2] with padding 0 and loss sum(y): row 0 gets [0, 0, 0], row 2 gets [2, 2, 2]") {
+TEST_CASE("ids 0, 2, 2 with padding 0 and loss sum(y) give row 0 a zero gradient and row 2 twos") {
   // Golden: scripts/golden/embedding.py, torch 1.13 (SPEC 2.4.6).
   Tensor w = random_weight(5, 3, 3);
   ops::sum(ops::embedding(IndexArray{0, 2, 2}, w, EmbeddingFuncOptions().padding_idx(0))).backward();
@@ -155,7 +155,7 @@ TEST_CASE("ids [0, 2, 2] with padding 0 and loss sum(y): row 0 gets [0, 0, 0], r
   CHECK(autograd::tape().empty());
 }
 
-TEST_CASE("scale_grad_by_freq makes a row's gradient the mean of its rows; the pad row stays 0") {
+TEST_CASE("scale_grad_by_freq makes a row's gradient the mean of its rows, and the pad row stays 0") {
   // Golden (scripts/golden/embedding.py, torch 1.13): row 1 = (G[0] + G[2] + G[4]) / 3.
   // PyTorch's CPU kernel fuses the multiply-add, so its last element is 1.49e-08 = 2^-26 where
   // tapegrad, which rounds the product first (SPEC 2.4.4), gets 0: compare to 1e-7.
@@ -177,7 +177,7 @@ TEST_CASE("scale_grad_by_freq makes a row's gradient the mean of its rows; the p
   }
 }
 
-TEST_CASE("scale_grad_by_freq counts each id over the whole flattened ids; padding positions are skipped") {
+TEST_CASE("scale_grad_by_freq counts each id over the whole flattened ids, skipping padding positions") {
   // The count of id k is over the whole flattened ids; pad positions are skipped but do not
   // change the counts of other ids.
   const IndexArray ids = {{1, 0, 1}, {0, 0, 2}};
@@ -278,7 +278,7 @@ TEST_CASE("embedding_scaled checks its arguments like embedding, naming itself")
 
 // ---- max_norm ------------------------------------------------------------------------------------------
 
-TEST_CASE("max_norm renormalises the row [3, 4] to [0.6, 0.8], just below norm 1") {
+TEST_CASE("max_norm renormalises the row (3, 4) to (0.6, 0.8), just below norm 1") {
   // Golden: scripts/golden/embedding.py, torch 1.13: [0.600000024, 0.800000012], norm 1.0.
   Tensor w(Array{{3.f, 4.f}}, true);
   Tensor y = ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(1.0));
@@ -341,7 +341,7 @@ TEST_CASE("the renorm bumps the weight's version once and also runs with grad mo
   CHECK(frozen.version() == 1);
 }
 
-TEST_CASE("max_norm = inf never renormalises; max_norm <= 0, NaN and a NaN norm_type are refused") {
+TEST_CASE("max_norm = inf never renormalises, while max_norm <= 0, NaN and a NaN norm_type are refused") {
   Tensor w(Array{{3.f, 4.f}}, true);
   ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(std::numeric_limits<double>::infinity()));
   CHECK(bit_equal(w.data(), Array{{3.f, 4.f}}));
@@ -505,7 +505,7 @@ TEST_CASE("a weight that is not 2-D is a ShapeError") {
 
 // ---- the tape -------------------------------------------------------------------------------------------------
 
-TEST_CASE("one entry named embedding that saves nothing; none for a frozen weight or under NoGradGuard") {
+TEST_CASE("one entry named embedding that saves nothing, and none for a frozen weight or under NoGradGuard") {
   Tensor w = random_weight(5, 3, 2);
   Tensor y = ops::embedding(IndexArray{1, 2}, w);
   REQUIRE(autograd::tape().size() == 1);
