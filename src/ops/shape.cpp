@@ -9,7 +9,7 @@
 #include "tapegrad/ops/shape.hpp"
 
 #include <algorithm>
-#include <sstream>
+#include <ostream>
 
 #include <xtensor/xbuilder.hpp>
 
@@ -20,13 +20,15 @@
 namespace tapegrad::ops {
 
 namespace {
-// "[2, -1]": how PyTorch prints a requested shape.
-std::string list_str(const std::vector<std::int64_t>& v) {
-  std::ostringstream os;
+// Prints a requested shape the way PyTorch does, "[2, -1]". A reference wrapper streamed by
+// check(), so the text is only built when a check fails.
+struct IntList {
+  const std::vector<std::int64_t>& values;
+};
+std::ostream& operator<<(std::ostream& os, IntList list) {
   os << '[';
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << ']';
-  return os.str();
+  for (std::size_t i = 0; i < list.values.size(); ++i) os << (i ? ", " : "") << list.values[i];
+  return os << ']';
 }
 
 // The same elements, in the same row-major order, under another shape.
@@ -80,29 +82,29 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       check<ValueError>(inferred < 0, "only one dimension can be inferred | ", where, ": expected at most one -1 in ",
-                        list_str(shape));
+                        IntList{shape});
       inferred = static_cast<std::ptrdiff_t>(i);
       continue;
     }
     check<ValueError>(shape[i] >= 0, "invalid shape dimension ", shape[i], " | ", where,
-                      ": expected sizes >= 0 (or one -1), got ", list_str(shape));
+                      ": expected sizes >= 0 (or one -1), got ", IntList{shape});
     known *= shape[i];
   }
   Shape out_shape(shape.size());
   for (std::size_t i = 0; i < shape.size(); ++i)   // the -1, if any, is filled in below
     out_shape[i] = static_cast<std::size_t>(std::max<std::int64_t>(shape[i], 0));
   if (inferred >= 0) {
-    check<ValueError>(known != 0, "cannot reshape tensor of 0 elements into shape ", list_str(shape),
+    check<ValueError>(known != 0, "cannot reshape tensor of 0 elements into shape ", IntList{shape},
                       " because the unspecified dimension size -1 can be any value and is ambiguous | ", where,
                       ": expected the other sizes to multiply to a non-zero number");
-    check<ShapeError>(numel % known == 0, "shape '", list_str(shape), "' is invalid for input of size ", numel,
-                      " | ", where, ": expected the other sizes of ", list_str(shape), " to divide ", numel,
+    check<ShapeError>(numel % known == 0, "shape '", IntList{shape}, "' is invalid for input of size ", numel,
+                      " | ", where, ": expected the other sizes of ", IntList{shape}, " to divide ", numel,
                       ", the number of elements of shape ", a.shape());
     out_shape[static_cast<std::size_t>(inferred)] = static_cast<std::size_t>(numel / known);
   } else {
-    check<ShapeError>(known == numel, "shape '", list_str(shape), "' is invalid for input of size ", numel, " | ",
+    check<ShapeError>(known == numel, "shape '", IntList{shape}, "' is invalid for input of size ", numel, " | ",
                       where, ": expected a shape with ", numel, " elements like ", a.shape(), ", got ",
-                      list_str(shape), " with ", known);
+                      IntList{shape}, " with ", known);
   }
   Tensor y(reshaped(a.data(), out_shape));
   autograd::record("reshape", y, {a}, {}, [a](const Array& dy) {
@@ -133,13 +135,13 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
   check<ValueError>(dims.size() == rank, "permute(sparse_coo): number of dimensions in the tensor input does not "
                     "match the length of the desired ordering of dimensions i.e. input.dim() = ", rank,
                     " is not equal to len(dims) = ", dims.size(), " | ", where, ": expected a permutation of ", rank,
-                    " dims for shape ", a.shape(), ", got ", list_str(dims));
+                    " dims for shape ", a.shape(), ", got ", IntList{dims});
   std::vector<std::size_t> perm(rank);
   std::vector<bool> seen(rank, false);
   for (std::size_t i = 0; i < rank; ++i) {
     perm[i] = normalize_dim(where, dims[i], rank);
     check<ValueError>(!seen[perm[i]], "permute(): duplicate dims are not allowed. | ", where,
-                      ": expected a permutation of the dims of shape ", a.shape(), ", got ", list_str(dims));
+                      ": expected a permutation of the dims of shape ", a.shape(), ", got ", IntList{dims});
     seen[perm[i]] = true;
   }
   Tensor y(permuted(a.data(), perm));

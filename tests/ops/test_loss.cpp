@@ -38,7 +38,7 @@ const Array W = {1.0f, 2.0f, -0.5f, 3.0f};   // "none" backpropagates sum(loss *
 
 TEST_SUITE("ops.loss") {
 
-TEST_CASE("equal logits give log(C); the gradient is (softmax - onehot) / N") {
+TEST_CASE("equal logits give log(C) and the gradient is (softmax - onehot) / N") {
   Tensor x(Array{{0.f, 0.f}, {0.f, 0.f}}, true);
   Tensor loss = ops::cross_entropy(x, IndexArray{0, 1});
   CHECK(loss.shape() == Shape{});
@@ -92,7 +92,7 @@ TEST_CASE("cross_entropy equals the mean of -log_softmax at the targets") {
   CHECK(ops::cross_entropy(x, t).item() == doctest::Approx(expected).epsilon(1e-6));
 }
 
-TEST_CASE("a custom ignore_index is skipped and not counted; all ignored gives NaN with zero gradient") {
+TEST_CASE("a custom ignore_index is skipped and not counted, and all ignored gives NaN with zero gradient") {
   Tensor x(Array{{0.f, 0.f}, {5.f, -5.f}, {0.f, 0.f}}, true);
   Tensor loss = ops::cross_entropy(x, IndexArray{1, 0, 1}, CrossEntropyOptions().ignore_index(0));
   CHECK(loss.item() == doctest::Approx(std::log(2.0)));      // mean over the 2 kept rows
@@ -141,7 +141,7 @@ TEST_CASE("a target out of range is an IndexError naming the target, the range a
                   IndexError);
 }
 
-TEST_CASE("shape errors name both shapes; a bad reduction is a ValueError") {
+TEST_CASE("shape errors name both shapes and a bad reduction is a ValueError") {
   Tensor x(Array::from_shape({4, 11}));
   CHECK_THROWS_WITH_AS(ops::cross_entropy(x, IndexArray{0, 0, 0}),
                        doctest::Contains("Expected input batch_size (4) to match target batch_size (3). | cross_entropy: "

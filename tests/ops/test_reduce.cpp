@@ -40,7 +40,7 @@ TEST_CASE("sum and mean over one dim drop it, or keep it as size 1 with keepdim"
   CHECK(all_close(ops::mean(a, -2, true).data(), Array{{2.5f, 3.5f, 4.5f}}));
 }
 
-TEST_CASE("sum and mean over several dims; an empty list of dims means all of them") {
+TEST_CASE("sum and mean over several dims, and an empty list of dims means all of them") {
   Array v = Array::from_shape({2, 3, 2});
   for (std::size_t i = 0; i < v.size(); ++i) v.data()[i] = static_cast<float>(i);   // 0 .. 11
   Tensor a(v);
@@ -59,7 +59,7 @@ TEST_CASE("sums accumulate in double, so a small term survives between large one
   CHECK(ops::mean(a, 1).data()(0) == doctest::Approx(1.0 / 3.0));
 }
 
-TEST_CASE("the gradient of a sum over dims is dy broadcast back; of a mean, dy / count") {
+TEST_CASE("the gradient of a sum over dims is dy broadcast back, and of a mean dy / count") {
   Tensor a(Array{{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}}, true);
   ops::sum(ops::mul(ops::sum(a, 1), Tensor(Array{1.f, 10.f}))).backward();
   CHECK(all_close(a.grad(), Array{{1.f, 1.f, 1.f}, {10.f, 10.f, 10.f}}));
@@ -106,7 +106,7 @@ TEST_CASE("max() propagates NaN and sends the gradient to the NaN elements") {
   CHECK(all_close(a.grad(), Array{0.f, 1.f, 0.f}));
 }
 
-TEST_CASE("max(dim) gives the largest values; argmax gives the first index holding them") {
+TEST_CASE("max(dim) gives the largest values and argmax the first index holding them") {
   Tensor a(Array{{1.f, 3.f, 3.f}, {2.f, 2.f, -1.f}});
   CHECK(all_close(ops::max(a, 1).data(), Array{3.f, 2.f}));
   CHECK(ops::argmax(a, 1) == IndexArray{1, 0});

@@ -70,7 +70,7 @@ TEST_CASE("slice follows Python's slice rules: negative bounds count from the en
   CHECK(ops::slice(a, 1, 7, 9).shape() == Shape{2, 0});
 }
 
-TEST_CASE("cat joins along a dim; unsqueeze inserts a size-1 dim") {
+TEST_CASE("cat joins along a dim and unsqueeze inserts a size-1 dim") {
   Tensor a(iota({2, 2}));
   Tensor b(shaped({10.f, 11.f}, {2, 1}));
   CHECK(all_close(ops::cat({a, b}, 1).data(), Array{{0.f, 1.f, 10.f}, {2.f, 3.f, 11.f}}));

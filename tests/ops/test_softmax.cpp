@@ -41,7 +41,7 @@ const Array G = {{0.1f, -0.2f, 0.3f, 0.4f, -0.5f},
 
 TEST_SUITE("ops.softmax") {
 
-TEST_CASE("softmax rows sum to one; log_softmax is its log") {
+TEST_CASE("softmax rows sum to one and log_softmax is its log") {
   Tensor x(Array{{0.f, 0.f}, {1.f, 3.f}});
   const float e2 = std::exp(2.f);
   CHECK(all_close(ops::softmax(x).data(), Array{{0.5f, 0.5f}, {1.f / (1.f + e2), e2 / (1.f + e2)}}));
