@@ -162,7 +162,7 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
   const auto n = static_cast<std::int64_t>(b.n);
   auto clamp = [n](std::int64_t v) { return std::clamp(v < 0 ? v + n : v, std::int64_t{0}, n); };   // Python's rule
   const std::int64_t first = clamp(start), last = clamp(end);
-  const std::size_t len = last > first ? static_cast<std::size_t>((last - first + step - 1) / step) : 0;
+  const std::size_t len = last > first ? static_cast<std::size_t>((last - first - 1) / step + 1) : 0;   // ceil
   const auto from = static_cast<std::size_t>(first), stride = static_cast<std::size_t>(step);
   Shape out_shape = a.shape();
   out_shape[d] = len;

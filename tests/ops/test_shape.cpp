@@ -68,6 +68,7 @@ TEST_CASE("slice follows Python's slice rules: negative bounds count from the en
   CHECK(all_close(ops::slice(a, 1, 1, 5, 3).data(), Array{{1.f, 4.f}, {6.f, 9.f}}));
   CHECK(ops::slice(a, 1, 4, 2).shape() == Shape{2, 0});   // end before start: empty
   CHECK(ops::slice(a, 1, 7, 9).shape() == Shape{2, 0});
+  CHECK(all_close(ops::slice(a, 1, 1, INT64_MAX, INT64_MAX).data(), shaped({1.f, 6.f}, {2, 1})));   // no overflow
 }
 
 TEST_CASE("cat joins along a dim and unsqueeze inserts a size-1 dim") {
