@@ -17,3 +17,7 @@
 #include "tapegrad/ops/loss.hpp"
 #include "tapegrad/ops/embedding.hpp"
 #include "tapegrad/ops/dropout.hpp"
+#include "tapegrad/ops/layer_norm.hpp"
+#include "tapegrad/ops/attention.hpp"
+#include "tapegrad/ops/kl_div.hpp"
+#include "tapegrad/nn/init.hpp"
