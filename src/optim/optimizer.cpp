@@ -122,8 +122,8 @@ OptimizerState Optimizer::state_dict() const {
 
 void Optimizer::load_state_dict(const OptimizerState& loaded) {
   const std::string where = type_name_ + ".load_state_dict";
-  check<ValueError>(loaded.optimizer == type_name_, where, ": expected the state of a ", type_name_,
-                    " optimizer, got one of '", loaded.optimizer, "'");
+  check<ValueError>(loaded.optimizer == type_name_, where, ": expected the state dict of an optimizer of type '",
+                    type_name_, "', got '", loaded.optimizer, "'");
   check<ValueError>(loaded.param_groups.size() == groups_.size(),
                     "loaded state dict has a different number of parameter groups | ", where, ": expected ",
                     groups_.size(), " groups, got ", loaded.param_groups.size());
