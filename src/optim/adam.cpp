@@ -148,11 +148,9 @@ const Optimizer::StateLayout kAdamLayout{true, {"exp_avg", "exp_avg_sq"}, {"max_
 // Every gradient is checked before any parameter changes: a refused step changes nothing.
 void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const char* hint) {
   for (std::size_t g = 0; g < opt.num_param_groups(); ++g)
-    for (const Parameter& p : opt.params(g)) {
-      const std::string who = p.name().empty() ? p.describe() : "'" + p.name() + "'";
-      check<TypeError>(!p.grad_is_sparse(), pytorch_text, " | ", opt.type_name(), ": ", who,
+    for (const Parameter& p : opt.params(g))
+      check<TypeError>(!p.grad_is_sparse(), pytorch_text, " | ", opt.type_name(), ": ", param_label(p),
                        " has a row-sparse gradient", hint);
-    }
 }
 
 }  // namespace

@@ -37,16 +37,14 @@ Optimizer::Optimizer(std::string type_name, std::vector<std::vector<Parameter>> 
       const Parameter& p = groups_[g][k];
       check<TypeError>(p.defined(), "optimizer can only optimize Tensors, but one of the params is NoneType | ",
                        type_name_, ": group ", g, " holds an empty Parameter handle at position ", k);
-      const std::string name = p.name().empty() ? p.describe() : "'" + p.name() + "'";
       check<ValueError>(seen.insert(p.impl()).second,
                         "optimizer contains a parameter group with duplicate parameters | ", type_name_, ": ",
-                        name, " appears twice in group ", g);
+                        param_label(p), " appears twice in group ", g);
     }
     for (const Parameter& p : groups_[g]) {
       const auto [it, inserted] = group_of.emplace(p.impl(), g);
-      const std::string name = p.name().empty() ? p.describe() : "'" + p.name() + "'";
       check<ValueError>(inserted, "some parameters appear in more than one parameter group | ", type_name_, ": ",
-                        name, " is in groups ", it->second, " and ", g);
+                        param_label(p), " is in groups ", it->second, " and ", g);
     }
     num_params_ += groups_[g].size();
   }
@@ -80,12 +78,6 @@ std::size_t Optimizer::param_id(const Parameter& p) const {
     }
   check<ValueError>(false, type_name_, ": ", p.describe(), " is not one of this optimizer's parameters");
   return id;  // not reached
-}
-
-std::string Optimizer::label(std::size_t id) const {
-  const Parameter& p = param(id);
-  if (!p.name().empty()) return "'" + p.name() + "'";
-  return "parameter " + std::to_string(id) + " " + str(p.shape());
 }
 
 void Optimizer::check_sparse_rows(const Parameter& p, const std::string& where) {
@@ -218,6 +210,10 @@ void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& know
   for (const auto& [key, value] : h)
     check<ValueError>(std::find(known.begin(), known.end(), key) != known.end(), where,
                       ": unexpected hyper-parameter '", key, "'");
+}
+
+std::string param_label(const Parameter& p) {
+  return p.name().empty() ? p.describe() : "'" + p.name() + "'";
 }
 
 std::string py_float(double x) {

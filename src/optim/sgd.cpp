@@ -116,7 +116,7 @@ void SGD::step() {
       if (!p.grad_is_sparse()) continue;
       check<TypeError>(options_[g].weight_decay() == 0.0,
                        "add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: weight_decay "
-                       "needs a dense gradient for ", p.name().empty() ? p.describe() : "'" + p.name() + "'");
+                       "needs a dense gradient for ", param_label(p));
       check_sparse_rows(p, "SGD");
     }
 

@@ -65,7 +65,9 @@ void check_options(const std::string& where, const SparseAdamOptions& o) {
 SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where) {
   check_hyper_keys(h, {"lr", "betas", "eps", "maximize"}, where);
   SparseAdamOptions o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where)).eps(hyper_number(h, "eps", where)).maximize(hyper_flag(h, "maximize", where));
+  o.betas(hyper_pair(h, "betas", where))
+      .eps(hyper_number(h, "eps", where))
+      .maximize(hyper_flag(h, "maximize", where));
   check_options(where, o);
   return o;
 }
@@ -111,7 +113,7 @@ void SparseAdam::step() {
       if (!p.has_grad()) continue;
       check<TypeError>(p.grad_is_sparse(),
                        "SparseAdam does not support dense gradients, please consider Adam instead | SparseAdam: ",
-                       p.name().empty() ? p.describe() : "'" + p.name() + "'", " has a dense gradient");
+                       param_label(p), " has a dense gradient");
       check_sparse_rows(p, "SparseAdam");
     }
 

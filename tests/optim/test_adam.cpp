@@ -35,7 +35,8 @@ void check_parity(const Options& options, const float (&expected)[5][6]) {
   for (int s = 0; s < 5; ++s) {
     p.set_grad(golden::array(golden::kGrads[s], {2, 3}));
     opt.step();
-    CHECK_MESSAGE(all_close(p.data(), golden::array(expected[s], {2, 3}), golden::kAtol, 1e-6), "after step " << s + 1);
+    CHECK_MESSAGE(all_close(p.data(), golden::array(expected[s], {2, 3}), golden::kAtol, 1e-6),
+                  "after step " << s + 1);
   }
 }
 }  // namespace

@@ -242,8 +242,8 @@ TEST_CASE("a refused load_state_dict names the problem and leaves the optimizer 
   }
   SUBCASE("a missing state tensor") {
     bad.state.at(0).tensors.pop_back();
-    CHECK_THROWS_WITH_AS(opt.load_state_dict(bad), doctest::Contains("expected state 'exp_avg_sq' for param 0, got none"),
-                         ValueError);
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(bad),
+                         doctest::Contains("expected state 'exp_avg_sq' for param 0, got none"), ValueError);
   }
   SUBCASE("an unknown state tensor") {
     bad.state.at(0).tensors.emplace_back("momentum_buffer", Array{0.f});
@@ -257,8 +257,8 @@ TEST_CASE("a refused load_state_dict names the problem and leaves the optimizer 
   }
   SUBCASE("state for an id that is in no group") {
     bad.state.emplace(9, good.state.at(0));
-    CHECK_THROWS_WITH_AS(opt.load_state_dict(bad), doctest::Contains("entry for param 9, which is in no parameter group"),
-                         ValueError);
+    CHECK_THROWS_WITH_AS(opt.load_state_dict(bad),
+                         doctest::Contains("entry for param 9, which is in no parameter group"), ValueError);
   }
   SUBCASE("an invalid hyper-parameter, in the last group") {
     bad.param_groups[1].options["lr"] = -1.0;

@@ -94,8 +94,8 @@ TEST_CASE("a dense gradient is refused with PyTorch's text, before anything chan
   emb.accumulate_grad(RowSparseGrad{IndexArray{0}, Array{{1.f, 1.f}}, {2, 2}});
   out.set_grad(Array{{1.f, 1.f}});
   CHECK_THROWS_WITH_AS(opt.step(),
-                       doctest::Contains("SparseAdam does not support dense gradients, please consider Adam instead | "
-                                         "SparseAdam: 'out.weight' has a dense gradient"),
+                       doctest::Contains("SparseAdam does not support dense gradients, please consider Adam "
+                                         "instead | SparseAdam: 'out.weight' has a dense gradient"),
                        TypeError);
   CHECK(bit_equal(emb.data(), Array{{1.f, 1.f}, {2.f, 2.f}}));
   CHECK(opt.state(emb) == nullptr);

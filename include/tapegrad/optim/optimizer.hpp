@@ -109,8 +109,7 @@ class Optimizer {
   std::size_t num_params() const { return num_params_; }
   /// Throws IndexError unless `group` < num_param_groups().
   void check_group(std::size_t group) const;
-  /// How messages name parameter `id`: "'lut.weight'" when named, else "parameter 2 (10, 3)".
-  std::string label(std::size_t id) const;
+  /// The parameter with id `id` (its position across the groups).
   const Parameter& param(std::size_t id) const;
 
   // ---- what each optimizer provides for state_dict / load_state_dict ----
@@ -141,6 +140,9 @@ bool hyper_flag(const HyperParams& h, const std::string& key, const std::string&
 std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where);
 /// Throws ValueError if `h` has a key outside `known`.
 void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where);
+
+/// How messages name a parameter: "'lut.weight'" when it has a name, else "tensor (10, 3)".
+std::string param_label(const Parameter& p);
 
 /// `x` as Python prints a float ("0.001", "1e-08", "2.0", "inf"): PyTorch's messages quote
 /// hyper-parameters this way, and tapegrad keeps their text.
