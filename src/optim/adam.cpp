@@ -93,15 +93,20 @@ AdamState& state_for(std::optional<AdamState>& slot, const Parameter& p, bool am
 template <class Options>
 void check_options(const std::string& where, const Options& o) {
   const auto [beta1, beta2] = o.betas();
-  check<ValueError>(0.0 <= o.lr(), "Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
-  check<ValueError>(0.0 <= o.eps(), "Invalid epsilon value: ", py_float(o.eps()), " | ", where,
-                    ": expected eps >= 0");
-  check<ValueError>(0.0 <= beta1 && beta1 < 1.0, "Invalid beta parameter at index 0: ", py_float(beta1), " | ",
-                    where, ": expected 0 <= beta1 < 1");
-  check<ValueError>(0.0 <= beta2 && beta2 < 1.0, "Invalid beta parameter at index 1: ", py_float(beta2), " | ",
-                    where, ": expected 0 <= beta2 < 1");
-  check<ValueError>(0.0 <= o.weight_decay(), "Invalid weight_decay value: ", py_float(o.weight_decay()), " | ",
-                    where, ": expected weight_decay >= 0");
+  // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
+  if (!(0.0 <= o.lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
+  if (!(0.0 <= o.eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps >= 0");
+  if (!(0.0 <= beta1 && beta1 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
+                     ": expected 0 <= beta1 < 1");
+  if (!(0.0 <= beta2 && beta2 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
+                     ": expected 0 <= beta2 < 1");
+  if (!(0.0 <= o.weight_decay()))
+    fail<ValueError>("Invalid weight_decay value: ", py_float(o.weight_decay()), " | ", where,
+                     ": expected weight_decay >= 0");
 }
 
 template <class Options>
@@ -149,8 +154,9 @@ const Optimizer::StateLayout kAdamLayout{true, {"exp_avg", "exp_avg_sq"}, {"max_
 void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const char* hint) {
   for (std::size_t g = 0; g < opt.num_param_groups(); ++g)
     for (const Parameter& p : opt.params(g))
-      check<TypeError>(!p.grad_is_sparse(), pytorch_text, " | ", opt.type_name(), ": ", param_label(p),
-                       " has a row-sparse gradient", hint);
+      if (p.grad_is_sparse())
+        fail<TypeError>(pytorch_text, " | ", opt.type_name(), ": ", param_label(p), " has a row-sparse gradient",
+                        hint);
 }
 
 }  // namespace

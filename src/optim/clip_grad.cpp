@@ -68,10 +68,10 @@ double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm
     std::string first;
     for (std::size_t i = 0; i < norms.size() && first.empty(); ++i)
       if (!std::isfinite(norms[i])) first = with_grad[i].describe();
-    check<ValueError>(false, "The total norm of order ", py_float(norm_type),
-                      " for gradients from `parameters` is non-finite, so it cannot be clipped | clip_grad_norm_: "
-                      "expected a finite total norm, got ", total, "; the first non-finite gradient is ", first,
-                      " (error_if_nonfinite=false scales by it anyway)");
+    fail<ValueError>("The total norm of order ", py_float(norm_type),
+                     " for gradients from `parameters` is non-finite, so it cannot be clipped | clip_grad_norm_: "
+                     "expected a finite total norm, got ", total, "; the first non-finite gradient is ", first,
+                     " (error_if_nonfinite=false scales by it anyway)");
   }
 
   // min(NaN, 1) stays NaN, like torch.clamp: a non-finite norm poisons the gradients visibly.

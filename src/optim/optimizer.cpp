@@ -37,14 +37,15 @@ Optimizer::Optimizer(std::string type_name, std::vector<std::vector<Parameter>> 
       const Parameter& p = groups_[g][k];
       check<TypeError>(p.defined(), "optimizer can only optimize Tensors, but one of the params is NoneType | ",
                        type_name_, ": group ", g, " holds an empty Parameter handle at position ", k);
-      check<ValueError>(seen.insert(p.impl()).second,
-                        "optimizer contains a parameter group with duplicate parameters | ", type_name_, ": ",
-                        param_label(p), " appears twice in group ", g);
+      if (!seen.insert(p.impl()).second)
+        fail<ValueError>("optimizer contains a parameter group with duplicate parameters | ", type_name_, ": ",
+                         param_label(p), " appears twice in group ", g);
     }
     for (const Parameter& p : groups_[g]) {
       const auto [it, inserted] = group_of.emplace(p.impl(), g);
-      check<ValueError>(inserted, "some parameters appear in more than one parameter group | ", type_name_, ": ",
-                        param_label(p), " is in groups ", it->second, " and ", g);
+      if (!inserted)
+        fail<ValueError>("some parameters appear in more than one parameter group | ", type_name_, ": ",
+                         param_label(p), " is in groups ", it->second, " and ", g);
     }
     num_params_ += groups_[g].size();
   }
@@ -65,8 +66,7 @@ const Parameter& Optimizer::param(std::size_t id) const {
     if (id < group.size()) return group[id];
     id -= group.size();
   }
-  check<IndexError>(false, type_name_, ": expected a parameter id in [0, ", num_params_, "), got ", id);
-  return groups_[0][0];  // not reached
+  fail<IndexError>(type_name_, ": expected a parameter id in [0, ", num_params_, "), got ", id + num_params_);
 }
 
 std::size_t Optimizer::param_id(const Parameter& p) const {
@@ -76,8 +76,7 @@ std::size_t Optimizer::param_id(const Parameter& p) const {
       if (q.is_same(p)) return id;
       ++id;
     }
-  check<ValueError>(false, type_name_, ": ", p.describe(), " is not one of this optimizer's parameters");
-  return id;  // not reached
+  fail<ValueError>(type_name_, ": ", p.describe(), " is not one of this optimizer's parameters");
 }
 
 void Optimizer::check_sparse_rows(const Parameter& p, const std::string& where) {
@@ -85,8 +84,9 @@ void Optimizer::check_sparse_rows(const Parameter& p, const std::string& where) 
   const auto rows = static_cast<std::int64_t>(p.shape()[0]);
   for (std::size_t k = 0; k < sg.indices.size(); ++k) {
     const std::int64_t id = sg.indices.data()[k];
-    check<IndexError>(0 <= id && id < rows, where, ": expected the row ids of the row-sparse gradient of ",
-                      p.describe(), " in [0, ", rows, "), got ", id, " at position ", k);
+    if (id < 0 || id >= rows)
+      fail<IndexError>(where, ": expected the row ids of the row-sparse gradient of ", p.describe(), " in [0, ",
+                       rows, "), got ", id, " at position ", k);
   }
 }
 

@@ -52,15 +52,17 @@ void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* thet
 }
 
 void check_options(const std::string& where, const SGDOptions& o) {
-  check<ValueError>(!(o.lr() < 0.0), "Invalid learning rate: ", py_float(o.lr()), " | ", where,
-                    ": expected lr >= 0");
-  check<ValueError>(!(o.momentum() < 0.0), "Invalid momentum value: ", py_float(o.momentum()), " | ", where,
-                    ": expected momentum >= 0");
-  check<ValueError>(!(o.weight_decay() < 0.0), "Invalid weight_decay value: ", py_float(o.weight_decay()), " | ",
-                    where, ": expected weight_decay >= 0");
-  check<ValueError>(!(o.nesterov() && (o.momentum() <= 0.0 || o.dampening() != 0.0)),
-                    "Nesterov momentum requires a momentum and zero dampening | ", where, ": got momentum ",
-                    py_float(o.momentum()), " and dampening ", py_float(o.dampening()));
+  // PyTorch's SGD tests `x < 0.0` (unlike Adam's `not 0.0 <= x`), so NaN passes here as there.
+  if (o.lr() < 0.0)
+    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
+  if (o.momentum() < 0.0)
+    fail<ValueError>("Invalid momentum value: ", py_float(o.momentum()), " | ", where, ": expected momentum >= 0");
+  if (o.weight_decay() < 0.0)
+    fail<ValueError>("Invalid weight_decay value: ", py_float(o.weight_decay()), " | ", where,
+                     ": expected weight_decay >= 0");
+  if (o.nesterov() && (o.momentum() <= 0.0 || o.dampening() != 0.0))
+    fail<ValueError>("Nesterov momentum requires a momentum and zero dampening | ", where, ": got momentum ",
+                     py_float(o.momentum()), " and dampening ", py_float(o.dampening()));
 }
 
 SGDOptions from_hyper(const HyperParams& h, const std::string& where) {
@@ -114,9 +116,9 @@ void SGD::step() {
   for (std::size_t g = 0; g < num_param_groups(); ++g)
     for (const Parameter& p : params(g)) {
       if (!p.grad_is_sparse()) continue;
-      check<TypeError>(options_[g].weight_decay() == 0.0,
-                       "add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: weight_decay "
-                       "needs a dense gradient for ", param_label(p));
+      if (options_[g].weight_decay() != 0.0)
+        fail<TypeError>("add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: weight_decay "
+                        "needs a dense gradient for ", param_label(p));
       check_sparse_rows(p, "SGD");
     }
 

@@ -53,13 +53,17 @@ Array zeros_like(const Parameter& p) {
 
 void check_options(const std::string& where, const SparseAdamOptions& o) {
   const auto [beta1, beta2] = o.betas();
-  check<ValueError>(0.0 < o.lr(), "Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr > 0");
-  check<ValueError>(0.0 < o.eps(), "Invalid epsilon value: ", py_float(o.eps()), " | ", where,
-                    ": expected eps > 0");
-  check<ValueError>(0.0 <= beta1 && beta1 < 1.0, "Invalid beta parameter at index 0: ", py_float(beta1), " | ",
-                    where, ": expected 0 <= beta1 < 1");
-  check<ValueError>(0.0 <= beta2 && beta2 < 1.0, "Invalid beta parameter at index 1: ", py_float(beta2), " | ",
-                    where, ": expected 0 <= beta2 < 1");
+  // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
+  if (!(0.0 < o.lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr > 0");
+  if (!(0.0 < o.eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps > 0");
+  if (!(0.0 <= beta1 && beta1 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
+                     ": expected 0 <= beta1 < 1");
+  if (!(0.0 <= beta2 && beta2 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
+                     ": expected 0 <= beta2 < 1");
 }
 
 SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where) {
@@ -111,9 +115,9 @@ void SparseAdam::step() {
   for (std::size_t g = 0; g < num_param_groups(); ++g)
     for (const Parameter& p : params(g)) {
       if (!p.has_grad()) continue;
-      check<TypeError>(p.grad_is_sparse(),
-                       "SparseAdam does not support dense gradients, please consider Adam instead | SparseAdam: ",
-                       param_label(p), " has a dense gradient");
+      if (!p.grad_is_sparse())
+        fail<TypeError>("SparseAdam does not support dense gradients, please consider Adam instead | SparseAdam: ",
+                        param_label(p), " has a dense gradient");
       check_sparse_rows(p, "SparseAdam");
     }
 

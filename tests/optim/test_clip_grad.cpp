@@ -19,7 +19,7 @@ static_assert(std::is_invocable_v<decltype(&clip_grad_norm_), const std::vector<
 
 TEST_SUITE("optim.clip_grad") {
 
-TEST_CASE("gradients [3, 4] and [12] have total norm 13 and are scaled by 1 / (13 + 1e-6)") {
+TEST_CASE("gradients (3, 4) and (12) have total norm 13 and are scaled by 1 / (13 + 1e-6)") {
   Parameter a(Array{0.f, 0.f}), b(Array{0.f});
   a.set_grad(Array{3.f, 4.f});
   b.set_grad(Array{12.f});
@@ -33,7 +33,7 @@ TEST_CASE("gradients [3, 4] and [12] have total norm 13 and are scaled by 1 / (1
   CHECK(a.grad()(0) == 3.f * coef);
 }
 
-TEST_CASE("the infinity norm is the largest |g|; the returned norm is the one before clipping") {
+TEST_CASE("the infinity norm is the largest |g| and the returned norm is the one before clipping") {
   Parameter a(Array{0.f, 0.f}), b(Array{0.f});
   a.set_grad(Array{-3.f, 2.f});
   b.set_grad(Array{1.f});
@@ -49,7 +49,7 @@ TEST_CASE("gradients under the limit are multiplied by exactly 1 and keep their 
   CHECK(bit_equal(a.grad(), Array{0.3f, -0.4f}));
 }
 
-TEST_CASE("parameters without a gradient are ignored; none at all gives 0") {
+TEST_CASE("parameters without a gradient are ignored and none at all gives 0") {
   Parameter a(Array{0.f, 0.f}), none(Array{0.f});
   CHECK(clip_grad_norm_({a, none}, 1.0) == 0.0);
   a.set_grad(Array{6.f, 8.f});

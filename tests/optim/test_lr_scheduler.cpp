@@ -10,7 +10,7 @@ using namespace tapegrad::optim;
 
 TEST_SUITE("optim.lr_scheduler") {
 
-TEST_CASE("noam matches SPEC's vectors; step 0 counts as step 1") {
+TEST_CASE("noam matches SPEC's vectors and step 0 counts as step 1") {
   // float64 values from SPEC 2.11, confirmed by scripts/golden/optim.py
   CHECK(noam(0, 512, 1.0, 4000) == doctest::Approx(1.746928107421711e-07).epsilon(1e-12));
   CHECK(noam(1, 512, 1.0, 4000) == doctest::Approx(1.746928107421711e-07).epsilon(1e-12));
@@ -72,7 +72,7 @@ TEST_CASE("one function per group, each applied to its group's own base rate") {
                        doctest::Contains("Expected 2 lr_lambdas, but got 1"), ValueError);
 }
 
-TEST_CASE("the state dict holds last_epoch and base_lrs; loading resumes the schedule") {
+TEST_CASE("the state dict holds last_epoch and base_lrs and loading it resumes the schedule") {
   Parameter p(Array{1.f});
   Adam opt({p}, AdamOptions(2.0));
   auto f = [](std::int64_t e) { return noam(e, 16, 1.0, 40); };

@@ -89,7 +89,7 @@ TEST_CASE("zero_grad drops gradients by default, or zero-fills them") {
   CHECK_FALSE(lut.has_grad());
 }
 
-TEST_CASE("groups, ids and hyper-parameters are readable; lr is writable through the base class") {
+TEST_CASE("groups, ids and hyper-parameters are readable and lr is writable through the base class") {
   Parameter a(Array{1.f}), b(Array{1.f}), c(Array{1.f});
   AdamW opt({AdamW::Group{{a, b}, AdamWOptions(0.1)}, AdamW::Group{{c}, AdamWOptions(0.2).weight_decay(0.0)}});
   Optimizer& base = opt;

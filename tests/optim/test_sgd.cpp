@@ -102,7 +102,7 @@ TEST_CASE("without momentum no state is kept") {
   CHECK(opt.state_dict().state.empty());
 }
 
-TEST_CASE("a row-sparse gradient moves only its rows; a repeated id adds twice") {
+TEST_CASE("a row-sparse gradient moves only its rows and a repeated id adds twice") {
   Parameter lut = table();
   SGD opt({lut}, SGDOptions(0.5));
   lut.accumulate_grad(RowSparseGrad{IndexArray{2, 0, 2}, Array{{1.f, 2.f}, {4.f, 4.f}, {1.f, 0.f}}, {4, 2}});
@@ -165,7 +165,7 @@ TEST_CASE("invalid hyper-parameters are refused with PyTorch's texts") {
   CHECK(SGDOptions().lr() == 1e-3);
 }
 
-TEST_CASE("a null gradient skips the parameter; the buffer of the others keeps going") {
+TEST_CASE("a null gradient skips the parameter while the buffer of the others keeps going") {
   Parameter a(Array{1.f}), b(Array{1.f});
   SGD opt({a, b}, SGDOptions(0.1).momentum(0.9));
   a.set_grad(Array{1.f});

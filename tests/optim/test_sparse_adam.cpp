@@ -101,7 +101,7 @@ TEST_CASE("a dense gradient is refused with PyTorch's text, before anything chan
   CHECK(opt.state(emb) == nullptr);
 }
 
-TEST_CASE("invalid hyper-parameters are refused with PyTorch's texts; lr and eps must be positive") {
+TEST_CASE("invalid hyper-parameters are refused with PyTorch's texts and lr and eps must be positive") {
   Parameter p(Array{{1.f, 1.f}});
   CHECK_THROWS_WITH_AS(SparseAdam({p}, SparseAdamOptions(0.0)), doctest::Contains("Invalid learning rate: 0.0"),
                        ValueError);
@@ -113,7 +113,7 @@ TEST_CASE("invalid hyper-parameters are refused with PyTorch's texts; lr and eps
                        doctest::Contains("Invalid beta parameter at index 1: 1.5"), ValueError);
 }
 
-TEST_CASE("a null gradient does not advance the step count; maximize ascends") {
+TEST_CASE("a null gradient does not advance the step count and maximize ascends") {
   Parameter a(Array{{1.f, 1.f}}), b(Array{{1.f, 1.f}});
   SparseAdam opt({a, b}, SparseAdamOptions(0.1).maximize(true));
   a.accumulate_grad(RowSparseGrad{IndexArray{0}, Array{{0.5f, 0.5f}}, {1, 2}});
