@@ -17,3 +17,6 @@
 #include "tapegrad/ops/loss.hpp"
 #include "tapegrad/ops/embedding.hpp"
 #include "tapegrad/ops/dropout.hpp"
+#include "tapegrad/nn/state_dict.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/module_list.hpp"
