@@ -57,7 +57,7 @@ TEST_CASE("a tensor used twice (a diamond) receives the sum of both gradients") 
   CHECK(all_close(x.grad(), Array{3.f + std::exp(2.f), 3.f + std::exp(-1.f)}));
 }
 
-TEST_CASE("intermediate gradients are freed; grad() of an intermediate is an error") {
+TEST_CASE("intermediate gradients are freed, and grad() of an intermediate is an error") {
   Tensor x(Array{1.f, 2.f}, true);
   Tensor y = ops::mul(x, 2.0);
   ops::sum(y).backward();
@@ -66,7 +66,7 @@ TEST_CASE("intermediate gradients are freed; grad() of an intermediate is an err
                        AutogradError);
 }
 
-TEST_CASE("a second backward through released entries is an error; retain_graph allows it") {
+TEST_CASE("a second backward through released entries is an error unless retain_graph was asked for") {
   Tensor x(Array{1.f, 2.f}, true);
   SUBCASE("without retain_graph") {
     Tensor loss = ops::sum(ops::mul(x, x));
@@ -141,7 +141,7 @@ TEST_CASE("the tape is empty after each backward: 1000 training-like iterations 
   }
 }
 
-TEST_CASE("detach shares data and version but not the graph; clone copies and is differentiable") {
+TEST_CASE("detach shares data and version but not the graph, clone copies and is differentiable") {
   Tensor x(Array{1.f, 2.f}, true);
   Tensor d = x.detach();
   CHECK_FALSE(d.requires_grad());

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: installs the Debian packages tapegrad needs, only those that are missing.
+#   scripts/setup.sh          build, test and plot: compilers, xtensor, OpenBLAS, doctest, CLI11, gnuplot
+#   scripts/setup.sh --ci     also what CI uses: clang + libFuzzer runtime, NumPy (interop test)
+# Run as root (or with sudo) on Debian 12 or later. Nothing is downloaded from anywhere else.
+set -euo pipefail
+
+packages=(cmake g++ make libxtensor-dev libxtensor-blas-dev libopenblas-dev doctest-dev
+          nlohmann-json3-dev libcli11-dev gnuplot-nox)
+if [[ "${1:-}" == "--ci" ]]; then
+  packages+=(clang libclang-rt-dev python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} == 0 )); then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo=""
+if (( EUID != 0 )); then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
