@@ -81,9 +81,10 @@ void Module::check_new_name(const std::string& kind, const std::string& name) co
 
 Parameter Module::register_parameter(std::string name, Parameter p) {
   check_new_name("parameter", name);
-  check<ValueError>(p.defined(), context(), ".register_parameter: expected a defined Parameter for '", name,
-                    "', got an empty handle; leave an absent parameter unregistered (as Linear does "
-                    "with bias=false)");
+  if (!p.defined())
+    fail<ValueError>(context(), ".register_parameter: expected a defined Parameter for '", name,
+                     "', got an empty handle; leave an absent parameter unregistered (as Linear does "
+                     "with bias=false)");
   parameters_.emplace_back(std::move(name), p);
   relabel_from_root();
   return p;
@@ -91,8 +92,8 @@ Parameter Module::register_parameter(std::string name, Parameter p) {
 
 Buffer Module::register_buffer(std::string name, Buffer b, bool persistent) {
   check_new_name("buffer", name);
-  check<ValueError>(b.defined(), context(), ".register_buffer: expected a defined Buffer for '", name,
-                    "', got an empty handle");
+  if (!b.defined())
+    fail<ValueError>(context(), ".register_buffer: expected a defined Buffer for '", name, "', got an empty handle");
   buffers_.push_back(BufferSlot{std::move(name), b, persistent});
   relabel_from_root();
   return b;
@@ -100,8 +101,8 @@ Buffer Module::register_buffer(std::string name, Buffer b, bool persistent) {
 
 void Module::register_child(std::string name, std::shared_ptr<Module> module) {
   check_new_name("module", name);
-  check<ValueError>(module != nullptr, context(), ".register_module: expected a module for '", name,
-                    "', got nullptr");
+  if (module == nullptr)
+    fail<ValueError>(context(), ".register_module: expected a module for '", name, "', got nullptr");
   // A module may appear in several places (shared), but never inside itself.
   bool cycle = false;
   std::function<void(const Module&)> contains_this = [&](const Module& m) {
@@ -109,8 +110,9 @@ void Module::register_child(std::string name, std::shared_ptr<Module> module) {
     for (const auto& [n, c] : m.children_) if (!cycle) contains_this(*c);
   };
   contains_this(*module);
-  check<ValueError>(!cycle, context(), ".register_module: expected a module that does not contain '",
-                    type_name(), "' itself, got one that does (registering '", name, "' would make a cycle)");
+  if (cycle)
+    fail<ValueError>(context(), ".register_module: expected a module that does not contain '", type_name(),
+                     "' itself, got one that does (registering '", name, "' would make a cycle)");
   children_.emplace_back(std::move(name), module);
   if (module->parent_ == nullptr) module->parent_ = this;
   relabel_from_root();

@@ -18,8 +18,8 @@ std::shared_ptr<Module> ModuleList::push_back(std::shared_ptr<Module> module) {
 
 std::size_t ModuleList::checked_index(std::int64_t i) const {
   const auto n = static_cast<std::int64_t>(modules_.size());
-  check<IndexError>(-n <= i && i < n, "index ", i, " is out of range | ", context(), ": expected an index in [",
-                    -n, ", ", n, "), got ", i);
+  if (i < -n || i >= n)
+    fail<IndexError>("index ", i, " is out of range | ", context(), ": expected an index in [", -n, ", ", n, "), got ", i);
   return static_cast<std::size_t>(i < 0 ? i + n : i);
 }
 
@@ -30,8 +30,7 @@ void ModuleList::throw_wrong_type(std::int64_t i, const char* mangled) const {
   char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   const std::string wanted = status == 0 && demangled ? demangled : mangled;
   std::free(demangled);
-  detail::raise<TypeError>(context(), "::ptr: expected module ", i, " to be a ", wanted, ", got a ",
-                           ptr(i)->type_name());
+  fail<TypeError>(context(), "::ptr: expected module ", i, " to be a ", wanted, ", got a ", ptr(i)->type_name());
 }
 
 namespace {

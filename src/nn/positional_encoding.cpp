@@ -84,28 +84,29 @@ PositionalEncoding::PositionalEncoding(PositionalEncodingOptions options, std::s
 Tensor PositionalEncoding::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
   const auto D = static_cast<std::size_t>(options_.d_model());
-  check<ShapeError>(x.dim() == 3 && x.shape()[2] == D, context(), ": expected x of shape (B, L, ", D, "), got ",
-                    x.shape());
+  if (x.dim() != 3 || x.shape()[2] != D)
+    fail<ShapeError>(context(), ": expected x of shape (B, L, ", D, "), got ", x.shape());
   const std::size_t L = x.shape()[1], max_len = static_cast<std::size_t>(options_.max_len());
-  check<ShapeError>(L <= max_len, "The size of tensor a (", L, ") must match the size of tensor b (", max_len,
-                    ") at non-singleton dimension 1 | ", context(), ": expected sequence length <= max_len ",
-                    max_len, ", got ", L, "; raise max_len");
+  if (L > max_len)
+    fail<ShapeError>("The size of tensor a (", L, ") must match the size of tensor b (", max_len,
+                     ") at non-singleton dimension 1 | ", context(), ": expected sequence length <= max_len ",
+                     max_len, ", got ", L, "; raise max_len");
   return dropout->forward(add_table_rows(x, pe));
 }
 
 void PositionalEncoding::verify() const {
   const Array expected = sinusoid_table(options_.max_len(), options_.d_model());
   const Array& actual = pe.data();
-  check<InvariantError>(actual.shape() == expected.shape(), context(), ": expected pe of shape ", expected.shape(),
-                        ", got ", actual.shape());
+  if (actual.shape() != expected.shape())
+    fail<InvariantError>(context(), ": expected pe of shape ", expected.shape(), ", got ", actual.shape());
   const auto D = static_cast<std::size_t>(options_.d_model());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const float want = expected.data()[i], got = actual.data()[i];
     if (std::memcmp(&want, &got, sizeof(float)) == 0) continue;
-    detail::raise<InvariantError>(context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D, ", ",
-                                  i % D, "): expected ", want, " (", bits(want), "), got ", got, " (", bits(got),
-                                  "); pe was modified, or loaded from a table computed another way (PyTorch's "
-                                  "tutorial code computes it in float32)");
+    fail<InvariantError>(context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D, ", ",
+                         i % D, "): expected ", want, " (", bits(want), "), got ", got, " (", bits(got),
+                         "); pe was modified, or loaded from a table computed another way (PyTorch's "
+                         "tutorial code computes it in float32)");
   }
 }
 
