@@ -37,18 +37,9 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& x) {
+  // ops::linear checks x's last dimension; inside this scope its message names the module
+  // ("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': ...").
   autograd::ModuleScope scope(type_name(), path());
-  const std::size_t in = static_cast<std::size_t>(options_.in_features());
-  if (x.dim() == 0)
-    fail<ShapeError>("both arguments to linear need to be at least 1D | ", context(), ": expected input of shape (*, ",
-                     in, "), got shape ", x.shape());
-  if (const std::size_t last = x.shape().back(); last != in) {
-    std::size_t rows = 1;                                // x seen as a matrix (rows, last)
-    for (std::size_t d = 0; d + 1 < x.dim(); ++d) rows *= x.shape()[d];
-    fail<ShapeError>("mat1 and mat2 shapes cannot be multiplied (", rows, "x", last, " and ", in, "x",
-                     options_.out_features(), ") | ", context(), ": expected input with last dimension ", in,
-                     ", got shape ", x.shape());
-  }
   return ops::linear(x, weight, bias);
 }
 
