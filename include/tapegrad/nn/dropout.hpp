@@ -52,7 +52,7 @@ class Dropout : public Module {
  private:
   DropoutOptions options_;
   std::shared_ptr<Generator> generator_;
-  xt::xarray<std::uint8_t> mask_;
+  xt::xarray<std::uint8_t> mask_ = xt::xarray<std::uint8_t>::from_shape({0});
 };
 
 }  // namespace tapegrad::nn
