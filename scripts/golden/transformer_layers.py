@@ -42,20 +42,17 @@ for variant in ("pytorch", "annotated"):
 
 
 # ---- attention: B = 2, T = 3, h = 2, d_k = 2, src-style mask hiding the last key of batch 1 -----
-def attention(query, key, value, mask=None):
-    d_k = query.size(-1)
-    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
-    if mask is not None:
-        scores = scores.masked_fill(mask == 0, -1e9)
-    p_attn = scores.softmax(dim=-1)
-    return torch.matmul(p_attn, value), p_attn
-
-
-def multi_head(q, k, v, h, mask):
-    nb = q.size(0)
-    split = lambda t: t.view(nb, -1, h, t.size(-1) // h).transpose(1, 2)
-    x, p = attention(split(q), split(k), split(v), mask.unsqueeze(1) if mask is not None else None)
-    return x.transpose(1, 2).contiguous().view(nb, -1, x.size(1) * x.size(-1)), p
+def multi_head(q, k, v, h, keep):
+    """softmax(Q K^T / sqrt(d_k), scores where keep is false set to -1e9) V, head by head."""
+    n, tq, width = q.shape
+    heads = lambda t: t.reshape(n, t.shape[1], h, t.shape[2] // h).permute(0, 2, 1, 3)   # (B, h, T, d)
+    qh, kh, vh = heads(q), heads(k), heads(v)
+    scores = qh @ kh.transpose(2, 3) / math.sqrt(width // h)
+    if keep is not None:
+        scores = scores.masked_fill(~keep.unsqueeze(1), -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    out = (weights @ vh).permute(0, 2, 1, 3).reshape(n, tq, -1)
+    return out, weights
 
 
 g = torch.Generator().manual_seed(0)
@@ -107,13 +104,10 @@ show("kl_div log_target sum dx", x.grad)
 size, padding_idx, smoothing = 5, 0, 0.4
 target = torch.tensor([2, 1, 0, 3])
 x = F.log_softmax(LOGITS, -1).detach().requires_grad_(True)
-true_dist = x.data.clone()
-true_dist.fill_(smoothing / (size - 2))
-true_dist.scatter_(1, target.unsqueeze(1), 1.0 - smoothing)
-true_dist[:, padding_idx] = 0
-mask = torch.nonzero(target == padding_idx)
-if mask.dim() > 0:
-    true_dist.index_fill_(0, mask.squeeze(), 0.0)
+true_dist = torch.full_like(x, smoothing / (size - 2))
+true_dist[torch.arange(len(target)), target] = 1.0 - smoothing
+true_dist[:, padding_idx] = 0.0
+true_dist[target == padding_idx] = 0.0
 loss = torch.nn.KLDivLoss(reduction="sum")(x, true_dist)
 loss.backward()
 show("label_smoothing true_dist", true_dist)

@@ -7,6 +7,7 @@
 
 #include <utility>
 
+#include "tapegrad/nn/module.hpp"
 #include "tapegrad/random.hpp"
 #include "tapegrad/tensor.hpp"
 
@@ -20,5 +21,12 @@ std::pair<double, double> calculate_fan_in_and_fan_out(const Shape& shape);
 /// PyTorch does (std = gain * sqrt(2 / (fan_in + fan_out)), a = sqrt(3) * std). The Annotated
 /// Transformer applies it to every parameter with more than one dimension.
 void xavier_uniform_(const Tensor& tensor, double gain = 1.0, Generator* generator = nullptr);
+
+/// The Annotated Transformer's initialisation of a whole model: xavier_uniform_ on every parameter
+/// with more than one dimension (in named_parameters() order), then the padding row of every
+/// Embedding with a padding_idx set back to zero. The tutorial's loop overwrites that row with
+/// random values, so the <pad> vector stops being zero (pytorch/pytorch#1812); re-zeroing keeps
+/// the promise padding_idx makes. Returns the number of parameters initialised.
+std::size_t xavier_uniform_parameters_(Module& model, Generator* generator = nullptr);
 
 }  // namespace tapegrad::nn::init
