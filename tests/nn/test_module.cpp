@@ -101,7 +101,7 @@ TEST_CASE("a subtree built before its parent was registered gets its paths from 
   auto layers = outer.register_module("layers", std::make_shared<ModuleList>());
   auto late = layers->push_back(std::make_shared<Leaf>());
   CHECK(late->path() == "layers.0");
-  CHECK(std::static_pointer_cast<Leaf>(late)->w.name() == "layers.0.w");
+  CHECK(late->w.name() == "layers.0.w");   // push_back returns the module with its own type
   CHECK(names_of(outer.named_parameters()) == Names{"inner.leaf.w", "layers.0.w"});
 }
 
