@@ -125,6 +125,19 @@ TEST_CASE("a module shared by two parents is listed once, under its first path")
   CHECK(leaf->path() == "x");
 }
 
+TEST_CASE("a module that outlives its parent can be registered elsewhere") {
+  auto leaf = std::make_shared<Leaf>();
+  {
+    Open parent;
+    parent.register_module("x", leaf);
+    CHECK(leaf->w.name() == "x.w");
+  }
+  Open other;
+  other.register_module("y", leaf);
+  CHECK(leaf->path() == "y");
+  CHECK(leaf->w.name() == "y.w");
+}
+
 TEST_CASE("names are checked with PyTorch's texts") {
   Open m;
   m.register_parameter("w", Parameter(Array{1.f}));
