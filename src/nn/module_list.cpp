@@ -7,13 +7,12 @@
 namespace tapegrad::nn {
 
 ModuleList::ModuleList(std::vector<std::shared_ptr<Module>> modules) {
-  for (auto& m : modules) push_back(std::move(m));
+  for (auto& m : modules) append(std::move(m));
 }
 
-std::shared_ptr<Module> ModuleList::push_back(std::shared_ptr<Module> module) {
+void ModuleList::append(std::shared_ptr<Module> module) {
   register_module(std::to_string(modules_.size()), module);
-  modules_.push_back(module);
-  return module;
+  modules_.push_back(std::move(module));
 }
 
 std::size_t ModuleList::checked_index(std::int64_t i) const {

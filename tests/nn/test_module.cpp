@@ -101,7 +101,7 @@ TEST_CASE("a subtree built before its parent was registered gets its paths from 
   auto layers = outer.register_module("layers", std::make_shared<ModuleList>());
   auto late = layers->push_back(std::make_shared<Leaf>());
   CHECK(late->path() == "layers.0");
-  CHECK(std::static_pointer_cast<Leaf>(late)->w.name() == "layers.0.w");
+  CHECK(late->w.name() == "layers.0.w");   // push_back returns the module with its own type
   CHECK(names_of(outer.named_parameters()) == Names{"inner.leaf.w", "layers.0.w"});
 }
 
@@ -123,6 +123,19 @@ TEST_CASE("a module shared by two parents is listed once, under its first path")
   CHECK(names_of(m.named_children()) == Names{"x"});
   CHECK(names_of(m.named_parameters()) == Names{"x.w"});
   CHECK(leaf->path() == "x");
+}
+
+TEST_CASE("a module that outlives its parent can be registered elsewhere") {
+  auto leaf = std::make_shared<Leaf>();
+  {
+    Open parent;
+    parent.register_module("x", leaf);
+    CHECK(leaf->w.name() == "x.w");
+  }
+  Open other;
+  other.register_module("y", leaf);
+  CHECK(leaf->path() == "y");
+  CHECK(leaf->w.name() == "y.w");
 }
 
 TEST_CASE("names are checked with PyTorch's texts") {

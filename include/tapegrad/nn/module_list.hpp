@@ -6,12 +6,13 @@
 //     layers = register_module("layers", std::make_shared<ModuleList>());
 //     layers->push_back(std::make_shared<Linear>(16, 16));
 //     for (const auto& layer : *layers) ...            // std::shared_ptr<Module>
-//     auto first = layers->ptr<Linear>(0);             // typed access
+//     auto first = layers->ptr<Linear>(0);             // typed access, checked
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -25,8 +26,13 @@ class ModuleList : public Module {
   /// Registers each module in order, as "0", "1", ...
   explicit ModuleList(std::vector<std::shared_ptr<Module>> modules);
 
-  /// Registers `module` under the next index and returns it.
-  std::shared_ptr<Module> push_back(std::shared_ptr<Module> module);
+  /// Registers `module` under the next index and returns it, with its own type.
+  template <class M>
+  std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
+    static_assert(std::is_base_of_v<Module, M>, "ModuleList::push_back: M must derive from tapegrad::nn::Module");
+    append(module);
+    return module;
+  }
   std::size_t size() const { return modules_.size(); }
   bool empty() const { return modules_.empty(); }
 
@@ -50,6 +56,7 @@ class ModuleList : public Module {
   std::string repr() const override;
 
  private:
+  void append(std::shared_ptr<Module> module);
   std::size_t checked_index(std::int64_t i) const;
   [[noreturn]] void throw_wrong_type(std::int64_t i, const char* mangled) const;
 
