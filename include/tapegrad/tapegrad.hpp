@@ -17,3 +17,4 @@
 #include "tapegrad/ops/loss.hpp"
 #include "tapegrad/ops/embedding.hpp"
 #include "tapegrad/ops/dropout.hpp"
+#include "tapegrad/io/safetensors.hpp"
