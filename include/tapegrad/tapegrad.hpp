@@ -18,3 +18,4 @@
 #include "tapegrad/ops/embedding.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/io/npy.hpp"

@@ -662,6 +662,7 @@ TEST_CASE("a writer killed at any moment leaves the old or the new file whole, n
   // A killed writer may leave its hidden temporary behind, never a damaged target.
   for (const std::string& name : folder_listing(dir))
     CHECK((name == "ckpt.safetensors" || name.rfind(".ckpt.safetensors.tmp-", 0) == 0));
+  std::filesystem::remove_all(dir);
 }
 
 // ---- interoperability ---------------------------------------------------------------------------

@@ -107,7 +107,8 @@ SafetensorsFile load_safetensors(const std::string& path);
 /// Replaces `path` with `bytes` so that a crash at any moment leaves the old file or the new one,
 /// whole: writes a temporary file in the same folder, fsyncs it, renames it over `path`, fsyncs
 /// the folder. On failure the temporary is removed and CheckpointError (kind "IoError") names the
-/// path and the system's reason. A symbolic link at `path` is replaced, not followed.
+/// path and the system's reason. A symbolic link at `path` is replaced, not followed. A writer
+/// killed midway may leave its hidden ".name.tmp-PID-N" next to `path`, never a damaged `path`.
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        std::string_view where = "write_file_atomic");
 /// The whole content of a regular file; CheckpointError (kind "IoError") for a missing file, a
