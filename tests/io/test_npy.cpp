@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include <tapegrad/tapegrad.hpp>
 
@@ -150,6 +151,23 @@ TEST_CASE("damaged files are refused before any data is read") {
                 "expected a shape whose size fits in 64 bits, got (4611686018427387904, 8)");
   check_refused(npy_of(ok_dict, bytes_of<float>({1.f})), "expected 8 data bytes for shape (2,) of '<f4', got 4");
   check_refused(npy_of(ok_dict, two + "x"), "got 9");
+}
+
+TEST_CASE("each fuzzing seed is accepted, or refused as damaged or of another dtype") {
+  // tests/fuzz/corpus/npy, from tests/fuzz/make_corpus.py.
+  const std::set<std::string> accepted = {"f4", "f8", "fortran", "scalar", "rank25", "v2"};
+  const auto dir = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "npy";
+  const auto names = tapegrad::testing::folder_listing(dir);
+  CHECK(names.size() >= 10);
+  for (const std::string& name : names) {
+    const std::string bytes = read_bytes(dir / name);
+    if (accepted.contains(name))
+      CHECK_NOTHROW(parse_npy(bytes, name));
+    else if (name == "int_dtype")
+      CHECK_THROWS_AS(parse_npy(bytes, name), TypeError);
+    else
+      CHECK_THROWS_AS(parse_npy(bytes, name), CheckpointError);
+  }
 }
 
 TEST_CASE("load_npy names a missing file and save_npy a folder that does not exist") {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include <tapegrad/tapegrad.hpp>
 
@@ -663,6 +664,30 @@ TEST_CASE("a writer killed at any moment leaves the old or the new file whole, n
   for (const std::string& name : folder_listing(dir))
     CHECK((name == "ckpt.safetensors" || name.rfind(".ckpt.safetensors.tmp-", 0) == 0));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("each fuzzing seed is accepted or refused with the kind its name gives") {
+  // tests/fuzz/corpus/safetensors, from tests/fuzz/make_corpus.py: "7_gap" fails check 7, etc.
+  const std::map<std::string, std::string> kinds = {
+      {"1", "HeaderTooSmall"},  {"2", "HeaderTooLarge"},     {"3", "InvalidHeaderLength"},
+      {"4", "InvalidHeader"},   {"5", "InvalidHeaderDeserialization"}, {"6", "InvalidHeaderDeserialization"},
+      {"7", "InvalidOffset"},   {"8", "ValidationOverflow"}, {"9", "TensorInvalidInfo"},
+      {"10", "MetadataIncompleteBuffer"}, {"zip", "HeaderTooLarge"}};
+  const auto dir = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "safetensors";
+  int accepted = 0, refused = 0;
+  for (const std::string& name : folder_listing(dir)) {
+    const std::string bytes = read_bytes(dir / name);
+    const auto kind = kinds.find(name.substr(0, name.find('_')));
+    if (kind == kinds.end()) {
+      CHECK_NOTHROW(parse_safetensors(bytes, name));
+      ++accepted;
+    } else {
+      CHECK_MESSAGE(rejection(bytes).kind == kind->second, name);
+      ++refused;
+    }
+  }
+  CHECK(accepted >= 5);
+  CHECK(refused >= 20);
 }
 
 // ---- interoperability ---------------------------------------------------------------------------
