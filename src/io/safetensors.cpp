@@ -300,7 +300,7 @@ std::string serialize(const SafetensorsFile& file, const char* version) {
     for (const auto& entry : metadata) names.insert(entry.first);
     return names;
   }();
-  std::set<std::string_view> written_names;
+  std::set<std::string> written_names;
   for (const Written& w : written) written_names.insert(w.name);
   const auto add_entry = [&](const std::string& key, const std::string& value) {
     check<ValueError>(!tied_names.contains(key), "save_safetensors: expected metadata keys other "

@@ -502,6 +502,24 @@ TEST_CASE("aliases and metadata that would not read back the same are refused by
                        ValueError);
 }
 
+TEST_CASE("an optimizer file in SPEC 2.13.5's layout round trips: I64 steps, F32 moments, JSON text") {
+  SafetensorsFile f;
+  f.add("state.0.step", IndexArray(std::int64_t{3}));
+  f.add("state.0.exp_avg", Array{{0.1f, -0.2f}});
+  f.add("state.0.exp_avg_sq", Array{{0.01f, 0.04f}});
+  f.set_metadata("optimizer", "Adam");
+  f.set_metadata("param_groups", R"([{"lr":0.001,"betas":[0.9,0.98],"params":[0]}])");
+  const std::string bytes = serialize_safetensors(f);
+  CHECK(bytes.find(R"("param_groups":"[{\"lr\":0.001,\"betas\":[0.9,0.98],\"params\":[0]}]")") != std::string::npos);
+  const SafetensorsFile g = parse_safetensors(bytes);
+  CHECK(g.tensors()[0].name == "state.0.step");          // I64 data first
+  CHECK(g.to_int64("state.0.step").dimension() == 0);
+  CHECK(g.to_int64("state.0.step")() == 3);
+  CHECK(g.to_float("state.0.exp_avg_sq") == Array{{0.01f, 0.04f}});
+  CHECK(g.metadata_value("param_groups") == R"([{"lr":0.001,"betas":[0.9,0.98],"params":[0]}])");
+  CHECK(g.metadata_value("optimizer") == "Adam");
+}
+
 // ---- files on disk ------------------------------------------------------------------------------
 
 TEST_CASE("save_safetensors stamps tapegrad.version and load_safetensors reads the file back") {
