@@ -53,8 +53,9 @@ void Generator::set_state(const std::string& state) {
   std::string spare_text;
   std::mt19937_64 engine;
   is >> seed >> has_spare >> spare_text >> engine;
-  check<ValueError>(!is.fail(), "Generator::set_state: expected text from Generator::state(), got '",
-                    state.substr(0, 40), state.size() > 40 ? "...'" : "'");
+  if (is.fail())
+    fail<ValueError>("Generator::set_state: expected text from Generator::state(), got '",
+                     state.substr(0, 40), state.size() > 40 ? "...'" : "'");
   seed_ = seed;
   has_spare_ = has_spare;
   spare_ = std::strtod(spare_text.c_str(), nullptr);

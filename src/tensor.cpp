@@ -62,8 +62,9 @@ bool Tensor::is_leaf() const { return impl_ == nullptr || impl_->is_leaf; }
 
 const Tensor& Tensor::requires_grad_(bool on) const {
   check_defined(impl_);
-  check<ValueError>(!(on && impl_->is_buffer), "Buffer ", describe(),
-                    ": expected requires_grad=false, got true; register it as a Parameter to train it");
+  if (on && impl_->is_buffer)
+    fail<ValueError>("Buffer ", describe(),
+                     ": expected requires_grad=false, got true; register it as a Parameter to train it");
   check<AutogradError>(impl_->is_leaf,
                        "you can only change requires_grad flags of leaf variables. | requires_grad_: ",
                        "expected a leaf tensor, got the output of '", impl_->producer, "'");
@@ -82,18 +83,21 @@ const Array& Tensor::grad() const {
   check_defined(impl_);
   check<AutogradError>(impl_->is_leaf, "Tensor::grad: expected a leaf tensor, got the output of '",
                        impl_->producer, "'; intermediate gradients are freed by backward()");
-  check<TypeError>(!impl_->sparse_grad.has_value(), "Tensor::grad: ", describe(),
-                   " has a row-sparse gradient; use sparse_grad() or grad_dense()");
-  check<AutogradError>(impl_->grad.has_value(), "Tensor::grad: ", describe(),
-                       " has no gradient; call backward() on a loss that depends on it first "
-                       "(or check has_grad())");
+  if (impl_->sparse_grad.has_value())
+    fail<TypeError>("Tensor::grad: ", describe(),
+                    " has a row-sparse gradient; use sparse_grad() or grad_dense()");
+  if (!impl_->grad.has_value())
+    fail<AutogradError>("Tensor::grad: ", describe(),
+                        " has no gradient; call backward() on a loss that depends on it first "
+                        "(or check has_grad())");
   return *impl_->grad;
 }
 
 const RowSparseGrad& Tensor::sparse_grad() const {
   check_defined(impl_);
-  check<TypeError>(impl_->sparse_grad.has_value(), "Tensor::sparse_grad: ", describe(),
-                   " has no row-sparse gradient", impl_->grad ? " (its gradient is dense; use grad())" : "");
+  if (!impl_->sparse_grad.has_value())
+    fail<TypeError>("Tensor::sparse_grad: ", describe(),
+                    " has no row-sparse gradient", impl_->grad ? " (its gradient is dense; use grad())" : "");
   return *impl_->sparse_grad;
 }
 
@@ -104,16 +108,18 @@ Array Tensor::grad_dense() const {
 
 namespace {
 void check_grad_shape(const Tensor& t, const Shape& g, const char* op) {
-  check<AutogradError>(g == t.shape(), op, ": produced a gradient of shape ", g, " for ", t.describe(),
-                       "; expected the tensor's shape ", t.shape(),
-                       " (a broadcast input's gradient must go through ops::sum_to_shape)");
+  if (g != t.shape())
+    fail<AutogradError>(op, ": produced a gradient of shape ", g, " for ", t.describe(),
+                        "; expected the tensor's shape ", t.shape(),
+                        " (a broadcast input's gradient must go through ops::sum_to_shape)");
 }
 }  // namespace
 
 void Tensor::accumulate_grad(const Array& g, const char* op) const {
   check_defined(impl_);
   check_grad_shape(*this, g.shape(), op);
-  check<AutogradError>(!impl_->is_buffer, op, ": ", describe(), " is a Buffer and never has a gradient");
+  if (impl_->is_buffer)
+    fail<AutogradError>(op, ": ", describe(), " is a Buffer and never has a gradient");
   TensorImpl& t = *impl_;
   if (t.sparse_grad) {                       // row-sparse + dense -> dense
     Array dense = t.sparse_grad->to_dense();
@@ -133,7 +139,8 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
   check_defined(impl_);
   if (!impl_->grad && !impl_->sparse_grad) {
     check_grad_shape(*this, g.shape(), op);
-    check<AutogradError>(!impl_->is_buffer, op, ": ", describe(), " is a Buffer and never has a gradient");
+    if (impl_->is_buffer)
+      fail<AutogradError>(op, ": ", describe(), " is a Buffer and never has a gradient");
     impl_->grad = std::move(g);              // the first gradient is adopted, not copied
     return;
   }
@@ -142,12 +149,12 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
 
 void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
   check_defined(impl_);
-  check<AutogradError>(g.dense_shape == shape() && g.values.dimension() == 2 &&
-                           g.values.shape()[0] == g.indices.size() &&
-                           g.values.shape()[1] == (shape().size() == 2 ? shape()[1] : 0),
-                       op, ": produced a row-sparse gradient of dense shape ", g.dense_shape,
-                       " with values ", g.values.shape(), " for ", describe(), "; expected dense shape ",
-                       shape());
+  const bool fits = g.dense_shape == shape() && g.values.dimension() == 2 &&
+                    g.values.shape()[0] == g.indices.size() &&
+                    g.values.shape()[1] == (shape().size() == 2 ? shape()[1] : 0);
+  if (!fits)
+    fail<AutogradError>(op, ": produced a row-sparse gradient of dense shape ", g.dense_shape, " with values ",
+                        g.values.shape(), " for ", describe(), "; expected dense shape ", shape());
   TensorImpl& t = *impl_;
   if (t.grad) {                              // dense + row-sparse -> dense, rows scatter-added
     g.add_to(*t.grad);

@@ -89,11 +89,19 @@ template <class E, class... Parts>
 }  // namespace detail
 
 /// Throws E with the message built from `parts` (streamed; Shapes print as "(2, 3)") when
-/// `condition` is false. A function, not a macro: the parts are only formatted on failure.
+/// `condition` is false. A function, not a macro: the parts are only formatted on failure, but
+/// they are still EVALUATED on every call, so pass cheap values (numbers, shapes, literals). When
+/// a part must be computed (t.describe(), a position string), write `if (!ok) fail<E>(...)`.
 template <class E = ValueError, class... Parts>
 inline void check(bool condition, const Parts&... parts) {
   if (!condition) [[unlikely]]
     detail::raise<E>(parts...);
+}
+
+/// Throws E with the message built from `parts`, unconditionally.
+template <class E = ValueError, class... Parts>
+[[noreturn]] inline void fail(const Parts&... parts) {
+  detail::raise<E>(parts...);
 }
 
 }  // namespace tapegrad

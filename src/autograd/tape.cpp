@@ -109,12 +109,12 @@ bool produced_by_an_entry(const std::vector<TapeEntry>& entries, const Tensor& t
 
 void check_saved_versions(const TapeEntry& e, std::size_t index) {
   for (const SavedTensor& s : e.saved)
-    check<AutogradError>(s.tensor.version() == s.version,
-                         "one of the variables needed for gradient computation has been modified by an "
-                         "inplace operation | ", e.op, " (entry #", index, "): ", s.tensor.describe(),
-                         " is at version ", s.tensor.version(), "; expected version ", s.version,
-                         ". It was written in place (an optimizer step, a max_norm renorm, "
-                         "mutable_data()) after the forward pass used it; do that after backward()");
+    if (s.tensor.version() != s.version)
+      fail<AutogradError>("one of the variables needed for gradient computation has been modified by an "
+                          "inplace operation | ", e.op, " (entry #", index, "): ", s.tensor.describe(),
+                          " is at version ", s.tensor.version(), "; expected version ", s.version,
+                          ". It was written in place (an optimizer step, a max_norm renorm, "
+                          "mutable_data()) after the forward pass used it; do that after backward()");
 }
 
 // Drops every pending intermediate gradient (after the walk, or when it failed half-way).
@@ -145,9 +145,10 @@ void Tape::backward(const Tensor& loss, const Array& seed, bool retain_graph) {
       if (anomaly_mode)
         for (std::size_t i = 0; i < e.inputs.size(); ++i) {
           const TensorImpl& in = TensorAccess::impl(e.inputs[i]);
-          check<AutogradError>(!in.grad || count_nonfinite(*in.grad) == 0, "anomaly: backward of '", e.op,
-                               "' (entry #", k, ") produced NaN/Inf in the gradient of its input ", i, ", ",
-                               e.inputs[i].describe());
+          if (in.grad && count_nonfinite(*in.grad) != 0)
+            fail<AutogradError>("anomaly: backward of '", e.op,
+                                "' (entry #", k, ") produced NaN/Inf in the gradient of its input ", i, ", ",
+                                e.inputs[i].describe());
         }
     }
   } catch (...) {

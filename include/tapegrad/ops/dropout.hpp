@@ -19,7 +19,10 @@ void check_dropout_probability(double p);
 
 /// x unchanged (the same tensor, no draw) when !training, p == 0 or x is empty. Otherwise one
 /// u24 draw per element in row-major order, keep iff u >= p. `mask_out`, when given, receives
-/// the 0/1 keep mask. inplace overwrites x (bumping its version).
+/// the 0/1 keep mask (it is left untouched when nothing is drawn). inplace overwrites x's storage
+/// (one version bump) and returns x itself, or, when the op is recorded, a new handle on the same
+/// storage that carries the dropout in the graph: keep using the returned tensor. In place on a
+/// leaf that requires grad, with grad mode on, is an AutogradError. Throws ValueError for a bad p.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool inplace = false,
                xt::xarray<std::uint8_t>* mask_out = nullptr);
 

@@ -41,7 +41,10 @@ namespace ops {
 
 /// ids: any shape S, weight: (num, dim) -> S + (dim,), y[s, :] = weight[ids[s], :].
 /// An id outside [0, num) is an IndexError naming the id and its position, checked before
-/// anything (including the max_norm renorm) is changed.
+/// anything (including the max_norm renorm) is changed. A weight that is not 2-D is a ShapeError;
+/// padding_idx outside [-num, num), max_norm <= 0 or NaN, a NaN norm_type, and sparse together with
+/// scale_grad_by_freq are ValueErrors. max_norm rescales the referenced rows of weight in place
+/// (bumping its version) even when weight does not require grad, as PyTorch does.
 Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& options = {});
 
 /// embedding(ids, weight) * scale in one pass (the scaled Embeddings of the tutorials, fused).

@@ -1,0 +1,151 @@
+// include/tapegrad/optim/optimizer.hpp
+//
+// The base of every optimizer (SPEC 2.10.1, 2.10.6). An optimizer holds parameter groups: lists of
+// Parameters, each with its own hyper-parameters (one group when built from a plain list). A
+// parameter's integer id is its position across the groups, in construction order; state and
+// state dicts are keyed by it, as in PyTorch. The training loop (SPEC 2.11):
+//
+//     loss.backward();  opt.step();  opt.zero_grad();  sched.step();
+//
+// step() skips a parameter whose gradient is null (no update, no state, no step count) and updates
+// one whose gradient is present, even if all zero. Optimizers take std::vector<Parameter>, never
+// Buffer or Tensor: handing a buffer to an optimizer does not compile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tapegrad/parameter.hpp"
+
+namespace tapegrad::optim {
+
+/// One hyper-parameter as PyTorch's param_groups hold it: a number ("lr"), a flag ("amsgrad")
+/// or a list of numbers ("betas"). JSON-able as is.
+using HyperValue = std::variant<double, bool, std::vector<double>>;
+/// A group's hyper-parameters by PyTorch's names: {"lr": 0.001, "betas": [0.9, 0.999], ...}.
+using HyperParams = std::map<std::string, HyperValue>;
+
+/// PyTorch's optimizer.state[p] for one parameter: its step count (Adam family; SGD keeps none)
+/// and its state tensors ("exp_avg", "exp_avg_sq", ..., or "momentum_buffer"), each of the
+/// parameter's shape. On disk (SPEC 2.13.5): `state.{id}.step` (I64, shape ()) and
+/// `state.{id}.{name}` (F32).
+struct ParamState {
+  std::optional<std::int64_t> step;
+  std::vector<std::pair<std::string, Array>> tensors;
+
+  /// The tensor called `name`, or nullptr.
+  const Array* find(const std::string& name) const;
+};
+
+/// One entry of PyTorch's state_dict()["param_groups"]: the hyper-parameters and the ids.
+struct ParamGroupState {
+  HyperParams options;
+  std::vector<std::size_t> params;
+};
+
+/// What Optimizer::state_dict() returns and load_state_dict() takes: a snapshot (copies), shaped
+/// like PyTorch's {"state": {id: {...}}, "param_groups": [...]}, plus the optimizer's type name
+/// (on disk: `__metadata__` "optimizer" and "param_groups", SPEC 2.13.5).
+struct OptimizerState {
+  std::string optimizer;                        ///< "Adam", "AdamW", "SGD", "SparseAdam"
+  std::map<std::size_t, ParamState> state;      ///< only parameters that have state
+  std::vector<ParamGroupState> param_groups;
+};
+
+class Optimizer {
+ public:
+  /// Which state a parameter has: whether it keeps a step count, the tensor names it must have
+  /// and those it may have (max_exp_avg_sq). load_state_dict checks loaded state against it.
+  struct StateLayout {
+    bool has_step = false;
+    std::vector<std::string> required;
+    std::vector<std::string> optional;
+  };
+
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;         // state can be large; schedulers hold a reference
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// One update of every parameter that has a gradient, under NoGradGuard.
+  virtual void step() = 0;
+  /// Drops every gradient (set_to_none, the default) or zero-fills it in place.
+  void zero_grad(bool set_to_none = true);
+
+  const std::string& type_name() const { return type_name_; }   ///< "Adam"
+  std::size_t num_param_groups() const { return groups_.size(); }
+  /// The parameters of group `group`, in order (PyTorch's param_groups[group]["params"]).
+  const std::vector<Parameter>& params(std::size_t group) const;
+  /// p's id (its position across the groups); throws ValueError if p is not optimized here.
+  std::size_t param_id(const Parameter& p) const;
+  /// The learning rate of a group: what schedulers read and write.
+  virtual double lr(std::size_t group) const = 0;
+  virtual void set_lr(std::size_t group, double lr) = 0;
+
+  /// A copy of the hyper-parameters and of every parameter's state (SPEC 2.10.6).
+  OptimizerState state_dict() const;
+  /// Replaces hyper-parameters and state. Checks, before changing anything, with PyTorch's texts
+  /// where it has them: the optimizer type, the number and sizes of the groups, every group's
+  /// hyper-parameters, and every state entry (its id, its step, its tensor names and shapes).
+  /// Throws ValueError; on failure the optimizer is unchanged.
+  void load_state_dict(const OptimizerState& state);
+
+ protected:
+  /// Checks the groups (SPEC 2.10.1): at least one group, no parameter twice in a group or in
+  /// two groups, no undefined handle.
+  Optimizer(std::string type_name, std::vector<std::vector<Parameter>> groups);
+  /// The list of a single-group optimizer, checked to be non-empty (PyTorch's first check).
+  static std::vector<Parameter> non_empty(std::vector<Parameter> params);
+
+  /// Throws IndexError unless every row id of p's row-sparse gradient is in [0, rows): a
+  /// gradient built by hand (accumulate_grad) is not checked before it reaches an optimizer.
+  static void check_sparse_rows(const Parameter& p, const std::string& where);
+
+  std::size_t num_params() const { return num_params_; }
+  /// Throws IndexError unless `group` < num_param_groups().
+  void check_group(std::size_t group) const;
+  /// The parameter with id `id` (its position across the groups).
+  const Parameter& param(std::size_t id) const;
+
+  // ---- what each optimizer provides for state_dict / load_state_dict ----
+  virtual StateLayout state_layout() const = 0;
+  virtual HyperParams hyper_params(std::size_t group) const = 0;
+  /// Throws ValueError, naming `where`, if `h` lacks a key, has an unknown one, or holds an
+  /// invalid value (the constructor's texts).
+  virtual void check_hyper_params(const HyperParams& h, const std::string& where) const = 0;
+  /// Sets a group's hyper-parameters from an `h` that passed check_hyper_params.
+  virtual void set_hyper_params(std::size_t group, const HyperParams& h) = 0;
+  virtual std::optional<ParamState> param_state(std::size_t id) const = 0;
+  /// Sets (or, with nullptr, clears) a parameter's state from a checked ParamState.
+  virtual void set_param_state(std::size_t id, const ParamState* s) = 0;
+
+ private:
+  std::string type_name_;
+  std::vector<std::vector<Parameter>> groups_;
+  std::size_t num_params_ = 0;
+};
+
+// ---- helpers for reading HyperParams (used by the optimizers and by checkpoint loaders) ----
+
+/// The number stored under `key`; throws ValueError naming `where` if it is missing or not a number.
+double hyper_number(const HyperParams& h, const std::string& key, const std::string& where);
+/// The flag stored under `key`; throws ValueError if it is missing or not a flag.
+bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where);
+/// The pair stored under `key` ("betas"); throws ValueError unless it is a list of two numbers.
+std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where);
+/// Throws ValueError if `h` has a key outside `known`.
+void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where);
+
+/// How messages name a parameter: "'lut.weight'" when it has a name, else "tensor (10, 3)".
+std::string param_label(const Parameter& p);
+
+/// `x` as Python prints a float ("0.001", "1e-08", "2.0", "inf"): PyTorch's messages quote
+/// hyper-parameters this way, and tapegrad keeps their text.
+std::string py_float(double x);
+
+}  // namespace tapegrad::optim

@@ -1,0 +1,231 @@
+// src/ops/embedding.cpp
+//
+// The embedding lookup (SPEC 2.4) and its fused, scaled form (SPEC 2.5, the tutorials'
+// lut(x) * sqrt(d_model)). ids: any shape S, weight: (num, dim), output: S + (dim,).
+// Backward never reads weight, so nothing is saved: the closure keeps the ids (and the
+// options) alive. Everything a user can get wrong is checked before the weight is touched;
+// the max_norm renorm is the one in-place write, and it bumps weight's version.
+#include "tapegrad/ops/embedding.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::ops {
+
+namespace {
+
+// padding_idx in [-num, num), negatives counted from the end (PyTorch's F.embedding).
+std::optional<std::int64_t> normalised_padding_idx(std::optional<std::int64_t> pad, std::int64_t num,
+                                                   const std::string& where) {
+  if (!pad) return pad;
+  check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | ", where,
+                    ": expected padding_idx in [", -num, ", ", num, "), got ", *pad);
+  return *pad < 0 ? num + *pad : *pad;
+}
+
+void check_options(const EmbeddingFuncOptions& o, const std::string& where) {
+  if (o.max_norm()) {
+    const double m = *o.max_norm();
+    check<ValueError>(m > 0.0, where, ": expected max_norm > 0 (and not NaN), got ", m,
+                      "; leave max_norm unset to switch renormalisation off");
+    check<ValueError>(!std::isnan(o.norm_type()), where, ": expected norm_type to be a number, got ",
+                      o.norm_type());
+  }
+  check<ValueError>(!(o.sparse() && o.scale_grad_by_freq()),
+                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | ", where,
+                    ": expected at most one of sparse and scale_grad_by_freq, got both");
+}
+
+// Every id in [0, num); the first offender names its value and its multi-index in ids.
+void check_ids(const IndexArray& ids, std::int64_t num, const std::string& where) {
+  const std::int64_t* id = ids.data();
+  for (std::size_t p = 0, n = ids.size(); p < n; ++p)
+    if (id[p] < 0 || id[p] >= num) [[unlikely]]
+      fail<IndexError>("index out of range in self | ", where, ": expected ids in [0, ", num, "), got ", id[p],
+                       " at position ", position_str(p, ids.shape()));
+}
+
+// ||row||_p in double: p = inf -> max|x|, p = -inf -> min|x|, p = 0 -> count of non-zeros.
+double row_norm(const float* row, std::size_t dim, double p) {
+  if (p == std::numeric_limits<double>::infinity() || p == -std::numeric_limits<double>::infinity()) {
+    double best = std::abs(double(row[0]));
+    for (std::size_t j = 1; j < dim; ++j)
+      best = p > 0 ? std::max(best, std::abs(double(row[j]))) : std::min(best, std::abs(double(row[j])));
+    return best;
+  }
+  double acc = 0.0;
+  if (p == 0.0) {
+    for (std::size_t j = 0; j < dim; ++j) acc += row[j] != 0.0f ? 1.0 : 0.0;
+    return acc;
+  }
+  if (p == 1.0) {
+    for (std::size_t j = 0; j < dim; ++j) acc += std::abs(double(row[j]));
+    return acc;
+  }
+  if (p == 2.0) {
+    for (std::size_t j = 0; j < dim; ++j) acc += double(row[j]) * double(row[j]);
+    return std::sqrt(acc);
+  }
+  for (std::size_t j = 0; j < dim; ++j) acc += std::pow(std::abs(double(row[j])), p);
+  return std::pow(acc, 1.0 / p);
+}
+
+// PyTorch's embedding_renorm_ (SPEC 2.4.3): each distinct referenced row, in ascending id order,
+// is scaled down to norm max_norm when it exceeds it. Rows not referenced are untouched.
+// An in-place write like PyTorch's: the version goes up (once) even if no row needed scaling,
+// so an entry that saved weight earlier in the graph fails at backward instead of using the
+// new values silently.
+void renorm_rows_(const Tensor& weight, const IndexArray& ids, double max_norm, double norm_type) {
+  autograd::NoGradGuard no_grad;
+  std::vector<std::int64_t> rows(ids.data(), ids.data() + ids.size());
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  const std::size_t dim = weight.shape()[1];
+  float* w = weight.mutable_data().data();
+  if (dim == 0) return;
+  for (std::int64_t k : rows) {
+    float* row = w + static_cast<std::size_t>(k) * dim;
+    const double norm = row_norm(row, dim, norm_type);
+    if (norm > max_norm) {
+      const float scale = static_cast<float>(max_norm / (norm + 1e-7));
+      for (std::size_t j = 0; j < dim; ++j) row[j] *= scale;
+    }
+  }
+}
+
+// Everything both entry points check and do before the gather; returns the normalised pad.
+std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& o,
+                                    const std::string& where) {
+  check<ShapeError>(weight.dim() == 2, "'weight' must be 2-D | ", where,
+                    ": expected weight of shape (num_embeddings, embedding_dim), got ", weight.shape());
+  const auto num = static_cast<std::int64_t>(weight.shape()[0]);
+  const std::optional<std::int64_t> pad = normalised_padding_idx(o.padding_idx(), num, where);
+  check_options(o, where);
+  check_ids(ids, num, where);                         // before anything is changed
+  if (o.max_norm()) renorm_rows_(weight, ids, *o.max_norm(), o.norm_type());
+  return pad;
+}
+
+// out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
+Array gather(const IndexArray& ids, const Array& weight, const float* c) {
+  const std::size_t dim = weight.shape()[1], n = ids.size();
+  Shape out_shape(ids.shape().begin(), ids.shape().end());
+  out_shape.push_back(dim);
+  Array out = Array::from_shape(out_shape);
+  const float* w = weight.data();
+  const std::int64_t* id = ids.data();
+  float* y = out.data();
+  for (std::size_t p = 0; p < n; ++p, y += dim) {     // one contiguous row per id
+    const float* row = w + static_cast<std::size_t>(id[p]) * dim;
+    if (c == nullptr) {
+      std::memcpy(y, row, dim * sizeof(float));
+    } else {
+      const float s = *c;
+      for (std::size_t j = 0; j < dim; ++j) y[j] = row[j] * s;
+    }
+  }
+  return out;
+}
+
+// SPEC 2.4.4, with the fused scale c: for each position p in ascending order, unless it holds
+// the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
+// by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
+// is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
+Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
+                     std::optional<std::int64_t> pad, bool by_freq, const float* c) {
+  const std::size_t num = weight_shape[0], dim = weight_shape[1], n = ids.size();
+  const std::int64_t* id = ids.data();
+  std::vector<float> inv_count;                       // 1 / occurrences over the whole flattened ids
+  if (by_freq) {
+    std::vector<std::int64_t> count(num, 0);
+    for (std::size_t p = 0; p < n; ++p) ++count[static_cast<std::size_t>(id[p])];
+    inv_count.resize(num);
+    for (std::size_t k = 0; k < num; ++k) inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
+  }
+  Array dweight = Array::from_shape(weight_shape);
+  std::fill(dweight.begin(), dweight.end(), 0.0f);
+  float* dw = dweight.data();
+  const float* g = dy.data();
+  for (std::size_t p = 0; p < n; ++p, g += dim) {
+    if (pad && id[p] == *pad) continue;
+    const auto k = static_cast<std::size_t>(id[p]);
+    float* row = dw + k * dim;
+    if (!by_freq && c == nullptr) {
+      for (std::size_t j = 0; j < dim; ++j) row[j] += g[j];
+    } else {
+      const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
+      for (std::size_t j = 0; j < dim; ++j) row[j] += f * (g[j] * s);
+    }
+  }
+  return dweight;
+}
+
+// The row-sparse gradient (SPEC 2.2.3): one row per non-pad position, in position order,
+// duplicates kept; every position being padding gives an empty (not an absent) gradient.
+RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
+                              std::optional<std::int64_t> pad, const float* c) {
+  const std::size_t dim = weight_shape[1], n = ids.size();
+  const std::int64_t* id = ids.data();
+  std::size_t kept = 0;
+  for (std::size_t p = 0; p < n; ++p) kept += !(pad && id[p] == *pad);
+  RowSparseGrad g;
+  g.dense_shape = weight_shape;
+  g.indices = IndexArray::from_shape({kept});
+  g.values = Array::from_shape({kept, dim});
+  std::size_t r = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    if (pad && id[p] == *pad) continue;
+    g.indices.data()[r] = id[p];
+    const float* src = dy.data() + p * dim;
+    float* dst = g.values.data() + r * dim;
+    if (c == nullptr) {
+      std::memcpy(dst, src, dim * sizeof(float));
+    } else {
+      for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * *c;
+    }
+    ++r;
+  }
+  return g;
+}
+
+// The lookup, optionally fused with "* c"; op names the tape entry and the error messages.
+Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& o,
+              std::optional<float> scale) {
+  const std::string where = autograd::where(op);
+  const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
+  Tensor y(gather(ids, weight.data(), scale ? &*scale : nullptr));
+  const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
+  autograd::record(op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](const Array& dy) {
+    const float* c = scale ? &*scale : nullptr;
+    if (sparse)
+      weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
+    else
+      weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, c), op);
+  });
+  return y;
+}
+
+}  // namespace
+
+Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& options) {
+  // y[s, :] = weight[ids[s], :]
+  // dweight[k, :] = sum over positions p with ids[p] == k != padding_idx of dy[p, :]
+  //                 (divided by count[k] with scale_grad_by_freq; row-sparse with sparse)
+  return lookup("embedding", ids, weight, options, std::nullopt);
+}
+
+Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scale,
+                        const EmbeddingFuncOptions& options) {
+  // y[s, :] = weight[ids[s], :] * c                   with c = float(scale), as ops::mul casts it
+  // dweight[k, :] = sum over the same positions of dy[p, :] * c
+  // One pass instead of a gather then a multiply; the roundings are the same, so the results
+  // equal ops::mul(ops::embedding(ids, weight), scale) bit for bit.
+  return lookup("embedding_scaled", ids, weight, options, static_cast<float>(scale));
+}
+
+}  // namespace tapegrad::ops

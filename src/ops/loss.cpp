@@ -1,0 +1,111 @@
+// src/ops/loss.cpp
+//
+// cross_entropy = log_softmax + negative log-likelihood, fused into one op (SPEC 2.8), because
+// it is the hot path of every training step (W1: N = 16384 rows of C = 64 logits):
+//   forward, per kept row i (target t_i != ignore_index):
+//     m_i = max_j x[i, j]        log_s_i = log(sum_j exp(x[i, j] - m_i))      (sum in double)
+//     loss_i = -log_softmax(x)[i, t_i] = -((x[i, t_i] - m_i) - log_s_i)
+//   reduction: "mean" = sum of loss_i / count (count = kept rows; all ignored: 0/0 = NaN),
+//              "sum" = sum of loss_i, "none" = the loss_i themselves (0 for ignored rows).
+//   backward: dx[i, j] = (exp((x[i, j] - m_i) - log_s_i) - [j == t_i]) * g_i   for kept rows,
+//             0 for ignored rows; g_i = dL / count ("mean"), dL ("sum") or dL[i] ("none").
+// Only (m_i, log_s_i) per row is kept for backward, with the logits themselves.
+#include "tapegrad/ops/loss.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::ops {
+
+namespace {
+enum class Reduction { mean, sum, none };
+
+struct RowStats {      // what backward needs of one row's log-softmax
+  float max;
+  float log_sum;
+};
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const CrossEntropyOptions& options) {
+  const std::string where = autograd::where("cross_entropy");
+  const std::string& r = options.reduction();
+  check<ValueError>(r == "mean" || r == "sum" || r == "none", r, " is not a valid value for reduction | ", where,
+                    ": expected reduction \"mean\", \"sum\" or \"none\", got \"", r, "\"");
+  const Reduction reduction = r == "mean" ? Reduction::mean : r == "sum" ? Reduction::sum : Reduction::none;
+  const Shape& s = logits.shape();
+  check<ShapeError>(s.size() == 2, where, ": expected logits of shape (N, C) and target of shape (N,), got ", s,
+                    " and ", target.shape(), "; flatten (B, T, C) logits to (B * T, C) with reshape");
+  check<ShapeError>(target.dimension() == 1, "0D or 1D target tensor expected, multi-target not supported | ", where,
+                    ": expected target of shape (", s[0], ",) for logits ", s, ", got ", target.shape());
+  check<ShapeError>(target.size() == s[0], "Expected input batch_size (", s[0], ") to match target batch_size (",
+                    target.size(), "). | ", where, ": expected target of shape (", s[0], ",) for logits ", s, ", got ",
+                    target.shape());
+  const std::size_t N = s[0], C = s[1];
+  const std::int64_t ignore = options.ignore_index();
+  const auto num_classes = static_cast<std::int64_t>(C);
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::int64_t t = target.data()[i];
+    check<IndexError>(t == ignore || (0 <= t && t < num_classes), "Target ", t, " is out of bounds. | ", where,
+                      ": expected targets in [0, ", num_classes, ") or ignore_index ", ignore, ", got ", t,
+                      " at position ", i);
+  }
+
+  std::vector<RowStats> stats(N);
+  Array losses = Array::from_shape(reduction == Reduction::none ? Shape{N} : Shape{});
+  double total = 0.0;
+  std::size_t count = 0;
+  const float* x = logits.data().data();
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::int64_t t = target.data()[i];
+    if (t == ignore) {
+      if (reduction == Reduction::none) losses.data()[i] = 0.0f;
+      continue;
+    }
+    const float* row = x + i * C;
+    float m = row[0];
+    for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);   // keeps exp() from overflowing
+    double sum = 0.0;
+    for (std::size_t j = 0; j < C; ++j) sum += std::exp(row[j] - m);
+    const auto log_sum = static_cast<float>(std::log(sum));
+    stats[i] = {m, log_sum};
+    const float loss = -((row[t] - m) - log_sum);
+    if (reduction == Reduction::none) losses.data()[i] = loss;
+    total += loss;
+    ++count;
+  }
+  if (reduction == Reduction::mean)
+    losses() = count == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(total / double(count));
+  if (reduction == Reduction::sum) losses() = static_cast<float>(total);
+  Tensor y(std::move(losses));
+
+  autograd::record("cross_entropy", y, {logits}, {logits},
+                   [logits, target, ignore, reduction, count, stats = std::move(stats)](const Array& dy) {
+    const std::size_t n = logits.shape()[0], c = logits.shape()[1];
+    const float* xs = logits.data().data();
+    Array dx = Array::from_shape(logits.shape());
+    float* out = dx.data();
+    const float scale = reduction == Reduction::mean ? static_cast<float>(double(dy()) / double(count))
+                        : reduction == Reduction::sum ? dy() : 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      float* drow = out + i * c;
+      const std::int64_t t = target.data()[i];
+      if (t == ignore) {
+        std::fill_n(drow, c, 0.0f);
+        continue;
+      }
+      const float g = reduction == Reduction::none ? dy.data()[i] : scale;
+      const float* row = xs + i * c;
+      const RowStats st = stats[i];
+      for (std::size_t j = 0; j < c; ++j) drow[j] = std::exp((row[j] - st.max) - st.log_sum) * g;   // softmax * g
+      drow[t] -= g;                                                                                   // - onehot * g
+    }
+    logits.accumulate_grad(std::move(dx), "cross_entropy");
+  });
+  return y;
+}
+
+}  // namespace tapegrad::ops

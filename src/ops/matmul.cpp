@@ -1,0 +1,150 @@
+// src/ops/matmul.cpp
+//
+// Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only
+// file that includes cblas. Transposes are never materialised: sgemm's transpose flags read
+// B^T or A^T in place. Shapes (row-major, contiguous):
+//   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
+//           (..., n, k) @ (k, m) -> (..., n, m): the leading dims are folded into the rows, so it
+//           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
+//   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
+// Backward reads the saved operands; a side that needs no gradient costs no work.
+#include "tapegrad/ops/matmul.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::ops {
+
+namespace {
+// C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
+// (M, K), or (K, M) when ta (then op(A) = A^T); likewise op(B) is (K, N), stored (N, K) when tb.
+// All three are contiguous, so each leading dimension is the row length of the stored matrix.
+void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A, const float* B, float* C,
+          bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
+    if (!accumulate) std::fill_n(C, M * N, 0.0f);
+    return;
+  }
+  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX, "gemm: expected matrix sizes below 2^31, got ",
+                    M, "x", K, " @ ", K, "x", N);
+  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
+              ta ? m : k, B, tb ? k : n, accumulate ? 1.0f : 0.0f, C, n);
+}
+
+std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
+  std::size_t p = 1;
+  for (std::size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  // Y_i = A_i B_i for each batch i (one batch unless both are 3-D)
+  // dA_i = dY_i B_i^T        dB_i = A_i^T dY_i
+  const std::string where = autograd::where("matmul");
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const bool batched = sa.size() == 3 && sb.size() == 3;
+  check<ShapeError>(batched || (sa.size() >= 2 && sb.size() == 2), where,
+                    ": expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) @ (k, m), got shapes ", sa,
+                    " and ", sb);
+  std::size_t batch = 1, n, k = sa.back(), m = sb.back();
+  Shape out_shape = sa;
+  out_shape.back() = m;
+  if (batched) {
+    batch = sa[0];
+    n = sa[1];
+    check<ShapeError>(sb[0] == batch || sb[0] == 1 || batch == 1, "The size of tensor a (", batch,
+                      ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
+                      ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
+    check<ShapeError>(sb[0] == batch, where, ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa,
+                      " and ", sb, "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the "
+                      "batch of 1)");
+    check<ShapeError>(sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ", k,
+                      "] but got: [", sb[0], ", ", sb[1], "]. | ", where,
+                      ": expected (b, n, k) @ (b, k, m) with the same k, got shapes ", sa, " and ", sb);
+  } else {
+    n = product(sa, 0, sa.size() - 1);           // leading dims folded into the rows
+    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ", sb[0], "x", m,
+                      ") | ", where, ": expected (..., n, k) @ (k, m) with the same k, got shapes ", sa, " and ", sb);
+  }
+  Array out = Array::from_shape(out_shape);
+  const float *pa = a.data().data(), *pb = b.data().data();
+  const std::size_t b_step = batched ? k * m : 0;
+  for (std::size_t i = 0; i < batch; ++i)
+    gemm(false, false, n, m, k, pa + i * n * k, pb + i * b_step, out.data() + i * n * m, false);
+  Tensor y(std::move(out));
+  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, batch, n, k, m, b_step](const Array& dy) {
+    const float *A = a.data().data(), *B = b.data().data(), *dY = dy.data();
+    if (a.requires_grad()) {
+      Array da = Array::from_shape(a.shape());
+      for (std::size_t i = 0; i < batch; ++i)
+        gemm(false, true, n, k, m, dY + i * n * m, B + i * b_step, da.data() + i * n * k, false);
+      a.accumulate_grad(std::move(da), "matmul");
+    }
+    if (b.requires_grad()) {
+      Array db = Array::from_shape(b.shape());
+      for (std::size_t i = 0; i < batch; ++i)
+        gemm(true, false, k, m, n, A + i * n * k, dY + i * n * m, db.data() + i * b_step, false);
+      b.accumulate_grad(std::move(db), "matmul");
+    }
+  });
+  return y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  // Y (N, out) = X (N, in) W^T + b        (X: x with its leading dims folded into N rows)
+  // dX = dY W        dW = dY^T X (summed over all N rows by the GEMM)        db[j] = sum_r dY[r, j]
+  const std::string where = autograd::where("linear");
+  const Shape& sx = x.shape();
+  const Shape& sw = weight.shape();
+  check<ShapeError>(sw.size() == 2, where, ": expected weight of shape (out_features, in_features), got ", sw);
+  check<ShapeError>(!sx.empty(), "both arguments to linear need to be at least 1D, but they are 0D and 2D | ", where,
+                    ": expected input of shape (*, ", sw[1], "), got shape ()");
+  const std::size_t out_f = sw[0], in_f = sw[1], N = product(sx, 0, sx.size() - 1);
+  check<ShapeError>(sx.back() == in_f, "mat1 and mat2 shapes cannot be multiplied (", N, "x", sx.back(), " and ",
+                    in_f, "x", out_f, ") | ", where, ": expected input with last dimension ", in_f, ", got shape ", sx);
+  const bool has_bias = bias.defined();
+  if (has_bias)
+    check<ShapeError>(bias.dim() == 1 && bias.shape()[0] == out_f, where, ": expected bias of shape (", out_f,
+                      ",) to match weight ", sw, ", got ", bias.shape());
+  Shape out_shape = sx;
+  out_shape.back() = out_f;
+  Array out = Array::from_shape(out_shape);
+  if (has_bias)                                  // every row starts as b; the GEMM adds x W^T (beta = 1)
+    for (std::size_t r = 0; r < N; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+  gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
+  Tensor y(std::move(out));
+  const std::vector<Tensor> inputs = has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
+  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](const Array& dy) {
+    if (x.requires_grad()) {
+      Array dx = Array::from_shape(x.shape());
+      gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
+      x.accumulate_grad(std::move(dx), "linear");
+    }
+    if (weight.requires_grad()) {
+      Array dweight = Array::from_shape(weight.shape());
+      gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
+      weight.accumulate_grad(std::move(dweight), "linear");
+    }
+    if (bias.requires_grad()) {
+      std::vector<double> sums(out_f, 0.0);      // column sums, row by row: sequential, in double
+      for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t j = 0; j < out_f; ++j) sums[j] += dy.data()[r * out_f + j];
+      Array dbias = Array::from_shape({out_f});
+      std::copy(sums.begin(), sums.end(), dbias.data());
+      bias.accumulate_grad(std::move(dbias), "linear");
+    }
+  });
+  return y;
+}
+
+}  // namespace tapegrad::ops

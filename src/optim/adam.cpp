@@ -1,0 +1,298 @@
+// src/optim/adam.cpp
+//
+// Adam and AdamW in PyTorch's order of operations (SPEC 2.10.3, 2.10.4). Both classes call the
+// same kernel, adam_update(), once per parameter per step: one pass over contiguous memory that
+// reads θ, g, m, v (and vmax) once and writes θ, m, v once, with no temporaries (BENCHMARKS W3).
+// Scalars (bias corrections, step size, the AdamW decay factor) are computed in double, per
+// parameter, and cast to float once, where they meet the float32 data, as PyTorch does with
+// Python numbers. The build never uses -ffast-math: the order below is the order executed.
+#include "tapegrad/optim/adam.hpp"
+
+#include <cmath>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::optim {
+
+namespace {
+
+// The float32 scalars of one parameter's step.
+struct AdamScalars {
+  float w1;               // 1 − β1: the weight with which m moves towards g
+  float one_minus_w1;     // 1 − w1, computed in float as PyTorch's lerp does
+  float beta2, w2;        // β2 and 1 − β2
+  float l2;               // Adam's coupled weight decay (0 for AdamW)
+  float decay;            // AdamW's 1 − lr·wd (1 for Adam, which leaves θ exact)
+  float neg_step_size;    // −lr / bc1,   bc1 = 1 − β1^t
+  float sqrt_bc2;         // sqrt(bc2),   bc2 = 1 − β2^t
+  float eps;
+  bool maximize;
+};
+
+// adam_update: one Adam step of n elements, in this order (SPEC 2.10.3):
+//   g  = maximize ? −grad : grad
+//   g  = g + l2·θ                                 if l2 ≠ 0 (Adam's L2, with θ before the step)
+//   θ  = θ·decay                                  (AdamW's decoupled decay; Adam passes 1)
+//   m  = lerp(m, g, w1):  w1 < 0.5 ? m + w1·(g − m) : g − (g − m)·(1 − w1)     (PyTorch 2.x)
+//   v  = v·β2 + (1 − β2)·g·g
+//   s  = amsgrad ? (vmax = max(vmax, v)) : v      max of the raw v; NaN propagates as torch.maximum
+//   θ  = θ + ((−lr/bc1)·m) / (sqrt(s)/sqrt(bc2) + eps)
+// m and v start at zero, so early averages are biased towards zero; dividing m by bc1 and v by bc2
+// (inside the sqrt) undoes that. eps is added AFTER the correction, PyTorch's placement: it keeps
+// the first step ≈ lr·sign(g) however small g is. vmax is nullptr unless amsgrad.
+void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* grad, float* m, float* v,
+                 float* vmax) {
+  // (−1)·grad is exactly −grad; a float factor, unlike a bool select, lets the loop vectorise.
+  const float sign = k.maximize ? -1.0f : 1.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    float g = sign * grad[i];
+    if (k.l2 != 0.0f) g = g + k.l2 * theta[i];
+    const float t = theta[i] * k.decay;
+    const float mi = k.w1 < 0.5f ? m[i] + k.w1 * (g - m[i]) : g - (g - m[i]) * k.one_minus_w1;
+    const float vi = v[i] * k.beta2 + k.w2 * g * g;
+    float s = vi;
+    if (vmax != nullptr) {
+      s = (vi > vmax[i] || std::isnan(vi)) ? vi : vmax[i];
+      vmax[i] = s;
+    }
+    m[i] = mi;
+    v[i] = vi;
+    theta[i] = t + k.neg_step_size * mi / (std::sqrt(s) / k.sqrt_bc2 + k.eps);
+  }
+}
+
+// The scalars of step t of a parameter, from a group's options (double, then float once).
+template <class Options>
+AdamScalars scalars(const Options& o, std::int64_t t, double l2, double decay) {
+  const auto [beta1, beta2] = o.betas();
+  const double bc1 = 1.0 - std::pow(beta1, double(t));
+  const double bc2 = 1.0 - std::pow(beta2, double(t));
+  const double step_size = o.lr() / bc1;
+  const float w1 = float(1.0 - beta1);
+  return AdamScalars{w1,           1.0f - w1,         float(beta2),        float(1.0 - beta2),
+                     float(l2),    float(decay),      float(-step_size),   float(std::sqrt(bc2)),
+                     float(o.eps()), o.maximize()};
+}
+
+// A zero-initialised array of p's shape.
+Array zeros_like(const Parameter& p) {
+  Array a = Array::from_shape(p.shape());
+  std::fill(a.begin(), a.end(), 0.0f);
+  return a;
+}
+
+// Lazily creates p's state: m = v = 0, t = 0 (and vmax = 0 once amsgrad is on).
+AdamState& state_for(std::optional<AdamState>& slot, const Parameter& p, bool amsgrad) {
+  if (!slot) slot = AdamState{0, zeros_like(p), zeros_like(p), std::nullopt};
+  if (amsgrad && !slot->max_exp_avg_sq) slot->max_exp_avg_sq = zeros_like(p);
+  return *slot;
+}
+
+// ---- options and state, as the state dict holds them (the same for Adam and AdamW) ----
+
+template <class Options>
+void check_options(const std::string& where, const Options& o) {
+  const auto [beta1, beta2] = o.betas();
+  // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
+  if (!(0.0 <= o.lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
+  if (!(0.0 <= o.eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps >= 0");
+  if (!(0.0 <= beta1 && beta1 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
+                     ": expected 0 <= beta1 < 1");
+  if (!(0.0 <= beta2 && beta2 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
+                     ": expected 0 <= beta2 < 1");
+  if (!(0.0 <= o.weight_decay()))
+    fail<ValueError>("Invalid weight_decay value: ", py_float(o.weight_decay()), " | ", where,
+                     ": expected weight_decay >= 0");
+}
+
+template <class Options>
+HyperParams to_hyper(const Options& o) {
+  const auto [beta1, beta2] = o.betas();
+  return {{"lr", o.lr()},
+          {"betas", std::vector<double>{beta1, beta2}},
+          {"eps", o.eps()},
+          {"weight_decay", o.weight_decay()},
+          {"amsgrad", o.amsgrad()},
+          {"maximize", o.maximize()}};
+}
+
+template <class Options>
+Options from_hyper(const HyperParams& h, const std::string& where) {
+  check_hyper_keys(h, {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}, where);
+  Options o(hyper_number(h, "lr", where));
+  o.betas(hyper_pair(h, "betas", where))
+      .eps(hyper_number(h, "eps", where))
+      .weight_decay(hyper_number(h, "weight_decay", where))
+      .amsgrad(hyper_flag(h, "amsgrad", where))
+      .maximize(hyper_flag(h, "maximize", where));
+  check_options(where, o);
+  return o;
+}
+
+ParamState to_param_state(const AdamState& s) {
+  ParamState out;
+  out.step = s.step;
+  out.tensors = {{"exp_avg", s.exp_avg}, {"exp_avg_sq", s.exp_avg_sq}};
+  if (s.max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *s.max_exp_avg_sq);
+  return out;
+}
+
+std::optional<AdamState> from_param_state(const ParamState* s) {
+  if (s == nullptr) return std::nullopt;
+  AdamState out{*s->step, *s->find("exp_avg"), *s->find("exp_avg_sq"), std::nullopt};
+  if (const Array* vmax = s->find("max_exp_avg_sq")) out.max_exp_avg_sq = *vmax;
+  return out;
+}
+
+const Optimizer::StateLayout kAdamLayout{true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}};
+
+// Every gradient is checked before any parameter changes: a refused step changes nothing.
+void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const char* hint) {
+  for (std::size_t g = 0; g < opt.num_param_groups(); ++g)
+    for (const Parameter& p : opt.params(g))
+      if (p.grad_is_sparse())
+        fail<TypeError>(pytorch_text, " | ", opt.type_name(), ": ", param_label(p), " has a row-sparse gradient",
+                        hint);
+}
+
+}  // namespace
+
+// ---- Adam ----------------------------------------------------------------------------------------
+
+std::vector<std::vector<Parameter>> Adam::checked(const std::vector<Group>& groups) {
+  std::vector<std::vector<Parameter>> params;
+  for (const Group& group : groups) {
+    check_options("Adam", group.options);
+    params.push_back(group.params);
+  }
+  return params;
+}
+
+Adam::Adam(std::vector<Parameter> params, AdamOptions options)
+    : Adam(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
+
+Adam::Adam(std::vector<Group> groups) : Optimizer("Adam", checked(groups)) {
+  for (const Group& group : groups) options_.push_back(group.options);
+  state_.resize(num_params());
+}
+
+AdamOptions& Adam::options(std::size_t group) {
+  check_group(group);
+  return options_[group];
+}
+const AdamOptions& Adam::options(std::size_t group) const {
+  check_group(group);
+  return options_[group];
+}
+
+const AdamState* Adam::state(const Parameter& p) const {
+  const std::optional<AdamState>& s = state_[param_id(p)];
+  return s ? &*s : nullptr;
+}
+
+void Adam::step() {
+  autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
+  check_no_sparse_grads(*this, "Adam does not support sparse gradients, please consider SparseAdam instead", "");
+  std::size_t id = 0;
+  for (std::size_t g = 0; g < num_param_groups(); ++g) {
+    const AdamOptions& o = options_[g];
+    for (const Parameter& p : params(g)) {
+      const std::size_t i = id++;
+      if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
+      AdamState& s = state_for(state_[i], p, o.amsgrad());
+      s.step += 1;
+      const AdamScalars k = scalars(o, s.step, /*l2=*/o.weight_decay(), /*decay=*/1.0);
+      float* theta = p.mutable_data().data();       // one version bump per step
+      float* vmax = o.amsgrad() ? s.max_exp_avg_sq->data() : nullptr;
+      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(), vmax);
+    }
+  }
+}
+
+Optimizer::StateLayout Adam::state_layout() const { return kAdamLayout; }
+HyperParams Adam::hyper_params(std::size_t group) const { return to_hyper(options(group)); }
+void Adam::check_hyper_params(const HyperParams& h, const std::string& where) const {
+  from_hyper<AdamOptions>(h, where);
+}
+void Adam::set_hyper_params(std::size_t group, const HyperParams& h) {
+  options(group) = from_hyper<AdamOptions>(h, "Adam");
+}
+std::optional<ParamState> Adam::param_state(std::size_t id) const {
+  if (!state_[id]) return std::nullopt;
+  return to_param_state(*state_[id]);
+}
+void Adam::set_param_state(std::size_t id, const ParamState* s) { state_[id] = from_param_state(s); }
+
+// ---- AdamW ---------------------------------------------------------------------------------------
+
+std::vector<std::vector<Parameter>> AdamW::checked(const std::vector<Group>& groups) {
+  std::vector<std::vector<Parameter>> params;
+  for (const Group& group : groups) {
+    check_options("AdamW", group.options);
+    params.push_back(group.params);
+  }
+  return params;
+}
+
+AdamW::AdamW(std::vector<Parameter> params, AdamWOptions options)
+    : AdamW(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
+
+AdamW::AdamW(std::vector<Group> groups) : Optimizer("AdamW", checked(groups)) {
+  for (const Group& group : groups) options_.push_back(group.options);
+  state_.resize(num_params());
+}
+
+AdamWOptions& AdamW::options(std::size_t group) {
+  check_group(group);
+  return options_[group];
+}
+const AdamWOptions& AdamW::options(std::size_t group) const {
+  check_group(group);
+  return options_[group];
+}
+
+const AdamState* AdamW::state(const Parameter& p) const {
+  const std::optional<AdamState>& s = state_[param_id(p)];
+  return s ? &*s : nullptr;
+}
+
+void AdamW::step() {
+  autograd::NoGradGuard no_grad;
+  check_no_sparse_grads(*this, "AdamW does not support sparse gradients", "; use SparseAdam or SGD for it");
+  std::size_t id = 0;
+  for (std::size_t g = 0; g < num_param_groups(); ++g) {
+    const AdamWOptions& o = options_[g];
+    for (const Parameter& p : params(g)) {
+      const std::size_t i = id++;
+      if (!p.has_grad()) continue;                  // no gradient: no decay either, as in PyTorch
+      AdamState& s = state_for(state_[i], p, o.amsgrad());
+      s.step += 1;
+      // Decoupled: θ ← θ·(1 − lr·wd) first, then the Adam update with no decay term in g.
+      const double decay = 1.0 - o.lr() * o.weight_decay();
+      const AdamScalars k = scalars(o, s.step, /*l2=*/0.0, decay);
+      float* theta = p.mutable_data().data();
+      float* vmax = o.amsgrad() ? s.max_exp_avg_sq->data() : nullptr;
+      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(), vmax);
+    }
+  }
+}
+
+Optimizer::StateLayout AdamW::state_layout() const { return kAdamLayout; }
+HyperParams AdamW::hyper_params(std::size_t group) const { return to_hyper(options(group)); }
+void AdamW::check_hyper_params(const HyperParams& h, const std::string& where) const {
+  from_hyper<AdamWOptions>(h, where);
+}
+void AdamW::set_hyper_params(std::size_t group, const HyperParams& h) {
+  options(group) = from_hyper<AdamWOptions>(h, "AdamW");
+}
+std::optional<ParamState> AdamW::param_state(std::size_t id) const {
+  if (!state_[id]) return std::nullopt;
+  return to_param_state(*state_[id]);
+}
+void AdamW::set_param_state(std::size_t id, const ParamState* s) { state_[id] = from_param_state(s); }
+
+}  // namespace tapegrad::optim

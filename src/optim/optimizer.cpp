@@ -1,0 +1,252 @@
+// src/optim/optimizer.cpp
+//
+// The optimizer base: checking the parameter groups, zero_grad, and the state-dict machinery
+// shared by every optimizer (SPEC 2.10.1, 2.10.6). load_state_dict validates everything first and
+// only then changes the optimizer, so a refused load leaves it exactly as it was.
+#include "tapegrad/optim/optimizer.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+namespace tapegrad::optim {
+
+const Array* ParamState::find(const std::string& name) const {
+  for (const auto& [key, value] : tensors)
+    if (key == name) return &value;
+  return nullptr;
+}
+
+// ---- construction --------------------------------------------------------------------------------
+
+std::vector<Parameter> Optimizer::non_empty(std::vector<Parameter> params) {
+  check<ValueError>(!params.empty(), "optimizer got an empty parameter list");
+  return params;
+}
+
+Optimizer::Optimizer(std::string type_name, std::vector<std::vector<Parameter>> groups)
+    : type_name_(std::move(type_name)), groups_(std::move(groups)) {
+  check<ValueError>(!groups_.empty(), "optimizer got an empty parameter list");
+  // In PyTorch's order: each group is checked on its own, then against the groups before it.
+  std::unordered_map<const TensorImpl*, std::size_t> group_of;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    std::set<const TensorImpl*> seen;
+    for (std::size_t k = 0; k < groups_[g].size(); ++k) {
+      const Parameter& p = groups_[g][k];
+      check<TypeError>(p.defined(), "optimizer can only optimize Tensors, but one of the params is NoneType | ",
+                       type_name_, ": group ", g, " holds an empty Parameter handle at position ", k);
+      if (!seen.insert(p.impl()).second)
+        fail<ValueError>("optimizer contains a parameter group with duplicate parameters | ", type_name_, ": ",
+                         param_label(p), " appears twice in group ", g);
+    }
+    for (const Parameter& p : groups_[g]) {
+      const auto [it, inserted] = group_of.emplace(p.impl(), g);
+      if (!inserted)
+        fail<ValueError>("some parameters appear in more than one parameter group | ", type_name_, ": ",
+                         param_label(p), " is in groups ", it->second, " and ", g);
+    }
+    num_params_ += groups_[g].size();
+  }
+}
+
+void Optimizer::check_group(std::size_t group) const {
+  check<IndexError>(group < groups_.size(), type_name_, ": expected a group index in [0, ", groups_.size(),
+                    "), got ", group);
+}
+
+const std::vector<Parameter>& Optimizer::params(std::size_t group) const {
+  check_group(group);
+  return groups_[group];
+}
+
+const Parameter& Optimizer::param(std::size_t id) const {
+  for (const std::vector<Parameter>& group : groups_) {
+    if (id < group.size()) return group[id];
+    id -= group.size();
+  }
+  fail<IndexError>(type_name_, ": expected a parameter id in [0, ", num_params_, "), got ", id + num_params_);
+}
+
+std::size_t Optimizer::param_id(const Parameter& p) const {
+  std::size_t id = 0;
+  for (const std::vector<Parameter>& group : groups_)
+    for (const Parameter& q : group) {
+      if (q.is_same(p)) return id;
+      ++id;
+    }
+  fail<ValueError>(type_name_, ": ", p.describe(), " is not one of this optimizer's parameters");
+}
+
+void Optimizer::check_sparse_rows(const Parameter& p, const std::string& where) {
+  const RowSparseGrad& sg = p.sparse_grad();
+  const auto rows = static_cast<std::int64_t>(p.shape()[0]);
+  for (std::size_t k = 0; k < sg.indices.size(); ++k) {
+    const std::int64_t id = sg.indices.data()[k];
+    if (id < 0 || id >= rows)
+      fail<IndexError>(where, ": expected the row ids of the row-sparse gradient of ", p.describe(), " in [0, ",
+                       rows, "), got ", id, " at position ", k);
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (const std::vector<Parameter>& group : groups_)
+    for (const Parameter& p : group) p.zero_grad(set_to_none);
+}
+
+// ---- state dict ----------------------------------------------------------------------------------
+
+OptimizerState Optimizer::state_dict() const {
+  OptimizerState out;
+  out.optimizer = type_name_;
+  std::size_t id = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    ParamGroupState group{hyper_params(g), {}};
+    for (std::size_t k = 0; k < groups_[g].size(); ++k, ++id) {
+      group.params.push_back(id);
+      if (std::optional<ParamState> s = param_state(id)) out.state.emplace(id, std::move(*s));
+    }
+    out.param_groups.push_back(std::move(group));
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& loaded) {
+  const std::string where = type_name_ + ".load_state_dict";
+  check<ValueError>(loaded.optimizer == type_name_, where, ": expected the state dict of an optimizer of type '",
+                    type_name_, "', got '", loaded.optimizer, "'");
+  check<ValueError>(loaded.param_groups.size() == groups_.size(),
+                    "loaded state dict has a different number of parameter groups | ", where, ": expected ",
+                    groups_.size(), " groups, got ", loaded.param_groups.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    check<ValueError>(loaded.param_groups[g].params.size() == groups_[g].size(),
+                      "loaded state dict contains a parameter group that doesn't match the size of optimizer's "
+                      "group | ", where, ": expected ", groups_[g].size(), " parameters in group ", g, ", got ",
+                      loaded.param_groups[g].params.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    std::ostringstream group_where;
+    group_where << where << ": param_groups[" << g << "]";
+    check_hyper_params(loaded.param_groups[g].options, group_where.str());
+  }
+
+  // As PyTorch: the loaded ids map, in order, onto this optimizer's parameters.
+  std::unordered_map<std::size_t, std::size_t> id_map;
+  std::size_t id = 0;
+  for (const ParamGroupState& group : loaded.param_groups)
+    for (std::size_t saved : group.params) {
+      check<ValueError>(id_map.emplace(saved, id).second, where,
+                        ": expected distinct parameter ids in param_groups, got ", saved, " twice");
+      ++id;
+    }
+
+  const StateLayout layout = state_layout();
+  std::vector<const ParamState*> incoming(num_params_, nullptr);
+  for (const auto& [saved, s] : loaded.state) {
+    const auto it = id_map.find(saved);
+    check<ValueError>(it != id_map.end(), where, ": the state has an entry for param ", saved,
+                      ", which is in no parameter group");
+    const std::size_t i = it->second;
+    const Parameter& p = param(i);
+    const std::string who = "param " + std::to_string(i) + (p.name().empty() ? "" : " ('" + p.name() + "')");
+    if (layout.has_step) {
+      check<ValueError>(s.step.has_value(), where, ": expected a step count in the state of ", who, ", got none");
+      check<ValueError>(*s.step >= 0, where, ": expected a step count >= 0 for ", who, ", got ", *s.step);
+    } else {
+      check<ValueError>(!s.step.has_value(), where, ": expected no step count in the state of ", who,
+                        " (", type_name_, " keeps none), got ", *s.step);
+    }
+    std::set<std::string> names;
+    for (const auto& [name, value] : s.tensors) {
+      const bool known = std::count(layout.required.begin(), layout.required.end(), name) +
+                             std::count(layout.optional.begin(), layout.optional.end(), name) > 0;
+      check<ValueError>(known, where, ": unexpected state '", name, "' for ", who, "; ", type_name_,
+                        " keeps only the state its layout names");
+      check<ValueError>(names.insert(name).second, where, ": state '", name, "' appears twice for ", who);
+      check<ValueError>(value.shape() == p.shape(), "optimizer state for ", who, " has shape ", value.shape(),
+                        ", parameter has ", p.shape(), " | ", where, ": in state '", name, "'");
+    }
+    for (const std::string& name : layout.required)
+      check<ValueError>(names.count(name) == 1, where, ": expected state '", name, "' for ", who, ", got none");
+    incoming[i] = &s;
+  }
+
+  // Everything is checked: nothing below throws.
+  for (std::size_t g = 0; g < groups_.size(); ++g) set_hyper_params(g, loaded.param_groups[g].options);
+  for (std::size_t i = 0; i < num_params_; ++i) set_param_state(i, incoming[i]);
+}
+
+// ---- hyper-parameter helpers ---------------------------------------------------------------------
+
+namespace {
+const HyperValue& find_hyper(const HyperParams& h, const std::string& key, const std::string& where) {
+  const auto it = h.find(key);
+  check<ValueError>(it != h.end(), where, ": expected a hyper-parameter '", key, "', got none");
+  return it->second;
+}
+}  // namespace
+
+double hyper_number(const HyperParams& h, const std::string& key, const std::string& where) {
+  const HyperValue& v = find_hyper(h, key, where);
+  check<ValueError>(std::holds_alternative<double>(v), where, ": expected '", key, "' to be a number");
+  return std::get<double>(v);
+}
+
+bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where) {
+  const HyperValue& v = find_hyper(h, key, where);
+  check<ValueError>(std::holds_alternative<bool>(v), where, ": expected '", key, "' to be true or false");
+  return std::get<bool>(v);
+}
+
+std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where) {
+  const HyperValue& v = find_hyper(h, key, where);
+  const auto* list = std::get_if<std::vector<double>>(&v);
+  check<ValueError>(list != nullptr && list->size() == 2, where, ": expected '", key,
+                    "' to be a list of two numbers");
+  return {(*list)[0], (*list)[1]};
+}
+
+void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where) {
+  for (const auto& [key, value] : h)
+    check<ValueError>(std::find(known.begin(), known.end(), key) != known.end(), where,
+                      ": unexpected hyper-parameter '", key, "'");
+}
+
+std::string param_label(const Parameter& p) {
+  return p.name().empty() ? p.describe() : "'" + p.name() + "'";
+}
+
+std::string py_float(double x) {
+  // Python's repr: the shortest digits that read back as x, in positional notation when the
+  // decimal exponent is in [-4, 16), else as d.ddde-XX; a whole number keeps ".0".
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  const std::string sci(buf, res.ptr);                    // "-1.2345e-05"
+  const std::size_t e = sci.find('e');
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (std::size_t i = negative ? 1 : 0; i < e; ++i)
+    if (sci[i] != '.') digits += sci[i];
+  const int exponent = std::stoi(sci.substr(e + 1));
+  std::string out = negative ? "-" : "";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += exponent < 0 ? "e-" : "e+";
+    const std::string mag = std::to_string(std::abs(exponent));
+    out += (mag.size() < 2 ? "0" : "") + mag;
+  } else if (exponent < 0) {
+    out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const std::size_t int_digits = static_cast<std::size_t>(exponent) + 1;
+    if (digits.size() <= int_digits)
+      out += digits + std::string(int_digits - digits.size(), '0') + ".0";
+    else
+      out += digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+  }
+  return out;
+}
+
+}  // namespace tapegrad::optim

@@ -1,0 +1,172 @@
+// src/optim/sparse_adam.cpp
+//
+// SparseAdam (SPEC 2.10.5), PyTorch's order: the gradient is coalesced (ids ascending, duplicate
+// rows summed), then only its rows of m, v and θ are updated, in one pass per row. The update is
+// not linear in g, so the rows of a repeated id must be summed BEFORE it, not applied one by one.
+// Bias corrections are computed in double, per parameter, and cast to float once.
+#include "tapegrad/optim/sparse_adam.hpp"
+
+#include <cmath>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::optim {
+
+namespace {
+
+struct SparseAdamScalars {
+  float w1, w2;            // 1 − β1, 1 − β2
+  float neg_step_size;     // −lr·sqrt(bc2)/bc1,   bc1 = 1 − β1^t,  bc2 = 1 − β2^t
+  float eps;
+  bool maximize;
+};
+
+// sparse_adam_update: for the rows r of the coalesced gradient G only (SPEC 2.10.5):
+//   g   = maximize ? −G_r : G_r
+//   Δm  = (g − m_r)·(1 − β1) ;     m_r = m_r + Δm
+//   Δv  = (g² − v_r)·(1 − β2) ;    v_r = v_r + Δv
+//   θ_r = θ_r + (−step_size)·(m_r / (sqrt(v_r) + eps))
+// (m + (1 − β)(g − m) is β·m + (1 − β)·g written as a correction, which is what lets the rows
+// outside G simply stay as they are.) Rows not in G: m, v and θ unchanged, bit for bit.
+void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, float* theta, float* m, float* v) {
+  const std::size_t dim = G.dense_shape[1];
+  for (std::size_t r = 0; r < G.indices.size(); ++r) {
+    const std::size_t offset = static_cast<std::size_t>(G.indices.data()[r]) * dim;
+    const float* grad = G.values.data() + r * dim;
+    float *theta_r = theta + offset, *m_r = m + offset, *v_r = v + offset;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const float g = k.maximize ? -grad[j] : grad[j];
+      const float dm = (g - m_r[j]) * k.w1;
+      const float dv = (g * g - v_r[j]) * k.w2;
+      m_r[j] = m_r[j] + dm;
+      v_r[j] = v_r[j] + dv;
+      theta_r[j] = theta_r[j] + k.neg_step_size * (m_r[j] / (std::sqrt(v_r[j]) + k.eps));
+    }
+  }
+}
+
+Array zeros_like(const Parameter& p) {
+  Array a = Array::from_shape(p.shape());
+  std::fill(a.begin(), a.end(), 0.0f);
+  return a;
+}
+
+void check_options(const std::string& where, const SparseAdamOptions& o) {
+  const auto [beta1, beta2] = o.betas();
+  // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
+  if (!(0.0 < o.lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr > 0");
+  if (!(0.0 < o.eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps > 0");
+  if (!(0.0 <= beta1 && beta1 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
+                     ": expected 0 <= beta1 < 1");
+  if (!(0.0 <= beta2 && beta2 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
+                     ": expected 0 <= beta2 < 1");
+}
+
+SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where) {
+  check_hyper_keys(h, {"lr", "betas", "eps", "maximize"}, where);
+  SparseAdamOptions o(hyper_number(h, "lr", where));
+  o.betas(hyper_pair(h, "betas", where))
+      .eps(hyper_number(h, "eps", where))
+      .maximize(hyper_flag(h, "maximize", where));
+  check_options(where, o);
+  return o;
+}
+
+}  // namespace
+
+std::vector<std::vector<Parameter>> SparseAdam::checked(const std::vector<Group>& groups) {
+  std::vector<std::vector<Parameter>> params;
+  for (const Group& group : groups) {
+    check_options("SparseAdam", group.options);
+    params.push_back(group.params);
+  }
+  return params;
+}
+
+SparseAdam::SparseAdam(std::vector<Parameter> params, SparseAdamOptions options)
+    : SparseAdam(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
+
+SparseAdam::SparseAdam(std::vector<Group> groups) : Optimizer("SparseAdam", checked(groups)) {
+  for (const Group& group : groups) options_.push_back(group.options);
+  state_.resize(num_params());
+}
+
+SparseAdamOptions& SparseAdam::options(std::size_t group) {
+  check_group(group);
+  return options_[group];
+}
+const SparseAdamOptions& SparseAdam::options(std::size_t group) const {
+  check_group(group);
+  return options_[group];
+}
+
+const SparseAdamState* SparseAdam::state(const Parameter& p) const {
+  const std::optional<SparseAdamState>& s = state_[param_id(p)];
+  return s ? &*s : nullptr;
+}
+
+void SparseAdam::step() {
+  autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
+  // Every gradient is checked before any parameter changes: a refused step changes nothing.
+  for (std::size_t g = 0; g < num_param_groups(); ++g)
+    for (const Parameter& p : params(g)) {
+      if (!p.has_grad()) continue;
+      if (!p.grad_is_sparse())
+        fail<TypeError>("SparseAdam does not support dense gradients, please consider Adam instead | SparseAdam: ",
+                        param_label(p), " has a dense gradient");
+      check_sparse_rows(p, "SparseAdam");
+    }
+
+  std::size_t id = 0;
+  for (std::size_t g = 0; g < num_param_groups(); ++g) {
+    const SparseAdamOptions& o = options_[g];
+    const auto [beta1, beta2] = o.betas();
+    for (const Parameter& p : params(g)) {
+      const std::size_t i = id++;
+      if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
+      if (!state_[i]) state_[i] = SparseAdamState{0, zeros_like(p), zeros_like(p)};
+      SparseAdamState& s = *state_[i];
+      s.step += 1;                                  // even if the gradient turns out to have no rows
+      const RowSparseGrad G = p.sparse_grad().coalesce();
+      if (G.indices.size() == 0) continue;
+      const double bc1 = 1.0 - std::pow(beta1, double(s.step));
+      const double bc2 = 1.0 - std::pow(beta2, double(s.step));
+      const double step_size = o.lr() * std::sqrt(bc2) / bc1;
+      const SparseAdamScalars k{float(1.0 - beta1), float(1.0 - beta2), float(-step_size), float(o.eps()),
+                                o.maximize()};
+      sparse_adam_update(k, G, p.mutable_data().data(), s.exp_avg.data(), s.exp_avg_sq.data());  // one bump
+    }
+  }
+}
+
+Optimizer::StateLayout SparseAdam::state_layout() const { return StateLayout{true, {"exp_avg", "exp_avg_sq"}, {}}; }
+
+HyperParams SparseAdam::hyper_params(std::size_t group) const {
+  const SparseAdamOptions& o = options(group);
+  const auto [beta1, beta2] = o.betas();
+  return {{"lr", o.lr()}, {"betas", std::vector<double>{beta1, beta2}}, {"eps", o.eps()}, {"maximize", o.maximize()}};
+}
+void SparseAdam::check_hyper_params(const HyperParams& h, const std::string& where) const { from_hyper(h, where); }
+void SparseAdam::set_hyper_params(std::size_t group, const HyperParams& h) {
+  options(group) = from_hyper(h, "SparseAdam");
+}
+
+std::optional<ParamState> SparseAdam::param_state(std::size_t id) const {
+  if (!state_[id]) return std::nullopt;
+  ParamState out;
+  out.step = state_[id]->step;
+  out.tensors = {{"exp_avg", state_[id]->exp_avg}, {"exp_avg_sq", state_[id]->exp_avg_sq}};
+  return out;
+}
+void SparseAdam::set_param_state(std::size_t id, const ParamState* s) {
+  if (s == nullptr)
+    state_[id].reset();
+  else
+    state_[id] = SparseAdamState{*s->step, *s->find("exp_avg"), *s->find("exp_avg_sq")};
+}
+
+}  // namespace tapegrad::optim
