@@ -48,6 +48,8 @@
 #include "tapegrad/nn/transformer.hpp"
 #include "tapegrad/nn/label_smoothing.hpp"
 #include "tapegrad/nn/greedy_decode.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/io/npy.hpp"
 #include "tapegrad/optim/optimizer.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/optim/adam.hpp"
