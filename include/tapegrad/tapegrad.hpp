@@ -26,6 +26,8 @@
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/linear.hpp"
 #include "tapegrad/nn/loss.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/io/npy.hpp"
 #include "tapegrad/optim/optimizer.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/optim/adam.hpp"
