@@ -22,6 +22,8 @@
 #include "../helpers.hpp"
 #include "scratch.hpp"
 
+extern char** environ;   // the environment handed on to the programs the tests start
+
 using namespace tapegrad;
 using namespace tapegrad::io;
 using tapegrad::testing::bit_equal;
@@ -835,24 +837,31 @@ print(" ".join(sorted(state)))
 
 namespace {
 // Runs tests/tools/resumable_training with `args`; returns its pid (stdout and stderr to `log`).
+// Everything the child needs is prepared before fork(): between fork and exec a child of a
+// threaded process may only make system calls (no malloc).
 pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  std::string exe = TAPEGRAD_RESUMABLE_TRAINING, log_path = log.string();
+  std::vector<std::string> strings = args;
+  std::vector<char*> argv{exe.data()};
+  for (std::string& a : strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = {"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "OPENBLAS_NUM_THREADS=", 21) != 0 && std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0)
+      env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
     }
-    std::vector<char*> argv;
-    std::string exe = TAPEGRAD_RESUMABLE_TRAINING;
-    argv.push_back(exe.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    ::setenv("OMP_NUM_THREADS", "1", 1);
-    ::execv(exe.c_str(), argv.data());
+    ::execve(exe.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }
   return pid;
