@@ -15,6 +15,8 @@
 //
 // Read it top to bottom: the settings, the optimizers, one training step, the run, the report.
 // The toy language, the model, the measurements and the pictures are in examples/toy_training/.
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -62,24 +64,58 @@ struct Settings {
   std::string resume;
 };
 
+// CLI11 checks, with messages that say what was expected: "--steps: expected an integer in
+// [1, 10000000], got 'abc'". (CLI11 then converts the text, which cannot fail any more.)
+template <class Int>
+bool parse_integer(const std::string& text, Int& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+CLI::Validator integer_in(std::int64_t low, std::int64_t high) {
+  const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        return parse_integer(text, v) && v >= low && v <= high ? "" : "expected an integer in " + range + ", got '" + text + "'";
+      },
+      "INT in " + range);
+}
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        return parse_integer(text, v) ? "" : "expected an integer in [0, 2^64), got '" + text + "'";
+      },
+      "UINT");
+}
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        return CLI::detail::lexical_cast(text, v) && v > 0 && std::isfinite(v) ? "" : "expected a number > 0, got '" + text + "'";
+      },
+      "> 0");
+}
+
 void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(integer_in(1, 10'000'000));
   app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(positive_number());
   app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(integer_in(1, 10'000'000));
   app.add_option("--batch-size", s.batch_size, "sentences per training batch")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()->check(integer_in(1, 4096));
   app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()->check(integer_in(1, 4096));
   app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included")
-      ->capture_default_str()->check(CLI::Range(3, 100000));
+      ->capture_default_str()->check(integer_in(4, 100'000));
   app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
-      ->capture_default_str()->check(CLI::Range(2, 1000));
-  app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")->capture_default_str();
+      ->capture_default_str()->check(integer_in(2, 1000));
+  app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
+      ->capture_default_str()->check(unsigned_integer());
   app.add_option("--threads", s.threads, "OpenBLAS threads (1: this model is too small to gain from more)")
-      ->capture_default_str()->check(CLI::Range(1, 256));
+      ->capture_default_str()->check(integer_in(1, 256));
   app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
   app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
   app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
