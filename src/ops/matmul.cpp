@@ -1,8 +1,9 @@
 // src/ops/matmul.cpp
 //
 // Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only
-// file that includes cblas. Transposes are never materialised: sgemm's transpose flags read
-// B^T or A^T in place. Shapes (row-major, contiguous):
+// file that includes cblas; other ops reach sgemm through detail::gemm (src/ops/gemm.hpp).
+// Transposes are never materialised: sgemm's transpose flags read B^T or A^T in place.
+// Shapes (row-major, contiguous):
 //   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
 //           (..., n, k) @ (k, m) -> (..., n, m): the leading dims are folded into the rows, so it
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
@@ -18,8 +19,26 @@
 #include <cblas.h>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "gemm.hpp"
 
 namespace tapegrad::ops {
+
+namespace detail {
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+                        ldc <= INT_MAX,
+                    "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(M),
+              int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+}
+}  // namespace detail
 
 namespace {
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
@@ -27,16 +46,7 @@ namespace {
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
 void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A, const float* B, float* C,
           bool accumulate) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
-    if (!accumulate) std::fill_n(C, M * N, 0.0f);
-    return;
-  }
-  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX, "gemm: expected matrix sizes below 2^31, got ",
-                    M, "x", K, " @ ", K, "x", N);
-  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
-              ta ? m : k, B, tb ? k : n, accumulate ? 1.0f : 0.0f, C, n);
+  detail::gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, accumulate ? 1.0f : 0.0f, C, N);
 }
 
 std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
