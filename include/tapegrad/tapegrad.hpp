@@ -50,6 +50,7 @@
 #include "tapegrad/nn/greedy_decode.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/io/npy.hpp"
+#include "tapegrad/io/checkpoint.hpp"
 #include "tapegrad/optim/optimizer.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/optim/adam.hpp"
