@@ -38,7 +38,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
   if (p == 1.0) {
     std::fill(keep, keep + n, std::uint8_t{0});
   } else {
-    for (std::size_t i = 0; i < n; ++i) keep[i] = double(gen.uniform_float()) >= p;
+    gen.keep_mask(keep, n, p);                             // keep[i] = uniform_float() >= p, in bulk
   }
   const float scale = p == 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - p);
 
