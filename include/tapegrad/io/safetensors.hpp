@@ -1,0 +1,118 @@
+// include/tapegrad/io/safetensors.hpp
+//
+// Checkpoint files in the safetensors format (SPEC 2.13), at the level of named arrays; the
+// module and optimizer layers build on it. A file is an 8-byte little-endian header length N,
+// N bytes of JSON naming each tensor's dtype, shape and byte range, then the raw data:
+//
+//     io::SafetensorsFile f;
+//     f.add("embed.lut.weight", weights);          // an Array: stored as F32
+//     f.add("state.0.step", IndexArray(7));        // an IndexArray: stored as I64
+//     io::save_safetensors("model.safetensors", f);
+//     Array w = io::load_safetensors("model.safetensors").to_float("embed.lut.weight");
+//
+// The writer is byte-identical to the reference implementation (huggingface/safetensors); the
+// reader treats every file as hostile and runs SPEC 2.13.3's ten checks before touching any data.
+// Files are written atomically: a crash at any moment leaves the old file or the new one, whole.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tapegrad/tensor.hpp"
+
+namespace tapegrad::io {
+
+/// The element types of the format, in the reference's order: the writer sorts tensors by it,
+/// descending (so I64 data comes before F32 data). Sizes: 1 1 1 1 1 2 2 2 2 4 4 4 8 8 8 bytes.
+enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
+
+std::size_t dtype_size(Dtype dtype);
+std::string_view dtype_name(Dtype dtype);                 ///< "F32"
+std::optional<Dtype> dtype_from_name(std::string_view name);   ///< nullopt for "C64", "F4", ...
+
+/// One tensor as the file stores it: row-major, little-endian bytes, no strides.
+struct TensorRecord {
+  std::string name;
+  Dtype dtype = Dtype::F32;
+  Shape shape;                       ///< {} for a rank-0 tensor (one element)
+  std::vector<std::uint8_t> bytes;   ///< exactly numel(shape) * dtype_size(dtype) of them
+};
+
+/// The contents of one safetensors file: tensors in insertion order (after reading: data order),
+/// tied-tensor aliases, and string metadata. Names are unique across tensors and aliases.
+class SafetensorsFile {
+ public:
+  void add(std::string name, const Array& values);        ///< stored as F32
+  void add(std::string name, const IndexArray& values);   ///< stored as I64
+  /// Any dtype, given as the file's bytes; throws ValueError when their count does not fit shape.
+  void add_raw(std::string name, Dtype dtype, Shape shape, std::vector<std::uint8_t> bytes);
+  /// Records that `alias` is the same tensor as `target` (a tied parameter): the data is stored
+  /// once. `target` must be a tensor already added; `alias` must be a new name.
+  void add_alias(std::string alias, std::string target);
+  /// Sets (or replaces) a metadata entry: a string key mapping to a string value.
+  void set_metadata(std::string key, std::string value);
+
+  bool contains(std::string_view name) const;              ///< a tensor or an alias
+  bool has_tensor(std::string_view name) const;            ///< a tensor, not an alias
+  /// The record for a tensor or an alias of one; throws ValueError naming the missing key.
+  const TensorRecord& record(std::string_view name) const;
+  /// The values as float32: F32 as stored, F64/F16/BF16 converted (as PyTorch's copy_ casts);
+  /// any other dtype throws TypeError naming the key and the dtype.
+  Array to_float(std::string_view name) const;
+  /// The values of an I64 tensor; any other dtype throws TypeError naming the key and the dtype.
+  IndexArray to_int64(std::string_view name) const;
+  std::optional<std::string> metadata_value(std::string_view key) const;
+
+  const std::vector<TensorRecord>& tensors() const { return tensors_; }
+  /// (alias, target) pairs, in the order they were added (after reading: sorted by alias).
+  const std::vector<std::pair<std::string, std::string>>& aliases() const { return aliases_; }
+  /// (key, value) pairs, in the order they were set (after reading: sorted by key). Alias entries
+  /// of the file (SPEC 2.13.2 item 6) are in aliases(), not here.
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+
+ private:
+  void check_new_name(const std::string& name, const char* what) const;
+  std::vector<TensorRecord> tensors_;
+  std::vector<std::pair<std::string, std::string>> aliases_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+  std::unordered_map<std::string, std::size_t> tensor_index_;   // name -> position in tensors_
+  std::unordered_map<std::string, std::string> alias_target_;   // alias -> target tensor name
+  std::unordered_map<std::string, std::size_t> metadata_index_; // key -> position in metadata_
+};
+
+/// The file's bytes, exactly as the reference writer produces them (SPEC 2.13.2): tensors ordered
+/// by dtype descending then name; a tied group is stored once, under its smallest name, the other
+/// names becoming "__metadata__" entries "other": "kept". Adds nothing to the metadata. Throws
+/// ValueError for a metadata entry that would read back as an alias (its key not a tensor, its
+/// value one) or that collides with an alias.
+std::string serialize_safetensors(const SafetensorsFile& file);
+
+/// Parses and validates a whole file held in memory (SPEC 2.13.3, checks 1-10 in order). Throws
+/// CheckpointError whose kind names the failed check and whose message names `source`:
+///   load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
+/// Metadata entries whose key is not a tensor and whose value is become aliases.
+SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source = "<memory>");
+
+/// serialize_safetensors plus "tapegrad.version" in the metadata, written with write_file_atomic.
+void save_safetensors(const std::string& path, const SafetensorsFile& file);
+/// read_file then parse_safetensors.
+SafetensorsFile load_safetensors(const std::string& path);
+
+/// Replaces `path` with `bytes` so that a crash at any moment leaves the old file or the new one,
+/// whole: writes a temporary file in the same folder, fsyncs it, renames it over `path`, fsyncs
+/// the folder. On failure the temporary is removed and CheckpointError (kind "IoError") names the
+/// path and the system's reason. A symbolic link at `path` is replaced, not followed. A writer
+/// killed midway may leave its hidden ".name.tmp-PID-N" next to `path`, never a damaged `path`.
+void write_file_atomic(const std::string& path, std::string_view bytes,
+                       std::string_view where = "write_file_atomic");
+/// The whole content of a regular file; CheckpointError (kind "IoError") for a missing file, a
+/// folder, a device or pipe, or a read error, naming the path.
+std::string read_file(const std::string& path, std::string_view where = "read_file");
+
+}  // namespace tapegrad::io

@@ -1,0 +1,56 @@
+// include/tapegrad/nn/linear.hpp
+//
+// Linear: y = x W^T + b, PyTorch's layout. weight (out_features, in_features), bias
+// (out_features); x (*, in_features) -> y (*, out_features). Both are initialised from
+// U(-1/sqrt(in_features), 1/sqrt(in_features)) — what PyTorch's kaiming_uniform_(a = sqrt(5)) and
+// its bias rule reduce to — weight first, then bias, from the module's Generator (SPEC 2.8).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/random.hpp"
+
+namespace tapegrad::nn {
+
+class LinearOptions {
+ public:
+  LinearOptions(std::int64_t in_features, std::int64_t out_features)
+      : in_features_(in_features), out_features_(out_features) {}
+  /// Whether to learn an additive bias (default true); without one, no "bias" is registered.
+  LinearOptions& bias(bool v) { bias_ = v; return *this; }
+  bool bias() const { return bias_; }
+  std::int64_t in_features() const { return in_features_; }
+  std::int64_t out_features() const { return out_features_; }
+
+ private:
+  std::int64_t in_features_, out_features_;
+  bool bias_ = true;
+};
+
+class Linear : public Module {
+ public:
+  /// Negative sizes are a ValueError. A null generator means the default one.
+  explicit Linear(LinearOptions options, std::shared_ptr<Generator> generator = nullptr);
+  Linear(std::int64_t in_features, std::int64_t out_features);
+
+  /// x: (*, in_features) -> (*, out_features). A wrong last dimension is a ShapeError
+  /// ("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': ...").
+  Tensor forward(const Tensor& x);
+  /// Draws weight, then bias, again from U(-1/sqrt(in), 1/sqrt(in)).
+  void reset_parameters();
+  const LinearOptions& options() const { return options_; }
+
+  Parameter weight;   ///< registered as "weight", (out_features, in_features)
+  Parameter bias;     ///< registered as "bias", (out_features); undefined when bias(false)
+
+  std::string type_name() const override { return "Linear"; }
+  void extra_repr(std::ostream& os) const override;   ///< "in_features=16, out_features=11, bias=True"
+
+ private:
+  LinearOptions options_;
+  std::shared_ptr<Generator> generator_;
+};
+
+}  // namespace tapegrad::nn

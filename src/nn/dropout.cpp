@@ -1,0 +1,29 @@
+// src/nn/dropout.cpp: the Dropout module, a thin shell around ops::dropout that supplies the
+// training flag, the generator and a place to keep the last mask.
+#include "tapegrad/nn/dropout.hpp"
+
+#include <ostream>
+
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/ops/dropout.hpp"
+
+namespace tapegrad::nn {
+
+Dropout::Dropout(DropoutOptions options, std::shared_ptr<Generator> generator)
+    : options_(options), generator_(generator ? std::move(generator) : default_generator()) {
+  ops::check_dropout_probability(options_.p());
+}
+
+Dropout::Dropout(double p, std::shared_ptr<Generator> generator)
+    : Dropout(DropoutOptions(p), std::move(generator)) {}
+
+Tensor Dropout::forward(const Tensor& x) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::dropout(x, options_.p(), is_training(), *generator_, options_.inplace(), &mask_);
+}
+
+void Dropout::extra_repr(std::ostream& os) const {
+  os << "p=" << py_float(options_.p()) << ", inplace=" << (options_.inplace() ? "True" : "False");
+}
+
+}  // namespace tapegrad::nn

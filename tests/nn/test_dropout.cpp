@@ -1,0 +1,130 @@
+// tests/nn/test_dropout.cpp: the Dropout module (SPEC 2.7) — options, training vs eval, the
+// seeded mask and last_mask(), backward through the same mask, printing. The op's statistics and
+// draw order are tested in tests/ops/test_dropout.cpp.
+#include <doctest/doctest.h>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../helpers.hpp"
+
+using namespace tapegrad;
+using namespace tapegrad::nn;
+using tapegrad::testing::all_close;
+using tapegrad::testing::bit_equal;
+
+namespace {
+Tensor randn_tensor(const Shape& shape, std::uint64_t seed, bool requires_grad = false) {
+  Generator g(seed);
+  return Tensor(randn(shape, &g), requires_grad);
+}
+}  // namespace
+
+TEST_SUITE("nn.dropout") {
+
+TEST_CASE("probabilities outside 0..1 and NaN are refused with PyTorch's text") {
+  CHECK_THROWS_WITH_AS(Dropout(-0.1), doctest::Contains("dropout probability has to be between 0 and 1, but got -0.1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(Dropout(1.1), doctest::Contains("dropout probability has to be between 0 and 1, but got 1.1"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(Dropout(DropoutOptions().p(NAN)),
+                       doctest::Contains("dropout probability has to be between 0 and 1, but got nan"), ValueError);
+  CHECK_NOTHROW(Dropout(0.0));
+  CHECK_NOTHROW(Dropout(1.0));
+}
+
+TEST_CASE("the options default to p = 0.5, not in place, and print as PyTorch's") {
+  Dropout d;
+  CHECK(d.options().p() == 0.5);
+  CHECK_FALSE(d.options().inplace());
+  CHECK(d.repr() == "Dropout(p=0.5, inplace=False)");
+  CHECK(Dropout(0.1).repr() == "Dropout(p=0.1, inplace=False)");
+  CHECK(Dropout(DropoutOptions(0.25).inplace(true)).repr() == "Dropout(p=0.25, inplace=True)");
+}
+
+TEST_CASE("in eval mode forward returns the same tensor and draws nothing") {
+  auto gen = std::make_shared<Generator>(3);
+  Dropout d(0.5, gen);
+  d.eval();
+  const std::string state = gen->state();
+  const Tensor x = randn_tensor({4, 5}, 1, true);
+  const Tensor y = d.forward(x);
+  CHECK(y.is_same(x));
+  CHECK(gen->state() == state);
+  CHECK(d.last_mask().size() == 0);
+}
+
+TEST_CASE("p = 0 is the identity and p = 1 gives zeros") {
+  const Tensor x = randn_tensor({3, 4}, 2);
+  CHECK(Dropout(0.0).forward(x).is_same(x));
+  const Tensor z = Dropout(1.0).forward(x);
+  CHECK(all_close(z.data(), xt::zeros<float>({3, 4}), 0, 0));   // x * 0: -0.0 for negative x, as PyTorch
+}
+
+TEST_CASE("training mode drops with the module's generator and keeps the mask") {
+  auto gen = std::make_shared<Generator>(42);
+  Dropout d(0.3, gen);
+  const Tensor x = randn_tensor({6, 7}, 4, true);
+  const Tensor y = d.forward(x);
+  const auto& mask = d.last_mask();
+  REQUIRE(mask.shape() == x.shape());
+  Generator replay(42);                                  // the same draws: u24 per element, keep iff u >= p
+  const float scale = 1.0f / static_cast<float>(1.0 - 0.3);
+  for (std::size_t i = 0; i < x.numel(); ++i) {
+    const bool keep = double(replay.uniform_float()) >= 0.3;
+    CHECK(mask.data()[i] == keep);
+    CHECK(y.data().data()[i] == (keep ? x.data().data()[i] * scale : 0.0f));
+  }
+  SUBCASE("backward uses the same mask") {
+    ops::sum(y).backward();
+    for (std::size_t i = 0; i < x.numel(); ++i) CHECK(x.grad().data()[i] == (mask.data()[i] ? scale : 0.0f));
+  }
+}
+
+TEST_CASE("the same seed gives the same mask and a later call draws a new one") {
+  const Tensor x = randn_tensor({10, 10}, 5);
+  Dropout a(0.5, std::make_shared<Generator>(9)), b(0.5, std::make_shared<Generator>(9));
+  a.forward(x);
+  b.forward(x);
+  CHECK(a.last_mask() == b.last_mask());
+  const auto first = a.last_mask();
+  a.forward(x);
+  CHECK_FALSE(a.last_mask() == first);
+}
+
+TEST_CASE("training mode still drops under NoGradGuard (grad mode is not training mode)") {
+  Dropout d(0.5, std::make_shared<Generator>(1));
+  const Tensor x(xt::ones<float>({50}));
+  autograd::NoGradGuard no_grad;
+  const Tensor y = d.forward(x);
+  CHECK(std::count(y.data().begin(), y.data().end(), 0.0f) > 0);
+}
+
+TEST_CASE("the gradient matches finite differences for a fixed mask") {
+  Dropout d(0.5, std::make_shared<Generator>(2));
+  const Tensor x = randn_tensor({3, 4}, 6, true);
+  d.forward(x);                                          // draws a mask
+  const auto mask = d.last_mask();
+  // gradcheck calls fn many times; each call redraws. Re-seed before each call to fix the mask.
+  auto gen = std::make_shared<Generator>(2);
+  Dropout fixed(0.5, gen);
+  const auto r = gradcheck([&](const std::vector<Tensor>& t) {
+    gen->manual_seed(2);
+    return fixed.forward(t[0]);
+  }, {x});
+  CHECK_MESSAGE(r.ok, r);
+  CHECK(fixed.last_mask() == mask);
+}
+
+TEST_CASE("inplace overwrites its input, and refuses a leaf that requires grad") {
+  Dropout d(DropoutOptions(0.5).inplace(true), std::make_shared<Generator>(8));
+  Tensor x = randn_tensor({4, 4}, 7);
+  const std::uint64_t v = x.version();
+  const Tensor y = d.forward(x);
+  CHECK(x.version() == v + 1);
+  CHECK(bit_equal(x.data(), y.data()));
+  Tensor leaf = randn_tensor({4, 4}, 7, true);
+  CHECK_THROWS_WITH_AS(d.forward(leaf), doctest::Contains("a leaf Variable that requires grad is being used in an "
+                                                          "in-place operation."),
+                       AutogradError);
+}
+}  // TEST_SUITE
