@@ -22,18 +22,13 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "language.hpp"
+#include "measure.hpp"
 
 namespace toy {
 
 namespace fs = std::filesystem;
 
 using Matrix = std::vector<std::vector<double>>;
-
-/// What the loss curve is made of: the training loss at each step, the held-out loss sometimes.
-struct LossHistory {
-  std::vector<double> train;                              // train[k]: loss of step k + 1
-  std::vector<std::pair<std::int64_t, double>> held_out;  // (steps done, held-out loss)
-};
 
 inline void write_matrix(const fs::path& path, const Matrix& m) {
   std::ofstream f(path);
