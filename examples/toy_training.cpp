@@ -15,9 +15,8 @@
 //
 // Read it top to bottom: the settings, the optimizers, one training step, the run, the report.
 // The toy language, the model, the measurements and the pictures are in examples/toy_training/.
-#include <charconv>
-#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -33,6 +32,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "toy_training/flag_checks.hpp"
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
 #include "toy_training/model.hpp"
@@ -68,39 +68,6 @@ struct Settings {
   std::string checkpoint;   // default: <out>/checkpoint.safetensors
   std::string resume;
 };
-
-// CLI11 checks, with messages that say what was expected: "--steps: expected an integer in
-// [1, 10000000], got 'abc'". (CLI11 then converts the text, which cannot fail any more.)
-template <class Int>
-bool parse_integer(const std::string& text, Int& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
-}
-CLI::Validator integer_in(std::int64_t low, std::int64_t high) {
-  const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        std::int64_t v = 0;
-        return parse_integer(text, v) && v >= low && v <= high ? "" : "expected an integer in " + range + ", got '" + text + "'";
-      },
-      "INT in " + range);
-}
-CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::uint64_t v = 0;
-        return parse_integer(text, v) ? "" : "expected an integer in [0, 2^64), got '" + text + "'";
-      },
-      "UINT");
-}
-CLI::Validator positive_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        return CLI::detail::lexical_cast(text, v) && v > 0 && std::isfinite(v) ? "" : "expected a number > 0, got '" + text + "'";
-      },
-      "> 0");
-}
 
 void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
@@ -157,8 +124,8 @@ struct Optimizers {
     adam = std::make_unique<optim::Adam>(dense, optim::AdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
     adam_schedule = std::make_unique<optim::LambdaLR>(*adam, noam);
     if (s.sparse) {
-      sparse_adam = std::make_unique<optim::SparseAdam>(
-          std::vector<Parameter>{model.embed->lut->weight}, optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
+      sparse_adam = std::make_unique<optim::SparseAdam>(std::vector<Parameter>{model.embed->lut->weight},
+                                                        optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
       sparse_schedule = std::make_unique<optim::LambdaLR>(*sparse_adam, noam);
     }
   }
@@ -268,8 +235,8 @@ io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& g
       throw std::runtime_error("--resume '" + s.resume + "': expected a toy_training checkpoint, got a file without "
                                "the setting --" + flag);
     if (given.count("--" + flag) && value != setting)
-      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " + *saved +
-                               "; leave the flag out to continue that run");
+      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " +
+                               *saved + "; leave the flag out to continue that run");
     setting = value;
   };
   adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms), adopt("d-model", s.d_model);
@@ -278,7 +245,8 @@ io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& g
 }
 
 // Restores the tracked state from the file (all or nothing) and the loss history; returns the step.
-std::int64_t resume(io::TrainingCheckpoint& state, const io::SafetensorsFile& file, const Settings& s, RunRecord& run) {
+std::int64_t resume(io::TrainingCheckpoint& state, const io::SafetensorsFile& file, const Settings& s,
+                    RunRecord& run) {
   io::TrainingProgress progress;
   try {
     progress = state.restore(file, s.resume);   // all or nothing
@@ -288,11 +256,15 @@ std::int64_t resume(io::TrainingCheckpoint& state, const io::SafetensorsFile& fi
   if (progress.step >= s.steps)
     throw std::runtime_error("--resume '" + s.resume + "': the run is at step " + std::to_string(progress.step) +
                              " already; ask for more with --steps");
+  // strtod, unlike >>, reads back "nan" and "inf": a diverged run resumes too.
   std::istringstream train(progress.extra.count("loss") ? progress.extra.at("loss") : "");
-  for (double l; train >> l;) run.loss.train.push_back(l);
+  for (std::string l; train >> l;) run.loss.train.push_back(std::strtod(l.c_str(), nullptr));
   std::istringstream held_out(progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
-  for (std::string item; held_out >> item;)
-    run.loss.held_out.push_back({std::stoll(item.substr(0, item.find(':'))), std::stod(item.substr(item.find(':') + 1))});
+  for (std::string item; held_out >> item;) {
+    const std::size_t colon = item.find(':');
+    run.loss.held_out.push_back(
+        {std::atoll(item.substr(0, colon).c_str()), std::strtod(item.c_str() + colon + 1, nullptr)});
+  }
   if (std::int64_t(run.loss.train.size()) != progress.step || run.loss.held_out.empty())
     throw std::runtime_error("--resume '" + s.resume + "': expected the loss of each of its " +
                              std::to_string(progress.step) + " steps, got " + std::to_string(run.loss.train.size()));

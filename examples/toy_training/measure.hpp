@@ -126,8 +126,9 @@ struct Ceilings {
   double word_only = 0, position_only = 0;
 };
 inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches) {
-  std::vector<std::vector<std::int64_t>> by_word(std::size_t(lang.vocab()), std::vector<std::int64_t>(std::size_t(lang.num_tags())));
-  std::vector<std::vector<std::int64_t>> by_position(std::size_t(kMaxLength), std::vector<std::int64_t>(std::size_t(lang.num_tags())));
+  using Counts = std::vector<std::vector<std::int64_t>>;   // [word or position][tag]
+  const std::vector<std::int64_t> no_tags(std::size_t(lang.num_tags()), 0);
+  Counts by_word(std::size_t(lang.vocab()), no_tags), by_position(std::size_t(kMaxLength), no_tags);
   std::int64_t words = 0;
   for (const Batch& b : batches)
     for (std::size_t i = 0; i < b.ids.shape()[0]; ++i)
@@ -137,7 +138,7 @@ inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches
         ++by_position[t][std::size_t(b.targets(i, t))];
         ++words;
       }
-  auto best = [&](const std::vector<std::vector<std::int64_t>>& counts) {
+  auto best = [&](const Counts& counts) {
     std::int64_t right = 0;
     for (const auto& c : counts) right += *std::max_element(c.begin(), c.end());
     return double(right) / double(words);

@@ -59,10 +59,10 @@ class Progress {
     shown_at_ = elapsed;
     const double done = double(step - first_), left = double(last_ - step);
     std::ostringstream line;
-    line << "step " << std::setw(std::to_string(last_).size()) << step << "/" << last_ << "  loss "
-         << fixed(loss, 4) << "  " << std::setw(7) << static_cast<std::int64_t>(double(tokens) / std::max(elapsed, 1e-9))
-         << " tokens/s  lr " << std::scientific << std::setprecision(2) << lr << std::defaultfloat
-         << "  ETA " << duration(done > 0 ? elapsed / done * left : 0.0);
+    const auto tokens_per_second = static_cast<std::int64_t>(double(tokens) / std::max(elapsed, 1e-9));
+    line << "step " << std::setw(int(std::to_string(last_).size())) << step << "/" << last_ << "  loss "
+         << fixed(loss, 4) << "  " << std::setw(7) << tokens_per_second << " tokens/s  lr " << std::scientific
+         << std::setprecision(2) << lr << std::defaultfloat << "  ETA " << duration(done > 0 ? elapsed / done * left : 0.0);
     if (in_place_) std::cout << '\r' << line.str() << "\x1b[K" << (last ? "\n" : "") << std::flush;
     else std::cout << line.str() << '\n';
   }

@@ -48,7 +48,8 @@ inline void report_learning(Report& r, ToyModel& model, const Language& lang, co
   for (std::size_t k = loss.size() - last_n; k < loss.size(); ++k) last += loss[k] / double(last_n);
   r.claim(last < 0.5 * loss.front(),
           "training loss fell from " + fixed(loss.front()) + " (step 1) to " + fixed(last) + " (mean of the last " +
-              std::to_string(last_n) + " steps): " + percent(last / loss.front()) + " of the start (claim: below 50 %)");
+              std::to_string(last_n) + " steps): " + percent(last / loss.front()) +
+              " of the start (claim: below 50 %)");
   const Evaluation eval = evaluate(model, held_out);
   r.fact("held-out loss: " + fixed(run.loss.held_out.front().second) + " before training, " + fixed(eval.loss) +
          " after");

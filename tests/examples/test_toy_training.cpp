@@ -95,7 +95,8 @@ TEST_CASE("the default run holds every claim, for several seeds") {
     CHECK(has(out, "  ok      synonyms grew alike"));
     CHECK(has(out, "  ok      every word's row moved"));
     CHECK(has(out, "  ok      the padding row is still exactly zero"));
-    CHECK(std::regex_search(out.text, std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
+    CHECK(std::regex_search(out.text,
+                            std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
     CHECK(has(out, "  ok      pos->verify(): "));
     CHECK(has(out, "  ok      pos.pe (1, 64, 16) is a buffer, without a gradient, and not one of the parameters: "
                    "embed.lut.weight, out.weight, out.bias"));
@@ -120,7 +121,8 @@ TEST_CASE("the sparse run holds every claim, and SparseAdam leaves unused rows b
   CHECK(has(out, "All 13 claims hold."));
   CHECK(has(out, "SparseAdam (embedding) + Adam"));
   // The claim is not vacuous: rows were left out of batches hundreds of times.
-  CHECK(number(out, "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use \\(([0-9]+) times\\)") > 100);
+  CHECK(number(out, "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use "
+                    "\\(([0-9]+) times\\)") > 100);
 }
 
 TEST_CASE("under dense Adam, rows a batch did not use move anyway") {
@@ -157,8 +159,8 @@ TEST_CASE("bad flags are refused with a message that names them") {
   }
   const Output help = run_toy_training("--help");
   CHECK(help.status == 0);
-  for (const char* flag : {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms", "--seed",
-                           "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
+  for (const char* flag : {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms",
+                           "--seed", "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
     CHECK_MESSAGE(has(help, flag), flag);
 }
 
@@ -169,7 +171,8 @@ TEST_CASE("without gnuplot the program still writes the data and says how to dra
   CHECK(out.status == 0);
   CHECK(has(out, "gnuplot is not installed"));
   CHECK(has(out, "apt-get install gnuplot-nox, then cd '" + dir + "' && gnuplot plots.gp"));
-  for (const char* file : {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat", "similarity_after.dat", "plots.gp"})
+  for (const char* file :
+       {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat", "similarity_after.dat", "plots.gp"})
     CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
   CHECK_FALSE(fs::exists(fs::path(dir) / "pe.png"));
   // The loss file has one line per step.
@@ -210,7 +213,8 @@ TEST_CASE("resuming keeps the run's settings: a flag that contradicts them, or n
   CHECK(other_width.status == 2);
   CHECK_MESSAGE(has(other_width, "--d-model 32: the checkpoint's run used 16; leave the flag out to continue that run"),
                 other_width.text);
-  const Output same_seed = run_toy_training("--resume " + checkpoint + " --seed 1 --steps 120 --out " + folder("settings3"));
+  const Output same_seed =
+      run_toy_training("--resume " + checkpoint + " --seed 1 --steps 120 --out " + folder("settings3"));
   CHECK_MESSAGE(same_seed.status == 0, same_seed.text);
   const Output done = run_toy_training("--resume " + checkpoint + " --steps 100 --out " + folder("settings4"));
   CHECK(done.status == 2);
