@@ -34,13 +34,15 @@ namespace {
 using Names = std::vector<std::string>;
 constexpr std::int64_t kVocab = 11, kDModel = 8;
 
+// A module holding a parameter made elsewhere under "weight": how a tie is built.
+struct Projection : nn::Module {
+  explicit Projection(Parameter w) : weight(register_parameter("weight", w)) {}
+  Parameter weight;
+};
+
 // The tutorials' shape: src_embed = [Embeddings, PositionalEncoding], and a generator whose
 // projection is TIED to the embedding table (as The Annotated Transformer ties them).
 struct TiedTutorialModel : nn::Module {
-  struct Projection : nn::Module {
-    explicit Projection(Parameter w) : weight(register_parameter("weight", w)) {}
-    Parameter weight;
-  };
   struct Generator_ : nn::Module {
     explicit Generator_(Parameter w) : proj(register_module("proj", std::make_shared<Projection>(w))) {}
     std::string type_name() const override { return "Generator"; }
@@ -228,6 +230,35 @@ TEST_CASE("saving the same model twice gives the same bytes, and the file is rep
   save(m, (dir / "a.safetensors").string());
   CHECK(read_bytes(dir / "a.safetensors") != read_bytes(dir / "b.safetensors"));
   CHECK(folder_listing(dir) == Names{"a.safetensors", "b.safetensors"});     // no temporary left
+}
+
+TEST_CASE("the reference writer's file loads into a module: tie, F16, BF16 and F64 converted, the rest unexpected") {
+  // tests/io/fixtures/reference.safetensors, from scripts/golden/safetensors_fixture.py (numpy 1.24).
+  struct ReferenceShaped : nn::Module {
+    ReferenceShaped()
+        : embed(register_module("embed", std::make_shared<nn::Embedding>(3, 2))),
+          lm_head(register_module("lm_head", std::make_shared<Projection>(embed->weight))),
+          half(register_parameter("half", Parameter(Array::from_shape({4})))),
+          bf(register_parameter("bf", Parameter(Array::from_shape({3})))),
+          dbl(register_parameter("dbl", Parameter(Array::from_shape({2, 2})))) {}
+    std::shared_ptr<nn::Embedding> embed;
+    std::shared_ptr<Projection> lm_head;
+    Parameter half, bf, dbl;
+  };
+  const std::string path = std::string(TAPEGRAD_SOURCE_DIR) + "/tests/io/fixtures/reference.safetensors";
+  ReferenceShaped m;
+  CHECK_THROWS_WITH_AS(load(m, path), doctest::Contains("Unexpected key(s) in state_dict: \"state.0.step\", \"empty\", \"mask\"."),
+                       StateDictError);
+  nn::IncompatibleKeys r = load(m, path, /*strict=*/false);
+  CHECK(r.missing_keys.empty());
+  CHECK(r.unexpected_keys == Names{"state.0.step", "empty", "mask"});
+  CHECK(bit_equal(m.embed->weight.data(), Array{{0.5f, -1.f}, {2.f, 3.25f}, {-0.f, 1e-3f}}));
+  CHECK(m.lm_head->weight.is_same(m.embed->weight));
+  CHECK(bit_equal(m.half.data(), Array{1.f, -2.f, 65504.f, std::ldexp(1.f, -24)}));
+  CHECK(bit_equal(m.bf.data(), Array{1.f, -5.f, 3.140625f}));
+  CHECK(m.dbl.data()(0, 1) == -2.25f);
+  CHECK(std::isinf(m.dbl.data()(1, 0)));
+  CHECK(std::isnan(m.dbl.data()(1, 1)));
 }
 
 TEST_CASE("F64, F16 and BF16 tensors load converted to float32") {

@@ -62,8 +62,8 @@ nn::StateDict load_state_dict(const std::string& path);
 void save_optimizer(const optim::Optimizer& optimizer, const std::string& path,
                     const optim::LambdaLR* scheduler = nullptr);
 /// Loads a file written by save_optimizer into `optimizer` (and `scheduler`, which then requires
-/// the file to hold one). Checks everything first (CheckpointError for the file, ValueError when the
-/// state does not fit this optimizer); on failure neither is changed.
+/// the file to hold one; without a scheduler, one in the file is ignored). Checks everything first
+/// (CheckpointError for the file, ValueError when the state does not fit); on failure neither changes.
 void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler = nullptr);
 
 // ---- everything for an exact resume, in one file ------------------------------------------------
