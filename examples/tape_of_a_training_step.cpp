@@ -41,7 +41,8 @@ void print_batch(const Language& lang, const Batch& batch) {
     std::cout << "  sentence " << i << ":";
     for (std::size_t t = 0; t < batch.ids.shape()[1]; ++t) {
       const std::int64_t target = batch.targets(i, t);
-      std::cout << "  " << lang.word(batch.ids(i, t)) << " -> " << (target == kIgnore ? "(ignored)" : lang.tag_name(target));
+      std::cout << "  " << lang.word(batch.ids(i, t)) << " -> "
+                << (target == kIgnore ? "(ignored)" : lang.tag_name(target));
     }
     std::cout << '\n';
   }
@@ -95,9 +96,10 @@ int main() {
   for (std::int64_t id = 0; id < lang.vocab(); ++id) {
     const bool moved = !same_bits_row(weight, before.at("embed.lut.weight"), std::size_t(id));
     if (moved) rows_moved.insert(id);
-    std::cout << "  " << id << " " << lang.word(id) << ": " << (moved ? "moved" : "unchanged")
-              << (words_in_batch.count(id) ? " (in the batch)" : id == kPad ? " (padding_idx: no gradient)" : " (not in the batch: a zero gradient, and Adam's moments are still zero)")
-              << '\n';
+    const char* why = words_in_batch.count(id) ? " (in the batch)"
+                      : id == kPad ? " (padding_idx: no gradient)"
+                                   : " (not in the batch: a zero gradient, and Adam's moments are still zero)";
+    std::cout << "  " << id << " " << lang.word(id) << ": " << (moved ? "moved" : "unchanged") << why << '\n';
   }
 
   // ---- the facts this program shows, checked ----

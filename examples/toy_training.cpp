@@ -15,24 +15,29 @@
 //
 // Read it top to bottom: the settings, the optimizers, one training step, the run, the report.
 // The toy language, the model, the measurements and the pictures are in examples/toy_training/.
-#include <charconv>
-#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "toy_training/flag_checks.hpp"
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
 #include "toy_training/model.hpp"
 #include "toy_training/pictures.hpp"
+#include "toy_training/progress.hpp"
 #include "toy_training/report.hpp"
 
 // OpenBLAS's thread count. tapegrad links OpenBLAS; the declaration is OpenBLAS's cblas.h's,
@@ -63,39 +68,6 @@ struct Settings {
   std::string checkpoint;   // default: <out>/checkpoint.safetensors
   std::string resume;
 };
-
-// CLI11 checks, with messages that say what was expected: "--steps: expected an integer in
-// [1, 10000000], got 'abc'". (CLI11 then converts the text, which cannot fail any more.)
-template <class Int>
-bool parse_integer(const std::string& text, Int& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
-}
-CLI::Validator integer_in(std::int64_t low, std::int64_t high) {
-  const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        std::int64_t v = 0;
-        return parse_integer(text, v) && v >= low && v <= high ? "" : "expected an integer in " + range + ", got '" + text + "'";
-      },
-      "INT in " + range);
-}
-CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::uint64_t v = 0;
-        return parse_integer(text, v) ? "" : "expected an integer in [0, 2^64), got '" + text + "'";
-      },
-      "UINT");
-}
-CLI::Validator positive_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        return CLI::detail::lexical_cast(text, v) && v > 0 && std::isfinite(v) ? "" : "expected a number > 0, got '" + text + "'";
-      },
-      "> 0");
-}
 
 void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
@@ -152,8 +124,8 @@ struct Optimizers {
     adam = std::make_unique<optim::Adam>(dense, optim::AdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
     adam_schedule = std::make_unique<optim::LambdaLR>(*adam, noam);
     if (s.sparse) {
-      sparse_adam = std::make_unique<optim::SparseAdam>(
-          std::vector<Parameter>{model.embed->lut->weight}, optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
+      sparse_adam = std::make_unique<optim::SparseAdam>(std::vector<Parameter>{model.embed->lut->weight},
+                                                        optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
       sparse_schedule = std::make_unique<optim::LambdaLR>(*sparse_adam, noam);
     }
   }
@@ -183,179 +155,125 @@ double train_step(ToyModel& model, nn::CrossEntropyLoss& criterion, const Batch&
   return loss.item();
 }
 
-// Rows of the embedding that a step's batch did not use: do they stay put? Under Adam they do
-// not — its momentum keeps moving a row after its gradient is zero (pytorch/pytorch#18404);
-// under SparseAdam they must, bit for bit (SPEC 2.14, assertion 8).
-struct UnusedRows {
-  std::int64_t unused = 0, moved = 0;   // (step, word) pairs: unused by the batch, and moved anyway
+// ---- the training loop ------------------------------------------------------------------------
 
-  void record(const Batch& batch, const Array& before, const Array& after) {
-    std::vector<bool> used(before.shape()[0], false);
-    for (const std::int64_t id : batch.ids) used[std::size_t(id)] = true;
-    for (std::size_t row = 1; row < used.size(); ++row)
-      if (!used[row]) ++unused, moved += !same_bits_row(before, after, row);
-  }
-};
-
-// ---- the run -----------------------------------------------------------------------------------
-
-struct Run {
-  LossHistory history;
-  UnusedRows unused_rows;
-  double seconds = 0;
-  std::int64_t first_step = 0;
-};
-
-Run train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& lang, const Corpus& corpus,
-          const std::vector<Batch>& held_out, Run run) {
-  nn::CrossEntropyLoss criterion;          // ignore_index -100 = kIgnore, mean over the words
+// Trains from run.first_step up to --steps, appending to run's loss history. The batch of step k
+// depends only on the seed and k, so a resumed run sees the batches an unbroken run sees.
+void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& lang, const Corpus& corpus,
+           const std::vector<Batch>& held_out, RunRecord& run) {
+  nn::CrossEntropyLoss criterion;          // ignore_index -100 = kIgnore; the mean over the words
   const std::int64_t eval_every = std::max<std::int64_t>(1, s.steps / 50);
-  if (run.first_step == 0) run.history.held_out.push_back({0, evaluate(model, held_out).loss});
+  if (run.first_step == 0) run.loss.held_out.push_back({0, evaluate(model, held_out).loss});
   Progress progress(run.first_step, s.steps);
   std::int64_t tokens = 0;
   for (std::int64_t step = run.first_step; step < s.steps; ++step) {
     const Batch batch = training_batch(lang, corpus, std::size_t(s.batch_size), s.seed, step);
     const Array embedding_before = model.embed->lut->weight.data();
     const double lr = opt.lr();
-    run.history.train.push_back(train_step(model, criterion, batch, opt));
+    run.loss.train.push_back(train_step(model, criterion, batch, opt));
     run.unused_rows.record(batch, embedding_before, model.embed->lut->weight.data());
     tokens += batch.tokens;
-    if ((step + 1) % eval_every == 0 || step + 1 == s.steps)
-      run.history.held_out.push_back({step + 1, evaluate(model, held_out).loss});
-    progress.update(step + 1, run.history.train.back(), tokens, lr);
+    if ((step + 1) % eval_every == 0 || step + 1 == s.steps)   // evaluating draws no random number
+      run.loss.held_out.push_back({step + 1, evaluate(model, held_out).loss});
+    progress.update(step + 1, run.loss.train.back(), tokens, lr);
   }
   run.seconds = progress.seconds();
-  return run;
 }
 
-// ---- the report --------------------------------------------------------------------------------
+// ---- checkpoints -------------------------------------------------------------------------------
 
-// What the model looked like before training: the facts the report compares with.
-struct Before {
-  Array embedding;                 // lut.weight at step 0
-  std::uint64_t pe_fingerprint;    // of the table the constructor computed
-};
+// Everything an exact resume needs goes into ONE safetensors file: tapegrad's TrainingCheckpoint
+// saves the model, the optimizers with their schedules, the generator of the dropout masks and the
+// step; this program adds its settings and the loss history as "extra" text, so that a resumed
+// run is the same run and its report and loss curve cover all of it.
+io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt, std::shared_ptr<Generator> generator) {
+  io::TrainingCheckpoint state(model, *opt.adam, opt.adam_schedule.get());
+  if (opt.sparse_adam) state.add_optimizer(*opt.sparse_adam, opt.sparse_schedule.get());
+  state.add_generator("model", std::move(generator));
+  return state;
+}
 
-int report(ToyModel& model, const Settings& s, const Language& lang, const std::vector<Batch>& held_out,
-           const Before& before, const Run& run) {
-  Report r;
-  const Array& embedding = model.embed->lut->weight.data();
-  const std::vector<double>& loss = run.history.train;
+std::string exact(double v) {
+  std::ostringstream os;
+  os.precision(17);                        // enough digits to read back the same double
+  os << v;
+  return os.str();
+}
 
-  r.section("The model learned the task");
-  const std::size_t last_n = std::min<std::size_t>(10, loss.size());
-  double last = 0;
-  for (std::size_t k = loss.size() - last_n; k < loss.size(); ++k) last += loss[k] / double(last_n);
-  r.claim(last < 0.5 * loss.front(),
-          "training loss fell from " + fixed(loss.front()) + " (step 1) to " + fixed(last) + " (mean of the last " +
-              std::to_string(last_n) + " steps): " + percent(last / loss.front()) + " of the start (claim: below 50 %)");
-  const Evaluation eval = evaluate(model, held_out);
-  r.fact("held-out loss: " + fixed(run.history.held_out.front().second) + " before training, " + fixed(eval.loss) +
-         " after");
-  const Ceilings ceiling = ceilings(lang, held_out);
-  r.claim(eval.accuracy > 1.0 / double(lang.num_tags()),
-          "held-out accuracy " + percent(eval.accuracy) + " (" + std::to_string(eval.correct) + " of " +
-              std::to_string(eval.words) + " words); guessing: " + percent(1.0 / double(lang.num_tags())) +
-              " (1 of " + std::to_string(lang.num_tags()) + " tags)");
-  r.claim(eval.accuracy > ceiling.word_only && eval.accuracy > ceiling.position_only,
-          "it uses the word AND its position: knowing only the word, the best possible is " +
-              percent(ceiling.word_only) + "; knowing only the position, " + percent(ceiling.position_only));
+std::map<std::string, std::string> settings_text(const Settings& s) {
+  return {{"seed", std::to_string(s.seed)},         {"vocab", std::to_string(s.vocab)},
+          {"synonyms", std::to_string(s.synonyms)}, {"d-model", std::to_string(s.d_model)},
+          {"batch-size", std::to_string(s.batch_size)}, {"lr", exact(s.lr)},
+          {"warmup", std::to_string(s.warmup)},     {"sparse", s.sparse ? "1" : "0"}};
+}
 
-  r.section("The embeddings learned");
-  const PairSimilarity sim0 = mean_similarity(lang, before.embedding), sim1 = mean_similarity(lang, embedding);
-  r.claim(sim1.synonyms - sim1.others >= 0.2,
-          "synonyms grew alike: their mean cosine similarity went " + fixed(sim0.synonyms, 2) + " -> " +
-              fixed(sim1.synonyms, 2) + ", other pairs' " + fixed(sim0.others, 2) + " -> " + fixed(sim1.others, 2) +
-              " (claim: 0.2 apart)");
-  const std::vector<double> moved = row_distances(before.embedding, embedding);
-  std::int64_t least = 1, most = 1;
-  for (std::int64_t id = 1; id < lang.vocab(); ++id) {
-    if (moved[std::size_t(id)] < moved[std::size_t(least)]) least = id;
-    if (moved[std::size_t(id)] > moved[std::size_t(most)]) most = id;
-  }
-  r.claim(moved[std::size_t(least)] > 0,
-          "every word's row moved: by " + fixed(moved[std::size_t(least)], 2) + " (" + lang.word(least) + ", the least) to " +
-              fixed(moved[std::size_t(most)], 2) + " (" + lang.word(most) + "); a row started with length about " +
-              fixed(std::sqrt(double(s.d_model)), 1));
-  r.claim(row_is_plus_zero(embedding, kPad),
-          "the padding row is still exactly zero: its " + std::to_string(s.d_model) +
-              " values all have bits 0x00000000 (padding_idx: it never gets a gradient)");
-  if (s.sparse)
-    r.claim(run.unused_rows.moved == 0,
-            "SparseAdam left alone, bit for bit, every row a step's batch did not use (" +
-                std::to_string(run.unused_rows.unused) + " times)");
-  else
-    r.fact("Adam moved a row its step's batch did not use " + std::to_string(run.unused_rows.moved) + " of " +
-           std::to_string(run.unused_rows.unused) + " times (momentum); --sparse: SparseAdam would not");
+void save_checkpoint(const io::TrainingCheckpoint& state, const Settings& s, const LossHistory& loss) {
+  std::map<std::string, std::string> extra = settings_text(s);
+  std::string train, held_out;
+  for (const double l : loss.train) train += exact(l) + " ";
+  for (const auto& [step, l] : loss.held_out) held_out += std::to_string(step) + ":" + exact(l) + " ";
+  extra["loss"] = train;
+  extra["held-out-loss"] = held_out;
+  fs::create_directories(fs::absolute(s.checkpoint).parent_path());
+  state.save(s.checkpoint, io::TrainingProgress(s.steps, s.steps, extra));
+}
 
-  r.section("The positional encoding did not change");
-  const Buffer& pe = model.pos->pe;
-  r.claim(pe.fingerprint() == before.pe_fingerprint,
-          "pe's fingerprint is " + hex(pe.fingerprint()) + " after training, " + hex(before.pe_fingerprint) +
-              " before (FNV-1a of its " + std::to_string(pe.numel()) + " float32 values)");
-  bool verified = true;
+// Reads --resume's file, checking all of it, and takes the run's settings from it: a resumed run
+// continues the same run. A flag given with another value is an error, not a silent change.
+io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& given) {
+  io::SafetensorsFile file;
   try {
-    model.pos->verify();
-  } catch (const InvariantError& e) {
-    verified = false;
-    r.fact(e.what());
+    file = io::load_safetensors(s.resume);   // reads and checks the whole file before anything else
+  } catch (const CheckpointError& e) {
+    throw std::runtime_error(std::string("--resume: ") + e.what());
   }
-  r.claim(verified, "pos->verify(): recomputing the sines and cosines gives the stored table, bit for bit");
-  bool buffer = false, parameter = false;
-  std::string parameter_names;
-  for (const auto& [name, b] : model.named_buffers()) buffer |= name == "pos.pe" && b.is_same(pe);
-  for (const auto& [name, p] : model.named_parameters()) {
-    parameter |= p.is_same(pe) || name == "pos.pe";
-    parameter_names += (parameter_names.empty() ? "" : ", ") + name;
-  }
-  r.claim(buffer && !parameter && !pe.has_grad(),
-          "pos.pe " + str(pe.shape()) + " is a buffer, without a gradient, and not one of the parameters: " +
-              parameter_names);
+  auto adopt = [&](const std::string& flag, auto& setting) {
+    const std::optional<std::string> saved = file.metadata_value("progress.extra." + flag);
+    std::remove_reference_t<decltype(setting)> value{};
+    std::istringstream in(saved.value_or(""));
+    if (!saved || !(in >> value))
+      throw std::runtime_error("--resume '" + s.resume + "': expected a toy_training checkpoint, got a file without "
+                               "the setting --" + flag);
+    if (given.count("--" + flag) && value != setting)
+      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " +
+                               *saved + "; leave the flag out to continue that run");
+    setting = value;
+  };
+  adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms), adopt("d-model", s.d_model);
+  adopt("batch-size", s.batch_size), adopt("lr", s.lr), adopt("warmup", s.warmup), adopt("sparse", s.sparse);
+  return file;
+}
 
-  r.section("Eval mode");
-  model.eval();
-  {
-    autograd::NoGradGuard no_grad;
-    const IndexArray& ids = held_out.front().ids;
-    r.claim(same_bits(model.forward(ids).data(), model.forward(ids).data()),
-            "eval mode is deterministic: two forwards on the same held-out batch agree bit for bit");
-    const Tensor x = model.embed->forward(ids);
-    Array expected = x.data();
-    const std::size_t B = ids.shape()[0], T = ids.shape()[1], D = std::size_t(s.d_model);
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t j = 0; j < D; ++j) expected(b, t, j) += pe.data()(0, t, j);
-    r.claim(same_bits(model.pos->forward(x).data(), expected),
-            "in eval mode Dropout is the identity: pos(x) is exactly x + pe[:, :T]");
+// Restores the tracked state from the file (all or nothing) and the loss history; returns the step.
+std::int64_t resume(io::TrainingCheckpoint& state, const io::SafetensorsFile& file, const Settings& s,
+                    RunRecord& run) {
+  io::TrainingProgress progress;
+  try {
+    progress = state.restore(file, s.resume);   // all or nothing
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--resume: ") + e.what());
   }
-  model.train();
-  const auto& mask = model.pos->dropout->last_mask();
-  std::int64_t dropped = 0;
-  for (const std::uint8_t keep : mask) dropped += keep == 0;
-  r.fact("in training mode it zeroed " + percent(double(dropped) / double(std::max<std::size_t>(mask.size(), 1))) +
-         " of the values in the last step (p = 0.1), a new random choice each step");
-
-  std::cout << '\n';
-  if (r.failures() == 0) std::cout << "All " << r.claims() << " claims hold.\n";
-  else std::cout << r.failures() << " of " << r.claims() << " claims FAILED.\n";
-  std::cout << "The trained weights' fingerprint: " << hex(weights_fingerprint(model))
-            << " (a run resumed from a checkpoint ends with the same)\n";
-  return r.failures() == 0 ? 0 : 1;
+  if (progress.step >= s.steps)
+    throw std::runtime_error("--resume '" + s.resume + "': the run is at step " + std::to_string(progress.step) +
+                             " already; ask for more with --steps");
+  // strtod, unlike >>, reads back "nan" and "inf": a diverged run resumes too.
+  std::istringstream train(progress.extra.count("loss") ? progress.extra.at("loss") : "");
+  for (std::string l; train >> l;) run.loss.train.push_back(std::strtod(l.c_str(), nullptr));
+  std::istringstream held_out(progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
+  for (std::string item; held_out >> item;) {
+    const std::size_t colon = item.find(':');
+    run.loss.held_out.push_back(
+        {std::atoll(item.substr(0, colon).c_str()), std::strtod(item.c_str() + colon + 1, nullptr)});
+  }
+  if (std::int64_t(run.loss.train.size()) != progress.step || run.loss.held_out.empty())
+    throw std::runtime_error("--resume '" + s.resume + "': expected the loss of each of its " +
+                             std::to_string(progress.step) + " steps, got " + std::to_string(run.loss.train.size()));
+  return progress.step;
 }
 
 // ---- main --------------------------------------------------------------------------------------
 
-int run(Settings s) {
-  openblas_set_num_threads(s.threads);
-  const Language lang(s.vocab, s.synonyms);
-  const Corpus corpus = make_corpus(lang, kTrainSentences, kHeldOutSentences, s.seed);
-  const std::vector<Batch> held_out = held_out_batches(lang, corpus, 64);
-
-  const auto generator = std::make_shared<Generator>(s.seed);   // initial weights, then dropout masks
-  ToyModel model(ModelOptions{s.vocab, s.d_model, lang.num_tags(), 0.1, 64, s.sparse}, generator);
-  Optimizers opt(model, s);
-  const Before before{model.embed->lut->weight.data(), model.pos->fingerprint()};
-
+void describe(const Settings& s, const Language& lang, const ToyModel& model, std::int64_t first_step) {
   std::cout << "toy_training: tag each word with its meaning and its role (open: the first "
             << kOpeningLength << " words; rest)\n"
             << "  vocabulary: <pad> and " << s.vocab - 1 << " words, " << lang.groups() << " meanings of up to "
@@ -365,16 +283,40 @@ int run(Settings s) {
             << kMinLength << " to " << kMaxLength << " words\n"
             << "  training: " << s.steps << " steps of " << s.batch_size << " sentences, "
             << (s.sparse ? "SparseAdam (embedding) + Adam" : "Adam") << ", lr " << s.lr << " * noam(step, "
-            << s.d_model << ", 1, " << s.warmup << "), seed " << s.seed << "\n"
-            << model << "\n";
+            << s.d_model << ", 1, " << s.warmup << "), seed " << s.seed << "\n";
+  if (first_step > 0) std::cout << "  resumed from " << s.resume << " at step " << first_step << "\n";
+  std::cout << model << "\n";
+}
 
-  Run result = train(model, opt, s, lang, corpus, held_out, Run{});
-  std::cout << "trained " << s.steps - result.first_step << " steps in " << duration(result.seconds) << '\n';
+int run(Settings s, const std::set<std::string>& given) {
+  openblas_set_num_threads(s.threads);
+  std::optional<io::SafetensorsFile> saved;
+  if (!s.resume.empty()) saved = read_resume_file(s, given);
+  const Language lang(s.vocab, s.synonyms);
+  const Corpus corpus = make_corpus(lang, kTrainSentences, kHeldOutSentences, s.seed);
+  const std::vector<Batch> held_out = held_out_batches(lang, corpus, 64);
 
-  const int status = report(model, s, lang, held_out, before, result);
+  const auto generator = std::make_shared<Generator>(s.seed);   // initial weights, then dropout masks
+  const ModelOptions options{s.vocab, s.d_model, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/64, s.sparse};
+  ToyModel model(options, generator);
+  Optimizers opt(model, s);
+  // Step 0, as built from the seed (a resumed run's model was built the same way).
+  RunRecord run;
+  run.seed = s.seed;
+  run.embedding_at_start = model.embed->lut->weight.data();
+  run.pe_fingerprint_at_start = model.pos->fingerprint();
+  io::TrainingCheckpoint state = tracked_state(model, opt, generator);
+  if (saved) run.first_step = resume(state, *saved, s, run);
 
-  std::filesystem::create_directories(s.out);
-  write_picture_data(s.out, lang, model.pos->pe.data(), result.history, similarity_matrix(before.embedding),
+  describe(s, lang, model, run.first_step);
+  train(model, opt, s, lang, corpus, held_out, run);
+  std::cout << "trained " << s.steps - run.first_step << " steps in " << duration(run.seconds) << '\n';
+  save_checkpoint(state, s, run.loss);
+
+  const int status = report_what_changed(model, options, lang, held_out, run, s.checkpoint);
+
+  fs::create_directories(s.out);
+  write_picture_data(s.out, lang, model.pos->pe.data(), run.loss, similarity_matrix(run.embedding_at_start),
                      similarity_matrix(model.embed->lut->weight.data()));
   std::cout << draw_pictures(s.out) << '\n';
   return status;
@@ -395,8 +337,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (settings.checkpoint.empty()) settings.checkpoint = settings.out + "/checkpoint.safetensors";
+  std::set<std::string> given;             // the flags on the command line, for --resume
+  for (const CLI::Option* option : app.get_options())
+    if (option->count() > 0) given.insert(option->get_name());
   try {
-    return run(settings);
+    return run(settings, given);
   } catch (const std::exception& e) {
     std::cerr << "toy_training: " << e.what() << '\n';
     return 2;

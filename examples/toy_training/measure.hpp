@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/tapegrad.hpp>
@@ -125,8 +126,9 @@ struct Ceilings {
   double word_only = 0, position_only = 0;
 };
 inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches) {
-  std::vector<std::vector<std::int64_t>> by_word(std::size_t(lang.vocab()), std::vector<std::int64_t>(std::size_t(lang.num_tags())));
-  std::vector<std::vector<std::int64_t>> by_position(std::size_t(kMaxLength), std::vector<std::int64_t>(std::size_t(lang.num_tags())));
+  using Counts = std::vector<std::vector<std::int64_t>>;   // [word or position][tag]
+  const std::vector<std::int64_t> no_tags(std::size_t(lang.num_tags()), 0);
+  Counts by_word(std::size_t(lang.vocab()), no_tags), by_position(std::size_t(kMaxLength), no_tags);
   std::int64_t words = 0;
   for (const Batch& b : batches)
     for (std::size_t i = 0; i < b.ids.shape()[0]; ++i)
@@ -136,7 +138,7 @@ inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches
         ++by_position[t][std::size_t(b.targets(i, t))];
         ++words;
       }
-  auto best = [&](const std::vector<std::vector<std::int64_t>>& counts) {
+  auto best = [&](const Counts& counts) {
     std::int64_t right = 0;
     for (const auto& c : counts) right += *std::max_element(c.begin(), c.end());
     return double(right) / double(words);
@@ -151,5 +153,36 @@ inline std::uint64_t weights_fingerprint(const tapegrad::nn::Module& model) {
   for (const auto& [name, p] : model.named_parameters()) h = (h ^ tapegrad::fingerprint(p.data())) * 0x100000001b3ull;
   return h;
 }
+
+/// The loss curve: the training loss at each step, the held-out loss now and then.
+struct LossHistory {
+  std::vector<double> train;                              // train[k]: the loss of step k + 1
+  std::vector<std::pair<std::int64_t, double>> held_out;  // (steps done, held-out loss)
+};
+
+/// Rows of the embedding that a step's batch did not use: do they stay put? Under Adam they do
+/// not — its momentum keeps moving a row after its gradient is zero (pytorch/pytorch#18404);
+/// under SparseAdam they must, bit for bit (SPEC 2.14, assertion 8).
+struct UnusedRows {
+  std::int64_t unused = 0, moved = 0;   // (step, word) pairs: unused by the batch, and moved anyway
+
+  void record(const Batch& batch, const Array& before, const Array& after) {
+    std::vector<bool> used(before.shape()[0], false);
+    for (const std::int64_t id : batch.ids) used[std::size_t(id)] = true;
+    for (std::size_t row = 1; row < used.size(); ++row)
+      if (!used[row]) ++unused, moved += !same_bits_row(before, after, row);
+  }
+};
+
+/// What the report compares the trained model with: the model at step 0, and the run's record.
+struct RunRecord {
+  std::uint64_t seed = 0;
+  Array embedding_at_start;               // lut.weight at step 0
+  std::uint64_t pe_fingerprint_at_start = 0;  // of the table the constructor computed
+  LossHistory loss;                       // every step of the run, those before a resume included
+  UnusedRows unused_rows;                 // the steps this process ran
+  std::int64_t first_step = 0;            // where this process started (> 0 when resumed)
+  double seconds = 0;                     // how long this process trained
+};
 
 }  // namespace toy

@@ -22,18 +22,13 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "language.hpp"
+#include "measure.hpp"
 
 namespace toy {
 
 namespace fs = std::filesystem;
 
 using Matrix = std::vector<std::vector<double>>;
-
-/// What the loss curve is made of: the training loss at each step, the held-out loss sometimes.
-struct LossHistory {
-  std::vector<double> train;                              // train[k]: loss of step k + 1
-  std::vector<std::pair<std::int64_t, double>> held_out;  // (steps done, held-out loss)
-};
 
 inline void write_matrix(const fs::path& path, const Matrix& m) {
   std::ofstream f(path);
@@ -80,7 +75,8 @@ inline void write_script(const fs::path& path, const Language& lang, std::int64_
        "set output 'loss.png'\nunset xrange\nunset yrange\nset key inside top right\nset grid\n"
        "set title 'Cross-entropy loss per word'\nset xlabel 'training step'\nset ylabel 'loss'\n"
        "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch (with dropout)', \\\n"
-       "     'held_out.dat' using 1:2 with linespoints pt 7 ps 0.6 lc rgb '#08519c' title 'held-out sentences (eval mode)'\n\n"
+       "     'held_out.dat' using 1:2 with linespoints pt 7 ps 0.6 lc rgb '#08519c' \\\n"
+       "         title 'held-out sentences (eval mode)'\n\n"
        "set output 'similarity.png'\nset terminal pngcairo size 1200,620 font 'sans,10'\nunset grid\n"
        "set multiplot layout 1,2 title 'Cosine similarity of the word embeddings (synonyms: the same letter)'\n"
        "set size ratio -1\nunset xlabel\nunset ylabel\n"
@@ -136,7 +132,8 @@ inline std::string draw_pictures(const fs::path& dir) {
   if (find_on_path("gnuplot").empty())
     return "gnuplot is not installed, so the pictures are not drawn; the data is in " + dir.string() +
            "/. To draw them: apt-get install gnuplot-nox, then " + command;
-  if (std::system(command.c_str()) != 0) return "gnuplot failed on " + (dir / "plots.gp").string() + "; run: " + command;
+  if (std::system(command.c_str()) != 0)
+    return "gnuplot failed on " + (dir / "plots.gp").string() + "; run: " + command;
   return "pictures: " + (dir / "pe.png").string() + ", loss.png, similarity.png (drawn by gnuplot from " +
          (dir / "plots.gp").string() + ")";
 }

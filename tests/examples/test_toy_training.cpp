@@ -1,7 +1,8 @@
 // tests/examples/test_toy_training.cpp: runs the built examples/toy_training program and checks
 // what it claims, the way a learner would run it: exit status 0 and the report's lines, for a few
 // seeds, dense and sparse; exit status 1 when a run is too short for the claims to hold; clear
-// errors for bad flags; the data and the drawing instructions without gnuplot.
+// errors for bad flags; the data and the drawing instructions without gnuplot; an exact resume
+// from a checkpoint, and a damaged checkpoint refused with nothing overwritten.
 // The program's path comes from examples/CMakeLists.txt (TAPEGRAD_TOY_TRAINING); without the
 // examples (TAPEGRAD_BUILD_EXAMPLES=OFF) there is nothing to run and this file is empty.
 #include <doctest/doctest.h>
@@ -16,6 +17,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+
+#include <tapegrad/tapegrad.hpp>
 
 namespace {
 
@@ -51,6 +54,23 @@ std::string folder(const std::string& name) {
 
 bool has(const Output& out, const std::string& text) { return out.text.find(text) != std::string::npos; }
 
+// The "weights' fingerprint" line of a report, or "" if there is none.
+std::string weights_fingerprint(const Output& out) {
+  std::smatch m;
+  return std::regex_search(out.text, m, std::regex("weights' fingerprint: (0x[0-9a-f]{16})")) ? m[1].str() : "";
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
 // The number captured by `pattern`'s first group, or -1.
 double number(const Output& out, const std::string& pattern) {
   std::smatch m;
@@ -67,7 +87,7 @@ TEST_CASE("the default run holds every claim, for several seeds") {
     const Output out = run_toy_training(std::string("--seed ") + seed + " --out " + folder(std::string("seed") + seed));
     INFO(out.text);
     CHECK(out.status == 0);
-    CHECK(has(out, "All 11 claims hold."));
+    CHECK(has(out, "All 12 claims hold."));
     CHECK_FALSE(has(out, "FAILED"));
     // The report's facts, line by line.
     CHECK(has(out, "  ok      training loss fell from "));
@@ -75,7 +95,8 @@ TEST_CASE("the default run holds every claim, for several seeds") {
     CHECK(has(out, "  ok      synonyms grew alike"));
     CHECK(has(out, "  ok      every word's row moved"));
     CHECK(has(out, "  ok      the padding row is still exactly zero"));
-    CHECK(std::regex_search(out.text, std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
+    CHECK(std::regex_search(out.text,
+                            std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
     CHECK(has(out, "  ok      pos->verify(): "));
     CHECK(has(out, "  ok      pos.pe (1, 64, 16) is a buffer, without a gradient, and not one of the parameters: "
                    "embed.lut.weight, out.weight, out.bias"));
@@ -84,24 +105,24 @@ TEST_CASE("the default run holds every claim, for several seeds") {
   }
 }
 
-TEST_CASE("two runs with the same seed end with the same weights") {
-  const Output a = run_toy_training("--steps 100 --out " + folder("same_seed_a"));
-  const Output b = run_toy_training("--steps 100 --out " + folder("same_seed_b"));
-  const std::regex fingerprint("weights' fingerprint: (0x[0-9a-f]{16})");
-  std::smatch ma, mb;
-  REQUIRE(std::regex_search(a.text, ma, fingerprint));
-  REQUIRE(std::regex_search(b.text, mb, fingerprint));
-  CHECK(ma[1] == mb[1]);
+TEST_CASE("two runs with the same seed end with the same weights, another seed with others") {
+  const std::string a = weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_a")));
+  const std::string b = weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_b")));
+  const std::string c = weights_fingerprint(run_toy_training("--steps 100 --seed 2 --out " + folder("same_seed_c")));
+  REQUIRE(a.size() == 18);
+  CHECK(a == b);
+  CHECK(a != c);
 }
 
 TEST_CASE("the sparse run holds every claim, and SparseAdam leaves unused rows bit-identical") {
   const Output out = run_toy_training("--sparse --out " + folder("sparse"));
   INFO(out.text);
   CHECK(out.status == 0);
-  CHECK(has(out, "All 12 claims hold."));
+  CHECK(has(out, "All 13 claims hold."));
   CHECK(has(out, "SparseAdam (embedding) + Adam"));
   // The claim is not vacuous: rows were left out of batches hundreds of times.
-  CHECK(number(out, "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use \\(([0-9]+) times\\)") > 100);
+  CHECK(number(out, "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use "
+                    "\\(([0-9]+) times\\)") > 100);
 }
 
 TEST_CASE("under dense Adam, rows a batch did not use move anyway") {
@@ -138,8 +159,8 @@ TEST_CASE("bad flags are refused with a message that names them") {
   }
   const Output help = run_toy_training("--help");
   CHECK(help.status == 0);
-  for (const char* flag : {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms", "--seed",
-                           "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
+  for (const char* flag : {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms",
+                           "--seed", "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
     CHECK_MESSAGE(has(help, flag), flag);
 }
 
@@ -150,7 +171,8 @@ TEST_CASE("without gnuplot the program still writes the data and says how to dra
   CHECK(out.status == 0);
   CHECK(has(out, "gnuplot is not installed"));
   CHECK(has(out, "apt-get install gnuplot-nox, then cd '" + dir + "' && gnuplot plots.gp"));
-  for (const char* file : {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat", "similarity_after.dat", "plots.gp"})
+  for (const char* file :
+       {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat", "similarity_after.dat", "plots.gp"})
     CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
   CHECK_FALSE(fs::exists(fs::path(dir) / "pe.png"));
   // The loss file has one line per step.
@@ -158,6 +180,87 @@ TEST_CASE("without gnuplot the program still writes the data and says how to dra
   int lines = 0;
   for (std::string line; std::getline(loss, line);) ++lines;
   CHECK(lines == 150);
+}
+
+TEST_CASE("a run resumed from its checkpoint ends with the same weights as an unbroken run") {
+  for (const char* mode : {"", "--sparse"}) {
+    CAPTURE(mode);
+    const std::string tag = *mode ? "sparse" : "dense";
+    const std::string whole_dir = folder("whole_" + tag), half = folder("half_" + tag), rest = folder("rest_" + tag);
+    const Output whole = run_toy_training(std::string(mode) + " --steps 200 --out " + whole_dir);
+    const Output first = run_toy_training(std::string(mode) + " --steps 100 --out " + half);
+    REQUIRE(first.status == 0);
+    // The settings (--sparse included) come from the checkpoint: only --steps is given again.
+    const Output second = run_toy_training("--resume " + half + "/checkpoint.safetensors --steps 200 --out " + rest);
+    INFO(second.text);
+    CHECK(second.status == 0);
+    CHECK(has(second, "resumed from " + half + "/checkpoint.safetensors at step 100"));
+    CHECK(weights_fingerprint(second) == weights_fingerprint(whole));
+    CHECK(weights_fingerprint(first) != weights_fingerprint(whole));
+    // The report and the loss curve cover the whole run, not only the resumed half.
+    CHECK(number(second, "training loss fell from ([0-9.]+) \\(step 1\\)") ==
+          number(whole, "training loss fell from ([0-9.]+) \\(step 1\\)"));
+    CHECK(bytes_of(rest + "/loss.dat") == bytes_of(whole_dir + "/loss.dat"));
+  }
+}
+
+TEST_CASE("resuming keeps the run's settings: a flag that contradicts them, or no step left, is refused") {
+  const std::string dir = folder("settings");
+  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+  const std::string checkpoint = dir + "/checkpoint.safetensors";
+  const std::string saved = bytes_of(checkpoint);
+  const Output other_width = run_toy_training("--resume " + checkpoint + " --d-model 32 --out " + folder("settings2"));
+  CHECK(other_width.status == 2);
+  CHECK_MESSAGE(has(other_width, "--d-model 32: the checkpoint's run used 16; leave the flag out to continue that run"),
+                other_width.text);
+  const Output same_seed =
+      run_toy_training("--resume " + checkpoint + " --seed 1 --steps 120 --out " + folder("settings3"));
+  CHECK_MESSAGE(same_seed.status == 0, same_seed.text);
+  const Output done = run_toy_training("--resume " + checkpoint + " --steps 100 --out " + folder("settings4"));
+  CHECK(done.status == 2);
+  CHECK_MESSAGE(has(done, "the run is at step 100 already; ask for more with --steps"), done.text);
+  CHECK(bytes_of(checkpoint) == saved);
+}
+
+TEST_CASE("a damaged checkpoint is refused, and neither it nor the checkpoint to write is touched") {
+  const std::string dir = folder("damaged");
+  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+  const std::string good = bytes_of(dir + "/checkpoint.safetensors");
+  REQUIRE(good.size() > 1000);
+  std::string huge_header = good;
+  huge_header[5] = '\x7f';                                  // header length far beyond the file
+  std::string bad_json = good;
+  bad_json[9] = '#';                                          // the header's JSON, broken
+  tapegrad::io::SafetensorsFile not_ours;                     // valid safetensors, not toy_training's
+  not_ours.add("weight", tapegrad::Array{1.0f, 2.0f});
+  tapegrad::io::SafetensorsFile mismatched = tapegrad::io::parse_safetensors(good);
+  mismatched.set_metadata("progress.extra.d-model", "32");      // settings that do not fit its tensors
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* message;
+  };
+  for (const Case& c : {Case{"empty", "", "HeaderTooSmall"},
+                        Case{"truncated", good.substr(0, good.size() - 4), "MetadataIncompleteBuffer"},
+                        Case{"huge_header", huge_header, "HeaderTooLarge"},
+                        Case{"bad_json", bad_json, "InvalidHeaderDeserialization"},
+                        Case{"not_ours", tapegrad::io::serialize_safetensors(not_ours),
+                             "expected a toy_training checkpoint"},
+                        Case{"mismatched", tapegrad::io::serialize_safetensors(mismatched), "size mismatch"}}) {
+    CAPTURE(c.name);
+    const std::string damaged = dir + "/" + c.name + ".safetensors", other = dir + "/other.safetensors";
+    const std::string out = folder(std::string("damaged_out_") + c.name);
+    write_bytes(damaged, c.bytes);
+    write_bytes(other, good);
+    const Output o = run_toy_training("--resume " + damaged + " --checkpoint " + other + " --out " + out);
+    INFO(o.text);
+    CHECK(o.status == 2);
+    CHECK(has(o, "toy_training: "));
+    CHECK(has(o, c.message));
+    CHECK(bytes_of(damaged) == c.bytes);                      // the damaged file is left as it was
+    CHECK(bytes_of(other) == good);                           // and the checkpoint to write untouched
+    CHECK(fs::is_empty(out));                                 // nothing else written either
+  }
 }
 
 }  // TEST_SUITE
