@@ -170,7 +170,7 @@ def main():
     for epoch in range(args.epochs):
         model.train()
         total = tokens = 0.0
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(args.batches):
             src, tgt, tgt_y, src_keep, tgt_keep, n = batch(args)
             logp = model(src, tgt, src_keep, tgt_keep)
@@ -181,7 +181,7 @@ def main():
             sched.step()
             total += loss.item() * n
             tokens += n
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         model.eval()
         eval_total = eval_tokens = 0.0
         with torch.no_grad():
@@ -191,7 +191,7 @@ def main():
                 eval_total += smoothed_kl(logp.reshape(-1, args.vocab), tgt_y.reshape(-1), 0, args.smoothing).item()
                 eval_tokens += n
         print(f"epoch {epoch + 1:3d} | train loss {total / tokens:.4f} | eval loss "
-              f"{eval_total / max(eval_tokens, 1):.4f} | tokens/s {tokens / seconds:.1f} | "
+              f"{eval_total / max(eval_tokens, 1):.4f} | tokens/s {tokens / seconds:.1f} | cpu s {cpu_seconds:.2f} | "
               f"lr {sched.get_last_lr()[0]:.2e}", flush=True)
 
 

@@ -15,10 +15,12 @@
 //
 // Exit status: 0 when the loss fell (and, with --expect-copy, the decode is an exact copy).
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +38,8 @@ struct Settings {
   double dropout = 0.1, base_lr = 0.5, smoothing = 0.0;
   std::uint64_t seed = 0;
   std::string checkpoint = "copy_task.safetensors";
+  std::vector<std::int64_t> source{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};   // the tutorial's held-out sequence
+  std::int64_t start_symbol = 0;                                    // and its start symbol
   bool expect_copy = false;
 };
 
@@ -114,8 +118,15 @@ int main(int argc, char** argv) {
   app.add_option("--seed", s.seed, "seed of the model's and the data's generators");
   app.add_option("--threads", s.threads, "BLAS threads")->check(CLI::PositiveNumber);
   app.add_option("--checkpoint", s.checkpoint, "where to save the trained model (empty: do not save)");
+  app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")->expected(1, 1000);
+  app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding");
   app.add_flag("--expect-copy", s.expect_copy, "exit with status 1 unless the decode is an exact copy");
   CLI11_PARSE(app, argc, argv);
+  for (std::int64_t id : s.source)
+    if (id < 0 || id >= s.vocab) {
+      std::cerr << "--source: expected ids in [0, " << s.vocab << "), got " << id << '\n';
+      return 2;
+    }
   openblas_set_num_threads(static_cast<int>(s.threads));
 
   auto model_gen = std::make_shared<Generator>(s.seed);
@@ -140,6 +151,7 @@ int main(int argc, char** argv) {
     model->train();
     double total = 0.0, tokens = 0.0;
     const auto start = clock::now();
+    const std::clock_t cpu_start = std::clock();
     for (std::int64_t i = 0; i < s.batches; ++i) {
       const Batch b = random_batch(s, data_gen);
       Tensor loss = loss_of(*model, criterion, b);
@@ -151,6 +163,7 @@ int main(int argc, char** argv) {
       tokens += double(b.ntokens);
     }
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;   // all threads
     const double train_loss = total / tokens;
 
     model->eval();
@@ -167,18 +180,21 @@ int main(int argc, char** argv) {
     last_loss = train_loss;
     std::cout << "epoch " << std::setw(3) << epoch + 1 << " | train loss " << std::fixed << std::setprecision(4)
               << train_loss << " | eval loss " << (eval_tokens > 0 ? eval_total / eval_tokens : 0.0)
-              << " | tokens/s " << std::setprecision(1) << tokens / seconds << " | lr " << std::scientific
+              << " | tokens/s " << std::setprecision(1) << tokens / seconds << " | cpu s " << std::setprecision(2)
+              << cpu_seconds << " | lr " << std::scientific
               << std::setprecision(2) << sched.get_last_lr()[0] << std::defaultfloat << std::endl;
   }
 
+  // The tutorial decodes with an all-true source mask, even though 0 is the padding id.
   model->eval();
-  IndexArray src = IndexArray::from_shape({1, std::size_t(s.seq_len)});
-  for (std::size_t i = 0; i < src.size(); ++i) src.data()[i] = static_cast<std::int64_t>(i) % s.vocab;
-  const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, std::size_t(s.seq_len)});
-  const IndexArray decoded = nn::greedy_decode(*model, src, src_mask, s.seq_len, /*start_symbol=*/0);
+  const std::size_t L = s.source.size();
+  IndexArray src = IndexArray::from_shape({1, L});
+  std::copy(s.source.begin(), s.source.end(), src.begin());
+  const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, L});
+  const IndexArray decoded = nn::greedy_decode(*model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
   const bool exact = decoded == src;
-  std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded) << (exact ? "  (exact copy)" : "  (not a copy)")
-            << '\n';
+  std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded)
+            << (exact ? "  (exact copy)" : "  (not a copy)") << '\n';
   if (!s.checkpoint.empty()) {
     save_checkpoint(*model, s.checkpoint);
     std::cout << "saved " << s.checkpoint << '\n';

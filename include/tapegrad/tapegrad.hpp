@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tapegrad/errors.hpp"
+#include "tapegrad/memory.hpp"
 #include "tapegrad/tensor.hpp"
 #include "tapegrad/row_sparse.hpp"
 #include "tapegrad/parameter.hpp"

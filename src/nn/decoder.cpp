@@ -17,7 +17,8 @@ DecoderLayer::DecoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttenti
   src_attn = register_module("src_attn", std::move(src_attn_module));
   feed_forward = register_module("feed_forward", std::move(feed_forward_module));
   sublayer = register_module("sublayer", std::make_shared<ModuleList>());
-  for (int i = 0; i < 3; ++i) sublayer->push_back(std::make_shared<SublayerConnection>(size, dropout, norm, generator_));
+  for (int i = 0; i < 3; ++i)
+    sublayer->push_back(std::make_shared<SublayerConnection>(size, dropout, norm, generator_));
 }
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const std::optional<Mask>& src_mask,
@@ -26,7 +27,8 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const std::o
   const Tensor& m = memory;
   Tensor h = sublayer->ptr<SublayerConnection>(0)->forward(
       x, [&](const Tensor& n) { return self_attn->forward(n, n, n, tgt_mask); });
-  h = sublayer->ptr<SublayerConnection>(1)->forward(h, [&](const Tensor& n) { return src_attn->forward(n, m, m, src_mask); });
+  h = sublayer->ptr<SublayerConnection>(1)->forward(
+      h, [&](const Tensor& n) { return src_attn->forward(n, m, m, src_mask); });
   return sublayer->ptr<SublayerConnection>(2)->forward(h, [&](const Tensor& n) { return feed_forward->forward(n); });
 }
 

@@ -15,7 +15,8 @@ EncoderLayer::EncoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttenti
   self_attn = register_module("self_attn", std::move(self_attn_module));
   feed_forward = register_module("feed_forward", std::move(feed_forward_module));
   sublayer = register_module("sublayer", std::make_shared<ModuleList>());
-  for (int i = 0; i < 2; ++i) sublayer->push_back(std::make_shared<SublayerConnection>(size, dropout, norm, generator_));
+  for (int i = 0; i < 2; ++i)
+    sublayer->push_back(std::make_shared<SublayerConnection>(size, dropout, norm, generator_));
 }
 
 Tensor EncoderLayer::forward(const Tensor& x, const std::optional<Mask>& mask) {

@@ -119,8 +119,10 @@ void attention_backward(const float* dout, const float* q, const float* k, const
       }
       const float* Q = q + b * d.Tq * D + hd * d.dk;
       const float* K = k + b * d.Tk * D + hd * d.dk;
-      if (dq) detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS.data(), d.Tk, K, D, 0.0f, dq + b * d.Tq * D + hd * d.dk, D);
-      if (dk) detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS.data(), d.Tk, Q, D, 0.0f, dk + b * d.Tk * D + hd * d.dk, D);
+      if (dq)
+        detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS.data(), d.Tk, K, D, 0.0f, dq + b * d.Tq * D + hd * d.dk, D);
+      if (dk)
+        detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS.data(), d.Tk, Q, D, 0.0f, dk + b * d.Tk * D + hd * d.dk, D);
     }
 }
 

@@ -72,8 +72,8 @@ TEST_CASE("dropout on the weights acts in training mode only, and clone copies v
 }
 
 TEST_CASE("h must divide d_model") {
-  CHECK_THROWS_WITH_AS(MultiHeadedAttention(3, 8), doctest::Contains("expected heads h >= 1 dividing d_model, got h = 3"),
-                       ValueError);
+  CHECK_THROWS_WITH_AS(MultiHeadedAttention(3, 8),
+                       doctest::Contains("expected heads h >= 1 dividing d_model, got h = 3"), ValueError);
   CHECK_THROWS_WITH_AS(MultiHeadedAttention(0, 8), doctest::Contains("got h = 0"), ValueError);
 }
 

@@ -62,10 +62,10 @@ TEST_CASE("the encoder passes gradcheck for its input and a sample of parameters
   Tensor x(randn({1, 3, 4}, &gen), true);
   const Mask keep = ops::padding_mask(IndexArray{{1, 2, 0}}, 0);
   auto l1 = enc.layers->ptr<EncoderLayer>(1);
-  const GradcheckResult r = gradcheck([&](const std::vector<Tensor>&) { return enc.forward(x, keep); },
-                                      {x, l1->self_attn->linears->ptr<Linear>(1)->weight,
-                                       l1->feed_forward->w_1->bias, l1->sublayer->ptr<SublayerConnection>(0)->norm->weight,
-                                       enc.norm->bias});
+  const GradcheckResult r =
+      gradcheck([&](const std::vector<Tensor>&) { return enc.forward(x, keep); },
+                {x, l1->self_attn->linears->ptr<Linear>(1)->weight, l1->feed_forward->w_1->bias,
+                 l1->sublayer->ptr<SublayerConnection>(0)->norm->weight, enc.norm->bias});
   CHECK_MESSAGE(r.ok, r.message);
 }
 

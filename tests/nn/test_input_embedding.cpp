@@ -32,8 +32,9 @@ TEST_CASE("forward scales the looked-up rows and adds the positions") {
 }
 
 TEST_CASE("the two children must agree on d_model") {
-  CHECK_THROWS_WITH_AS(InputEmbedding(std::make_shared<Embeddings>(8, 11), std::make_shared<PositionalEncoding>(6, 0.1)),
-                       doctest::Contains("expected the same d_model"), ShapeError);
+  CHECK_THROWS_WITH_AS(
+      InputEmbedding(std::make_shared<Embeddings>(8, 11), std::make_shared<PositionalEncoding>(6, 0.1)),
+      doctest::Contains("expected the same d_model"), ShapeError);
 }
 
 }  // TEST_SUITE

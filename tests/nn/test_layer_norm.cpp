@@ -63,7 +63,8 @@ TEST_CASE("the module passes gradcheck for its input and both parameters") {
   Tensor x(randn({3, 5}, &gen), true);
   const GradcheckResult r = gradcheck(
       [&](const std::vector<Tensor>& t) {
-        return ops::layer_norm(t[0], {5}, t[1], t[2], LayerNormFuncOptions().eps(1e-6).variant(LayerNormVariant::annotated));
+        return ops::layer_norm(t[0], {5}, t[1], t[2],
+                               LayerNormFuncOptions().eps(1e-6).variant(LayerNormVariant::annotated));
       },
       {x, ln.weight, ln.bias});
   CHECK_MESSAGE(r.ok, r.message);

@@ -160,7 +160,8 @@ TEST_CASE("the fused op equals the tutorial's composition of single ops, dropout
     Tensor q(randn({2, 4, 6}, &data), true), k(randn({2, 4, 6}, &data), true), v(randn({2, 4, 9}, &data), true);
     Tensor g(randn({2, 4, 9}, &data));
     Generator gen_a(5), gen_b(5);
-    Tensor fused = ops::scaled_dot_product_attention(q, k, v, tgt, AttentionOptions().heads(3).dropout(p).generator(&gen_a));
+    Tensor fused =
+        ops::scaled_dot_product_attention(q, k, v, tgt, AttentionOptions().heads(3).dropout(p).generator(&gen_a));
     ops::sum(fused * g).backward();
     const Array dq = q.grad(), dk = k.grad(), dv = v.grad();
     for (const Tensor& t : {q, k, v}) t.zero_grad();
