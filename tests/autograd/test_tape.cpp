@@ -181,7 +181,7 @@ TEST_CASE("the printed tape's columns widen to fit long op names and module path
   Tensor y(Array{2.f, 4.f});
   {
     autograd::ModuleScope scope("Block", "encoder.layers.0.self_attention");   // a 31-character path
-    autograd::record("an_op_with_a_long_name", y, {x}, {}, [x](const Array& dy) { x.accumulate_grad(dy); });
+    autograd::record("an_op_with_a_long_name", y, {x}, {}, [x](Array& dy) { x.accumulate_grad(std::move(dy)); });
   }
   std::ostringstream os;
   os << autograd::tape();
