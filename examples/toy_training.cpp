@@ -80,8 +80,8 @@ void add_flags(CLI::App& app, Settings& s) {
       ->capture_default_str()->check(integer_in(1, 4096));
   app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
       ->capture_default_str()->check(integer_in(1, 4096));
-  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included")
-      ->capture_default_str()->check(integer_in(4, 100'000));
+  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
+      ->capture_default_str()->check(integer_in(4, 200));
   app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
       ->capture_default_str()->check(integer_in(2, 1000));
   app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")

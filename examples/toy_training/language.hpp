@@ -12,8 +12,8 @@
 // shorter sentences padded with id 0 whose target is kIgnore, so the loss skips them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -69,10 +69,9 @@ class Language {
 
   /// A random word, drawn by its Zipf frequency.
   std::int64_t random_word(Generator& g) const {
-    const double u = g.uniform_double();
-    std::int64_t id = 1;
-    while (id < vocab_ - 1 && cumulative_[static_cast<std::size_t>(id)] <= u) ++id;
-    return id;
+    // The first id whose cumulative probability exceeds u (the last one if rounding leaves none).
+    const auto it = std::upper_bound(cumulative_.begin() + 1, cumulative_.end() - 1, g.uniform_double());
+    return it - cumulative_.begin();
   }
   Sentence random_sentence(Generator& g) const {
     Sentence s(static_cast<std::size_t>(g.randint(kMinLength, kMaxLength + 1)));

@@ -1,6 +1,7 @@
 // examples/toy_training/measure.hpp: the measurements behind the report. Each function computes
 // one fact from the model, the weights or the data; none of them trains, records on the tape or
-// draws a random number (so measuring never changes what a resumed run would do).
+// draws a random number (so measuring never changes what a resumed run would do). At the end, what
+// the training loop records for the report: LossHistory, UnusedRows and RunRecord.
 //
 // Embedding rows are compared without the sqrt(d_model) scale: it multiplies every row by the same
 // number, which changes no cosine similarity.

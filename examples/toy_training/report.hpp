@@ -59,8 +59,8 @@ inline void report_learning(Report& r, ToyModel& model, const Language& lang, co
                                       " (1 of " + std::to_string(lang.num_tags()) + " tags)");
   const Ceilings ceiling = ceilings(lang, held_out);
   r.claim(eval.accuracy > ceiling.word_only && eval.accuracy > ceiling.position_only,
-          "it uses the word AND its position: knowing only the word, the best possible is " +
-              percent(ceiling.word_only) + "; knowing only the position, " + percent(ceiling.position_only));
+          "it uses the word AND its position: the best possible knowing only the word is " +
+              percent(ceiling.word_only) + ", only the position " + percent(ceiling.position_only));
 }
 
 inline void report_embeddings(Report& r, ToyModel& model, const Language& lang, const RunRecord& run) {
@@ -82,8 +82,8 @@ inline void report_embeddings(Report& r, ToyModel& model, const Language& lang, 
                                 lang.word(std::int64_t(most)) + "); a row started with length about " +
                                 fixed(std::sqrt(double(embedding.shape()[1])), 1));
   r.claim(row_is_plus_zero(embedding, kPad),
-          "the padding row is still exactly zero: its " + std::to_string(embedding.shape()[1]) +
-              " values all have bits 0x00000000 (padding_idx: it never gets a gradient)");
+          "the padding row is still exactly zero: all " + std::to_string(embedding.shape()[1]) +
+              " values have bits 0x00000000 (padding_idx: no gradient, ever)");
   const UnusedRows& unused = run.unused_rows;
   if (model.embed->lut->options().sparse())
     r.claim(unused.moved == 0, "SparseAdam left alone, bit for bit, every row a step's batch did not use (" +
@@ -115,8 +115,8 @@ inline void report_positional_encoding(Report& r, ToyModel& model, const RunReco
     parameters += (parameters.empty() ? "" : ", ") + name;
   }
   r.claim(buffer && !parameter && !pe.has_grad(), "pos.pe " + tapegrad::str(pe.shape()) +
-                                                      " is a buffer, without a gradient, and not one of the "
-                                                      "parameters: " + parameters);
+                                                      " is a buffer with no gradient, not a parameter (those are " +
+                                                      parameters + ")");
 }
 
 // Eval mode, and SPEC 2.14's assertion 7: the saved file rebuilds the model exactly.

@@ -177,20 +177,24 @@ TEST_CASE("the tape prints as a table of what backward will replay") {
 
 TEST_CASE("the printed tape's columns widen to fit long op names and module paths") {
   autograd::tape().clear();
-  Tensor x(xt::ones<float>({1, 3, 4}), true);
-  Tensor y(Array(x.data()));
-  const std::string long_op = "add_positional_encoding";   // 23 characters, wider than the column
-  autograd::record(long_op, y, {x}, {}, [x](Array& dy) { x.accumulate_grad(std::move(dy)); });
+  Tensor x(Array{1.f, 2.f}, true);
+  Tensor y(Array{2.f, 4.f});
+  {
+    autograd::ModuleScope scope("Block", "encoder.layers.0.self_attention");   // a 31-character path
+    autograd::record("an_op_with_a_long_name", y, {x}, {}, [x](Array& dy) { x.accumulate_grad(std::move(dy)); });
+  }
   std::ostringstream os;
   os << autograd::tape();
   const std::string text = os.str();
-  const std::size_t op = text.find(long_op);
+  const std::size_t op = text.find("an_op_with_a_long_name"), path = text.find("encoder.layers.0.self_attention");
   REQUIRE(op != std::string::npos);
-  // At least two spaces after the op name, then the module column (outside any module: "-").
-  CHECK(text.compare(op + 23, 2, "  ") == 0);
-  const std::size_t header_module = text.find("module"), row_start = text.rfind('\n', op) + 1;
-  const std::size_t header_start = text.find('\n') + 1;
-  CHECK(header_module - header_start == text.find_first_not_of(' ', op + 23) - row_start);
+  REQUIRE(path != std::string::npos);
+  // Each cell is followed by at least two spaces, and the cells line up with their headers.
+  CHECK(text.compare(op + 22, 2, "  ") == 0);
+  CHECK(text.compare(path + 31, 2, "  ") == 0);
+  const std::size_t header = text.find('\n') + 1, row = text.rfind('\n', op) + 1;
+  CHECK(text.find("module", header) - header == path - row);
+  CHECK(text.find("inputs", header) - header == text.find("(2,)*", row) - row);
   autograd::tape().clear();
 }
 

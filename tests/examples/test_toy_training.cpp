@@ -92,14 +92,15 @@ TEST_CASE("the default run holds every claim, for several seeds") {
     // The report's facts, line by line.
     CHECK(has(out, "  ok      training loss fell from "));
     CHECK(number(out, "held-out accuracy ([0-9.]+) %") > 90.0);
+    CHECK(has(out, "  ok      it uses the word AND its position"));
     CHECK(has(out, "  ok      synonyms grew alike"));
     CHECK(has(out, "  ok      every word's row moved"));
     CHECK(has(out, "  ok      the padding row is still exactly zero"));
     CHECK(std::regex_search(out.text,
                             std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
     CHECK(has(out, "  ok      pos->verify(): "));
-    CHECK(has(out, "  ok      pos.pe (1, 64, 16) is a buffer, without a gradient, and not one of the parameters: "
-                   "embed.lut.weight, out.weight, out.bias"));
+    CHECK(has(out, "  ok      pos.pe (1, 64, 16) is a buffer with no gradient, not a parameter (those are "
+                   "embed.lut.weight, out.weight, out.bias)"));
     CHECK(has(out, "  ok      eval mode is deterministic"));
     CHECK(has(out, "  ok      in eval mode Dropout is the identity"));
   }
