@@ -8,6 +8,8 @@
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
 //   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
 // Backward reads the saved operands; a side that needs no gradient costs no work.
+// Threads (threads.hpp): each product is cut into blocks of rows (or of columns, when it is wider
+// than tall) and every thread of tapegrad's pool calls single-threaded sgemm on its block.
 #include "tapegrad/ops/matmul.hpp"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include <cblas.h>
 
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -34,9 +37,24 @@ void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const f
   }
   check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX, "gemm: expected matrix sizes below 2^31, got ",
                     M, "x", K, " @ ", K, "x", N);
-  const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
-              ta ? m : k, B, tb ? k : n, accumulate ? 1.0f : 0.0f, C, n);
+  // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
+  static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
+  (void)blas_single_threaded;
+  const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
+  const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  // Split the longer side of C; a block is worth a thread from about a million multiply-adds.
+  const bool by_rows = M >= N;
+  const std::size_t other = by_rows ? N : M, grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
+  detail::parallel_for(by_rows ? M : N, grain, [&](std::size_t begin, std::size_t end) {
+    const int len = static_cast<int>(end - begin);
+    if (by_rows)          // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+      cblas_sgemm(CblasRowMajor, op_a, op_b, len, static_cast<int>(N), static_cast<int>(K), 1.0f,
+                  ta ? A + begin : A + begin * K, lda, B, ldb, beta, C + begin * N, ldc);
+    else                  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
+      cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<int>(M), len, static_cast<int>(K), 1.0f, A, lda,
+                  tb ? B + begin * K : B + begin, ldb, beta, C + begin, ldc);
+  });
 }
 
 std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
@@ -136,9 +154,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       weight.accumulate_grad(std::move(dweight), "linear");
     }
     if (bias.requires_grad()) {
-      std::vector<double> sums(out_f, 0.0);      // column sums, row by row: sequential, in double
-      for (std::size_t r = 0; r < N; ++r)
-        for (std::size_t j = 0; j < out_f; ++j) sums[j] += dy.data()[r * out_f + j];
+      // column sums, row by row in double: sequential in r; the threads split the columns
+      std::vector<double> sums(out_f, 0.0);
+      const float* g = dy.data();
+      detail::parallel_for(out_f, std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(N, 1)),
+                           [&](std::size_t j0, std::size_t j1) {
+        for (std::size_t r = 0; r < N; ++r)
+          for (std::size_t j = j0; j < j1; ++j) sums[j] += g[r * out_f + j];
+      });
       Array dbias = Array::from_shape({out_f});
       std::copy(sums.begin(), sums.end(), dbias.data());
       bias.accumulate_grad(std::move(dbias), "linear");
