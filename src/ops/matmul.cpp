@@ -1,8 +1,9 @@
 // src/ops/matmul.cpp
 //
 // Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only
-// file that includes cblas. Transposes are never materialised: sgemm's transpose flags read
-// B^T or A^T in place. Shapes (row-major, contiguous):
+// file that includes cblas; other ops reach sgemm through detail::gemm (src/ops/gemm.hpp).
+// Transposes are never materialised: sgemm's transpose flags read B^T or A^T in place.
+// Shapes (row-major, contiguous):
 //   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
 //           (..., n, k) @ (k, m) -> (..., n, m): the leading dims are folded into the rows, so it
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
@@ -20,9 +21,41 @@
 #include <cblas.h>
 
 #include "../parallel.hpp"
+#include "gemm.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
+
+namespace detail {
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
+          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    return;
+  }
+  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
+                        ldc <= INT_MAX,
+                    "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
+  // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
+  static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
+  (void)blas_single_threaded;
+  const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
+  // Split the longer side of C; a block is worth a thread from about a million multiply-adds.
+  const bool by_rows = M >= N;
+  const std::size_t other = by_rows ? N : M, grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
+  ::tapegrad::detail::parallel_for(by_rows ? M : N, grain, [&](std::size_t begin, std::size_t end) {
+    const int len = static_cast<int>(end - begin);
+    if (by_rows)          // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+      cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
+                  int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
+    else                  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
+      cblas_sgemm(CblasRowMajor, op_a, op_b, int(M), len, int(K), alpha, A, int(lda),
+                  trans_b ? B + begin * ldb : B + begin, int(ldb), beta, C + begin, int(ldc));
+  });
+}
+}  // namespace detail
 
 namespace {
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
@@ -30,31 +63,7 @@ namespace {
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
 void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A, const float* B, float* C,
           bool accumulate) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
-    if (!accumulate) std::fill_n(C, M * N, 0.0f);
-    return;
-  }
-  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX, "gemm: expected matrix sizes below 2^31, got ",
-                    M, "x", K, " @ ", K, "x", N);
-  // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
-  static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
-  (void)blas_single_threaded;
-  const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
-  const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
-  const float beta = accumulate ? 1.0f : 0.0f;
-  // Split the longer side of C; a block is worth a thread from about a million multiply-adds.
-  const bool by_rows = M >= N;
-  const std::size_t other = by_rows ? N : M, grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
-  detail::parallel_for(by_rows ? M : N, grain, [&](std::size_t begin, std::size_t end) {
-    const int len = static_cast<int>(end - begin);
-    if (by_rows)          // rows [begin, end) of C and of op(A); A^T's rows are columns of A
-      cblas_sgemm(CblasRowMajor, op_a, op_b, len, static_cast<int>(N), static_cast<int>(K), 1.0f,
-                  ta ? A + begin : A + begin * K, lda, B, ldb, beta, C + begin * N, ldc);
-    else                  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
-      cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<int>(M), len, static_cast<int>(K), 1.0f, A, lda,
-                  tb ? B + begin * K : B + begin, ldb, beta, C + begin, ldc);
-  });
+  detail::gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, accumulate ? 1.0f : 0.0f, C, N);
 }
 
 std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
@@ -154,14 +163,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       weight.accumulate_grad(std::move(dweight), "linear");
     }
     if (bias.requires_grad()) {
-      // column sums, row by row in double: sequential in r; the threads split the columns
-      std::vector<double> sums(out_f, 0.0);
-      const float* g = dy.data();
-      detail::parallel_for(out_f, std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(N, 1)),
-                           [&](std::size_t j0, std::size_t j1) {
-        for (std::size_t r = 0; r < N; ++r)
-          for (std::size_t j = j0; j < j1; ++j) sums[j] += g[r * out_f + j];
-      });
+      std::vector<double> sums(out_f, 0.0);      // column sums, row by row: sequential, in double
+      for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t j = 0; j < out_f; ++j) sums[j] += dy.data()[r * out_f + j];
       Array dbias = Array::from_shape({out_f});
       std::copy(sums.begin(), sums.end(), dbias.data());
       bias.accumulate_grad(std::move(dbias), "linear");

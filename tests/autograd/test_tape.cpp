@@ -175,6 +175,24 @@ TEST_CASE("the tape prints as a table of what backward will replay") {
   loss.backward();
 }
 
+TEST_CASE("the printed tape's columns widen to fit long op names and module paths") {
+  autograd::tape().clear();
+  Tensor x(xt::ones<float>({1, 3, 4}), true);
+  Tensor y(x.data());                            // an op with a 23-character name, outside any module
+  autograd::record("add_positional_encoding", y, {x}, {}, [x](const Array& dy) { x.accumulate_grad(dy); });
+  std::ostringstream os;
+  os << autograd::tape();
+  const std::string text = os.str();
+  const std::size_t op = text.find("add_positional_encoding");
+  REQUIRE(op != std::string::npos);
+  // At least two spaces after the op name, then the module column (a root module's path is "").
+  CHECK(text.compare(op + 23, 2, "  ") == 0);
+  const std::size_t header_module = text.find("module"), row_start = text.rfind('\n', op) + 1;
+  const std::size_t header_start = text.find('\n') + 1;
+  CHECK(header_module - header_start == text.find_first_not_of(' ', op + 23) - row_start);
+  autograd::tape().clear();
+}
+
 TEST_CASE("anomaly mode names the first op that produced a NaN or Inf") {
   autograd::tape().clear();
   Tensor x(Array{-1.f, 1.f}, true);

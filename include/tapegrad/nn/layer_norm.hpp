@@ -1,0 +1,72 @@
+// include/tapegrad/nn/layer_norm.hpp
+//
+// LayerNorm as a module, a thin shell around ops::layer_norm. Two flavours (ops/layer_norm.hpp):
+//   LayerNorm(512)                                  PyTorch's nn.LayerNorm: eps 1e-5 under the
+//                                                   square root of the biased variance; parameters
+//                                                   "weight" (ones) and "bias" (zeros)
+//   LayerNorm(LayerNormOptions::annotated(512))     The Annotated Transformer's LayerNorm: unbiased
+//                                                   std, eps 1e-6 added to it; parameters "a_2"
+//                                                   (ones) and "b_2" (zeros), the tutorial's names,
+//                                                   so its checkpoints load key for key
+// Either way the C++ members are `weight` and `bias`. x (*, normalized_shape) -> the same shape.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/ops/layer_norm.hpp"
+
+namespace tapegrad::nn {
+
+class LayerNormOptions {
+ public:
+  /// The trailing dimensions to normalise over (PyTorch's normalized_shape).
+  LayerNormOptions(std::vector<std::int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  /// The tutorial's LayerNorm(features): variant annotated, eps 1e-6.
+  static LayerNormOptions annotated(std::int64_t features) {
+    return LayerNormOptions({features}).variant(LayerNormVariant::annotated).eps(1e-6);
+  }
+  const std::vector<std::int64_t>& normalized_shape() const { return normalized_shape_; }
+  /// Added to the variance (pytorch) or to the std (annotated); >= 0. Default 1e-5.
+  LayerNormOptions& eps(double v) { eps_ = v; return *this; }
+  double eps() const { return eps_; }
+  /// Learn a per-element scale and shift (default true); without them nothing is registered.
+  LayerNormOptions& elementwise_affine(bool v) { elementwise_affine_ = v; return *this; }
+  bool elementwise_affine() const { return elementwise_affine_; }
+  /// Which formula (default pytorch); also picks the parameter names.
+  LayerNormOptions& variant(LayerNormVariant v) { variant_ = v; return *this; }
+  LayerNormVariant variant() const { return variant_; }
+
+ private:
+  std::vector<std::int64_t> normalized_shape_;
+  double eps_ = 1e-5;
+  bool elementwise_affine_ = true;
+  LayerNormVariant variant_ = LayerNormVariant::pytorch;
+};
+
+class LayerNorm : public Module {
+ public:
+  /// ValueError for an empty or negative normalized_shape or a negative or NaN eps.
+  explicit LayerNorm(LayerNormOptions options);
+  /// PyTorch's nn.LayerNorm(features).
+  explicit LayerNorm(std::int64_t features);
+
+  /// x (*, normalized_shape) -> the same shape. ShapeError naming the module for another shape.
+  Tensor forward(const Tensor& x);
+  /// weight = 1, bias = 0.
+  void reset_parameters();
+  const LayerNormOptions& options() const { return options_; }
+
+  Parameter weight;   ///< "weight" (or "a_2"), shape normalized_shape; undefined without affine
+  Parameter bias;     ///< "bias" (or "b_2"), shape normalized_shape; undefined without affine
+
+  std::string type_name() const override { return "LayerNorm"; }
+  /// "(512,), eps=1e-05, elementwise_affine=True", plus ", variant=annotated" for the tutorial's.
+  void extra_repr(std::ostream& os) const override;
+
+ private:
+  LayerNormOptions options_;
+};
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,44 @@
+// include/tapegrad/ops/kl_div.hpp
+//
+// The Kullback-Leibler divergence loss with the semantics of PyTorch's F.kl_div / nn.KLDivLoss:
+// `input` holds LOG-probabilities, `target` probabilities (or log-probabilities with log_target),
+//
+//     loss = xlogy(t, t) - t * x        (xlogy(0, 0) = 0: a zero target costs nothing)
+//     loss = exp(t) * (t - x)           with log_target
+//
+// then reduced. The Annotated Transformer's LabelSmoothing compares the model's log_softmax with a
+// smoothed one-hot distribution through it (reduction "sum"). The target is data: no gradient
+// flows to it (the tutorial detaches it too).
+#pragma once
+
+#include <string>
+
+#include "tapegrad/tensor.hpp"
+
+namespace tapegrad {
+
+class KLDivOptions {
+ public:
+  /// "mean" (over every element, PyTorch's default), "batchmean" (sum / input.size(0), the
+  /// mathematically correct KL per sample), "sum" or "none" (one loss per element).
+  KLDivOptions& reduction(std::string v) { reduction_ = std::move(v); return *this; }
+  const std::string& reduction() const { return reduction_; }
+  /// Whether target holds log-probabilities.
+  KLDivOptions& log_target(bool v) { log_target_ = v; return *this; }
+  bool log_target() const { return log_target_; }
+
+ private:
+  std::string reduction_ = "mean";
+  bool log_target_ = false;
+};
+
+namespace ops {
+
+/// input and target of the same shape -> a scalar (or input's shape with "none").
+/// dinput = -t * g (or -exp(t) * g with log_target), g the incoming gradient after the reduction.
+/// Throws ShapeError for different shapes (or "batchmean" on a scalar), ValueError for an
+/// unknown reduction.
+Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& options = {});
+
+}  // namespace ops
+}  // namespace tapegrad

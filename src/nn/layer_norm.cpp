@@ -1,0 +1,58 @@
+// src/nn/layer_norm.cpp: the LayerNorm module, a thin shell around ops::layer_norm.
+#include "tapegrad/nn/layer_norm.hpp"
+
+#include <cmath>
+#include <ostream>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::nn {
+
+namespace {
+LayerNormOptions validated(LayerNormOptions o) {
+  check<ValueError>(!o.normalized_shape().empty(), "LayerNorm: expected at least one dimension in normalized_shape, "
+                    "got none");
+  for (std::int64_t n : o.normalized_shape())
+    check<ValueError>(n >= 0, "LayerNorm: expected non-negative sizes in normalized_shape, got ", n);
+  check<ValueError>(o.eps() >= 0.0, "LayerNorm: expected eps >= 0, got ", o.eps());
+  return o;
+}
+}  // namespace
+
+LayerNorm::LayerNorm(LayerNormOptions options) : options_(validated(std::move(options))) {
+  if (!options_.elementwise_affine()) return;
+  Shape shape;
+  for (std::int64_t n : options_.normalized_shape()) shape.push_back(static_cast<std::size_t>(n));
+  // The tutorial's own LayerNorm calls its parameters a_2 and b_2; keeping its names lets a
+  // checkpoint of the tutorial's model load here without renaming keys.
+  const bool annotated = options_.variant() == LayerNormVariant::annotated;
+  weight = register_parameter(annotated ? "a_2" : "weight", Parameter(Array::from_shape(shape)));
+  bias = register_parameter(annotated ? "b_2" : "bias", Parameter(Array::from_shape(shape)));
+  reset_parameters();
+}
+
+LayerNorm::LayerNorm(std::int64_t features) : LayerNorm(LayerNormOptions({features})) {}
+
+void LayerNorm::reset_parameters() {
+  if (!weight.defined()) return;
+  autograd::NoGradGuard no_grad;
+  std::fill(weight.mutable_data().begin(), weight.mutable_data().end(), 1.0f);
+  std::fill(bias.mutable_data().begin(), bias.mutable_data().end(), 0.0f);
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::layer_norm(x, options_.normalized_shape(), weight, bias,
+                         LayerNormFuncOptions().eps(options_.eps()).variant(options_.variant()));
+}
+
+void LayerNorm::extra_repr(std::ostream& os) const {
+  os << '(';
+  for (std::size_t i = 0; i < options_.normalized_shape().size(); ++i)
+    os << (i ? ", " : "") << options_.normalized_shape()[i];
+  os << (options_.normalized_shape().size() == 1 ? ",)" : ")") << ", eps=" << py_float(options_.eps())
+     << ", elementwise_affine=" << (options_.elementwise_affine() ? "True" : "False");
+  if (options_.variant() == LayerNormVariant::annotated) os << ", variant=annotated";
+}
+
+}  // namespace tapegrad::nn
