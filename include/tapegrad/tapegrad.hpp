@@ -3,6 +3,7 @@
 
 #include "tapegrad/errors.hpp"
 #include "tapegrad/memory.hpp"
+#include "tapegrad/threads.hpp"
 #include "tapegrad/tensor.hpp"
 #include "tapegrad/row_sparse.hpp"
 #include "tapegrad/parameter.hpp"

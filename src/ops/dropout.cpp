@@ -12,31 +12,45 @@
 #include <cmath>
 #include <memory>
 
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
+constexpr std::size_t kGrain = std::size_t{1} << 16;   // elements worth a thread in these loops
+
 // y[i] = x[i] * (keep[i] ? scale : 0): the mask applied. Operands in registers and separate
 // in-place / out-of-place loops, so that both vectorise (x == y would defeat the alias check).
 void apply_mask(const float* x, const std::uint8_t* keep, float scale, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * (keep[i] ? scale : 0.0f);
+  detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) y[i] = x[i] * (keep[i] ? scale : 0.0f);
+  });
 }
 void apply_mask_(float* y, const std::uint8_t* keep, float scale, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = y[i] * (keep[i] ? scale : 0.0f);
+  detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) y[i] = y[i] * (keep[i] ? scale : 0.0f);
+  });
 }
 
 // y[b, i] = x[b, i] + rows[i]   for b < B, i < n (one (L, D) slice)
 void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
-  for (std::size_t b = 0; b < B; ++b, x += n, y += n)
-    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] + rows[i];
+  detail::parallel_for(B * n, kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last;) {          // [first, last) in pieces that stay in one slice
+      const std::size_t r = i % n, len = std::min(n - r, last - i);
+      for (std::size_t j = 0; j < len; ++j) y[i + j] = x[i + j] + rows[r + j];
+      i += len;
+    }
+  });
 }
 
 // y[i] = (x[i] + rows[i]) * (keep[i] ? scale : 0)   for one (L, D) slice of n elements.
 // The unfused form is z = x + rows (rounded to float), then dropout(z): the same two roundings.
 void add_rows_apply_mask(const float* x, const float* rows, const std::uint8_t* keep, float scale, float* y,
                          std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = (x[i] + rows[i]) * (keep[i] ? scale : 0.0f);
+  detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) y[i] = (x[i] + rows[i]) * (keep[i] ? scale : 0.0f);
+  });
 }
 
 // The mask of SPEC 2.7 for n elements: u24 >= p, one draw each, row-major; p == 1 keeps nothing
