@@ -3,8 +3,8 @@
 // What every W1-W5 program shares (BENCHMARKS.md): a monotonic clock, warm-up then counted runs,
 // and one machine-readable line per figure in the shape the PyTorch peer prints:
 //     W1-S threads=1 median_ms=0.1234 min_ms=... max_ms=... n=20 warmup=5 ...
-// Threads: OMP_NUM_THREADS / OPENBLAS_NUM_THREADS are read by the runtimes at start-up; the
-// `--threads N` argument of each program sets both before anything else runs.
+// Threads: `--threads N` sets tapegrad's pool (threads.hpp) to N before anything else runs;
+// bench/compare also sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to N, as for the peer.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <tapegrad/threads.hpp>
 
 namespace bench {
 
@@ -31,7 +33,7 @@ inline Stats stats(std::vector<double> t) {
   return {median, t.front(), t.back()};
 }
 
-/// Parses "--threads N" (default 1) and "--only NAME[,NAME]", and sets the thread variables.
+/// Parses "--threads N" (default 1) and "--only NAME[,NAME]", and sets tapegrad's thread count.
 struct Args {
   int threads = 1;
   std::string only;
@@ -57,6 +59,7 @@ inline Args parse_args(int argc, char** argv) {
     std::fprintf(stderr, "--threads: expected a positive number, got %d\n", a.threads);
     std::exit(2);
   }
+  tapegrad::set_num_threads(a.threads);
   return a;
 }
 

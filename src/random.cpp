@@ -1,15 +1,77 @@
 // src/random.cpp: the portable Generator of SPEC 2.1.4 and the arrays drawn from it.
 #include "tapegrad/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <sstream>
 
 namespace tapegrad {
 
+// ---- mt19937_64 ([rand.eng.mers]: w = 64, n = 312, m = 156, r = 31) ----------------------------
+
+void Mt19937_64::seed_engine(std::uint64_t seed) {
+  state_[0] = seed;
+  for (std::size_t i = 1; i < state_size; ++i) {
+    const std::uint64_t prev = state_[i - 1];
+    state_[i] = 6364136223846793005ULL * (prev ^ (prev >> 62)) + i;
+  }
+  index_ = state_size;
+}
+
+void Mt19937_64::twist() {
+  // x[i] = x[i + m] ^ (y >> 1) ^ (y odd ? a : 0),  y = upper 33 bits of x[i] | lower 31 of x[i + 1]
+  // (indices mod n). The three loops are the recurrence split where i + m and i + 1 wrap; each is
+  // free of dependences within 156 words, so the compiler vectorises them.
+  constexpr std::size_t n = state_size, m = 156;
+  constexpr std::uint64_t upper = ~0ULL << 31, lower = ~upper, a = 0xB5026F5AA96619E9ULL;
+  std::uint64_t* x = state_;
+  auto mix = [](std::uint64_t hi, std::uint64_t lo) {
+    const std::uint64_t y = (hi & upper) | (lo & lower);
+    return (y >> 1) ^ ((0 - (y & 1)) & a);
+  };
+  for (std::size_t i = 0; i < n - m; ++i) x[i] = x[i + m] ^ mix(x[i], x[i + 1]);
+  for (std::size_t i = n - m; i < n - 1; ++i) x[i] = x[i + m - n] ^ mix(x[i], x[i + 1]);
+  x[n - 1] = x[m - 1] ^ mix(x[n - 1], x[0]);
+  index_ = 0;
+}
+
+void Mt19937_64::fill_keep_mask(std::uint8_t* keep, std::size_t n, std::uint64_t threshold) {
+  while (n > 0) {
+    if (index_ >= state_size) twist();
+    const std::size_t k = std::min(n, state_size - index_);
+    const std::uint64_t* x = state_ + index_;
+    for (std::size_t j = 0; j < k; ++j) keep[j] = (temper(x[j]) >> 40) >= threshold;   // vectorised
+    index_ += k;
+    keep += k;
+    n -= k;
+  }
+}
+
+std::string Mt19937_64::text() const {
+  std::ostringstream os;
+  for (std::uint64_t word : state_) os << word << ' ';
+  os << index_;
+  return os.str();
+}
+
+bool Mt19937_64::set_text(const std::string& text) {
+  std::istringstream is(text);
+  std::uint64_t words[state_size];
+  std::size_t index = 0;
+  for (std::uint64_t& w : words) is >> w;
+  is >> index;
+  if (is.fail() || index > state_size) return false;
+  std::copy(words, words + state_size, state_);
+  index_ = index;
+  return true;
+}
+
+// ---- Generator -------------------------------------------------------------------------------------
+
 void Generator::manual_seed(std::uint64_t seed) {
   seed_ = seed;
-  engine_.seed(seed);
+  engine_.seed_engine(seed);
   has_spare_ = false;
   spare_ = 0.0;
 }
@@ -39,10 +101,16 @@ std::int64_t Generator::randint(std::int64_t low, std::int64_t high) {
   return low + static_cast<std::int64_t>(r % span);
 }
 
+void Generator::keep_mask(std::uint8_t* keep, std::size_t n, double p) {
+  check<ValueError>(p >= 0.0 && p <= 1.0, "Generator::keep_mask: expected p in [0, 1], got ", p);
+  // u24 * 2^-24 >= p  <=>  u24 >= p * 2^24 (exact: a power-of-two scale)  <=>  u24 >= ceil(p * 2^24)
+  engine_.fill_keep_mask(keep, n, static_cast<std::uint64_t>(std::ceil(p * 0x1.0p24)));
+}
+
 std::string Generator::state() const {
   std::ostringstream os;
   os.precision(17);
-  os << seed_ << ' ' << has_spare_ << ' ' << std::hexfloat << spare_ << std::defaultfloat << ' ' << engine_;
+  os << seed_ << ' ' << has_spare_ << ' ' << std::hexfloat << spare_ << std::defaultfloat << ' ' << engine_.text();
   return os.str();
 }
 
@@ -50,10 +118,11 @@ void Generator::set_state(const std::string& state) {
   std::istringstream is(state);
   std::uint64_t seed = 0;
   bool has_spare = false;
-  std::string spare_text;
-  std::mt19937_64 engine;
-  is >> seed >> has_spare >> spare_text >> engine;
-  if (is.fail())
+  std::string spare_text, engine_text;
+  is >> seed >> has_spare >> spare_text;
+  std::getline(is, engine_text);
+  Mt19937_64 engine;
+  if (is.fail() || !engine.set_text(engine_text))
     fail<ValueError>("Generator::set_state: expected text from Generator::state(), got '",
                      state.substr(0, 40), state.size() > 40 ? "...'" : "'");
   seed_ = seed;

@@ -10,6 +10,7 @@
 #include <xtensor/xio.hpp>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/memory.hpp"
 #include "tensor_impl.hpp"
 
 namespace tapegrad {
@@ -23,6 +24,8 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 
 Tensor::Tensor(Array data, bool requires_grad)
     : impl_(std::make_shared<TensorImpl>()) {
+  static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
+  (void)policy_applied;
   impl_->storage = std::make_shared<Storage>(Storage{std::move(data), 0});
   impl_->requires_grad = requires_grad;
 }

@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
 
 #include <tapegrad/tapegrad.hpp>
 
@@ -56,4 +59,49 @@ TEST_CASE("randint covers low to high-1 and rejects an empty range") {
   CHECK_THROWS_WITH_AS(g.randint(3, 3), doctest::Contains("expected low < high"), ValueError);
 }
 
+
+TEST_CASE("Mt19937_64 is std::mt19937_64 bit for bit: outputs and state text") {
+  for (std::uint64_t seed : {0ULL, 1ULL, 42ULL, 5489ULL, ~0ULL}) {
+    Mt19937_64 ours(seed);
+    std::mt19937_64 reference(seed);
+    bool same = true;
+    for (int i = 0; i < 100000 && same; ++i) same = ours() == reference();
+    CHECK_MESSAGE(same, "seed ", seed);
+    std::ostringstream text;
+    text << reference;
+    CHECK(ours.text() == text.str());
+  }
+}
+
+TEST_CASE("a text state of std::mt19937_64 continues the same stream in Mt19937_64") {
+  std::mt19937_64 reference(9);
+  for (int i = 0; i < 1000; ++i) reference();
+  std::ostringstream text;
+  text << reference;
+  Mt19937_64 ours(0);
+  CHECK(ours.set_text(text.str()));
+  for (int i = 0; i < 1000; ++i) CHECK(ours() == reference());
+  CHECK_FALSE(ours.set_text("1 2 3"));
+  CHECK_FALSE(ours.set_text(text.str().substr(0, text.str().rfind(' ')) + " 313"));   // index past the state
+}
+
+TEST_CASE("keep_mask gives what one uniform_float() >= p per element gives, and leaves the stream in step") {
+  // lengths that start and end inside a 312-word block and span several blocks; p at the edges
+  for (double p : {0.0, 0x1.0p-30, 0.1, 0.5, 1.0 - 0x1.0p-24, 1.0 - 0x1.0p-25, 1.0}) {
+    Generator fast(11), slow(11);
+    fast.uniform_float();                 // start mid-block
+    slow.uniform_float();
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{311}, std::size_t{312}, std::size_t{1000},
+                          std::size_t{5000}}) {
+      std::vector<std::uint8_t> keep(n, 7), expected(n);
+      fast.keep_mask(keep.data(), n, p);
+      for (std::size_t i = 0; i < n; ++i) expected[i] = double(slow.uniform_float()) >= p;
+      CHECK_MESSAGE(keep == expected, "p = ", p, ", n = ", n);
+    }
+    CHECK(fast.next_u64() == slow.next_u64());
+  }
+  Generator g(0);
+  std::uint8_t keep[4];
+  CHECK_THROWS_WITH_AS(g.keep_mask(keep, 4, 1.5), doctest::Contains("expected p in [0, 1], got 1.5"), ValueError);
+}
 }  // TEST_SUITE

@@ -2,6 +2,8 @@
 #pragma once
 
 #include "tapegrad/errors.hpp"
+#include "tapegrad/memory.hpp"
+#include "tapegrad/threads.hpp"
 #include "tapegrad/tensor.hpp"
 #include "tapegrad/row_sparse.hpp"
 #include "tapegrad/parameter.hpp"
@@ -50,6 +52,7 @@
 #include "tapegrad/nn/greedy_decode.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/io/npy.hpp"
+#include "tapegrad/io/checkpoint.hpp"
 #include "tapegrad/optim/optimizer.hpp"
 #include "tapegrad/optim/sgd.hpp"
 #include "tapegrad/optim/adam.hpp"

@@ -11,10 +11,13 @@
 #include "tapegrad/autograd/tape.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../tensor_impl.hpp"
 
@@ -165,10 +168,10 @@ std::ostream& operator<<(std::ostream& os, const Tape& tape) {
   os << "tape: " << tape.size() << (tape.size() == 1 ? " entry" : " entries")
      << " (backward replays them bottom-up; * = requires grad)\n";
   if (tape.empty()) return os;
-  os << std::left << std::setw(5) << "#" << std::setw(16) << "op" << std::setw(18) << "module" << std::setw(34)
-     << "inputs" << std::setw(16) << "output"
-     << "saved\n";
+  // One row of cells per entry; each column is as wide as its longest cell plus two spaces (at
+  // least its usual width), so long op names and module paths never run into the next column.
   const auto& entries = tape.entries();
+  std::vector<std::array<std::string, 6>> rows{{"#", "op", "module", "inputs", "output", "saved"}};
   for (std::size_t k = 0; k < entries.size(); ++k) {
     const TapeEntry& e = entries[k];
     std::ostringstream saved;
@@ -177,9 +180,15 @@ std::ostream& operator<<(std::ostream& os, const Tape& tape) {
       saved << (i ? ", " : "") << (t.name().empty() ? str(t.shape()) : "'" + t.name() + "'") << " v"
             << e.saved[i].version;
     }
-    os << std::left << std::setw(5) << k << std::setw(16) << e.op << std::setw(18)
-       << (e.module.empty() ? "-" : e.module) << std::setw(34) << input_shapes(e) << std::setw(16)
-       << str(e.output.shape()) << (e.saved.empty() ? "-" : saved.str()) << '\n';
+    rows.push_back({std::to_string(k), e.op, e.module.empty() ? "-" : e.module, input_shapes(e),
+                    str(e.output.shape()), e.saved.empty() ? "-" : saved.str()});
+  }
+  std::array<std::size_t, 5> width{5, 16, 18, 34, 16};
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < width.size(); ++c) width[c] = std::max(width[c], row[c].size() + 2);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < width.size(); ++c) os << std::left << std::setw(int(width[c])) << row[c];
+    os << row[5] << '\n';
   }
   return os;
 }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -26,6 +27,8 @@
 #include <set>
 
 #include <nlohmann/json.hpp>
+
+#include "json_text.hpp"
 
 namespace tapegrad::io {
 
@@ -688,5 +691,162 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
 SafetensorsFile load_safetensors(const std::string& path) {
   return parse_safetensors(read_file(path, "load_safetensors"), path);
 }
+
+// ---- the JSON texts of optimizer and scheduler checkpoints (src/io/json_text.hpp) ---------------
+//
+// Kept here so that nlohmann/json stays in one file. The readers get text from a hostile file:
+// nesting is bounded (nlohmann's parser recurses) and every value's type is checked before use.
+
+namespace json_text {
+namespace {
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+// JSON has no NaN or infinities; nlohmann would write them as null, which reads back as nothing.
+ordered_json number_to_json(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  return x;                                        // shortest text that reads back as x
+}
+
+std::optional<double> number_from_json(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+template <class... Parts>
+[[noreturn]] void invalid(const std::string& where, const Parts&... parts) {
+  std::ostringstream os;
+  os.precision(10);
+  os << where << ": InvalidCheckpoint: ";
+  (detail::append(os, parts), ...);
+  throw CheckpointError(os.str(), "InvalidCheckpoint");
+}
+
+// Parses `text`, refusing nesting deeper than `max_depth` containers.
+json parse_bounded(std::string_view text, int max_depth, const std::string& where, const char* what) {
+  const json::parser_callback_t bound = [max_depth](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= max_depth)
+      throw TooDeep{};
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), bound);
+  } catch (const TooDeep&) {
+    invalid(where, "expected ", what, " nested at most ", max_depth, " deep, got deeper nesting");
+  } catch (const json::exception& e) {
+    std::string why = e.what();
+    if (const auto at = why.find("] "); at != std::string::npos) why = why.substr(at + 2);
+    invalid(where, "expected ", what, " as JSON text, got text that is not JSON (", why, ")");
+  }
+}
+}  // namespace
+
+std::string param_groups_to_json(const std::vector<optim::ParamGroupState>& groups) {
+  ordered_json out = ordered_json::array();
+  for (const optim::ParamGroupState& g : groups) {
+    ordered_json entry = ordered_json::object();
+    for (const auto& [key, value] : g.options) {
+      if (const auto* x = std::get_if<double>(&value)) {
+        entry[key] = number_to_json(*x);
+      } else if (const auto* flag = std::get_if<bool>(&value)) {
+        entry[key] = *flag;
+      } else {
+        ordered_json list = ordered_json::array();
+        for (double item : std::get<std::vector<double>>(value)) list.push_back(number_to_json(item));
+        entry[key] = std::move(list);
+      }
+    }
+    entry["params"] = ordered_json::array();
+    for (std::size_t id : g.params) entry["params"].push_back(static_cast<std::uint64_t>(id));
+    out.push_back(std::move(entry));
+  }
+  return out.dump();
+}
+
+std::vector<optim::ParamGroupState> param_groups_from_json(std::string_view text, const std::string& where) {
+  // [ {key: number | bool | [numbers], ..., "params": [ids]} ]: a list, objects, lists inside.
+  const json root = parse_bounded(text, 3, where, "param_groups");
+  if (!root.is_array())
+    invalid(where, "expected param_groups to be a JSON list of groups, got a ", root.type_name());
+  std::vector<optim::ParamGroupState> groups;
+  for (std::size_t g = 0; g < root.size(); ++g) {
+    const json& entry = root[g];
+    if (!entry.is_object())
+      invalid(where, "expected param_groups[", g, "] to be a JSON object, got a ", entry.type_name());
+    optim::ParamGroupState group;
+    bool has_params = false;
+    for (const auto& [key, value] : entry.items()) {
+      if (key == "params") {
+        if (!value.is_array() ||
+            !std::all_of(value.begin(), value.end(), [](const json& id) { return id.is_number_unsigned(); }))
+          invalid(where, "expected param_groups[", g, "].params to be a list of parameter ids (integers >= 0), got ",
+                  excerpt(value));
+        for (const json& id : value) group.params.push_back(id.get<std::uint64_t>());
+        has_params = true;
+      } else if (value.is_boolean()) {
+        group.options[key] = value.get<bool>();
+      } else if (const auto x = number_from_json(value)) {
+        group.options[key] = *x;
+      } else if (value.is_array()) {
+        std::vector<double> list;
+        for (const json& item : value) {
+          const auto y = number_from_json(item);
+          if (!y)
+            invalid(where, "expected param_groups[", g, "].", key, " to be a list of numbers, got ", excerpt(value));
+          list.push_back(*y);
+        }
+        group.options[key] = std::move(list);
+      } else {
+        invalid(where, "expected param_groups[", g, "].", key, " to be a number, true/false or a list of numbers, got ",
+                excerpt(value));
+      }
+    }
+    if (!has_params) invalid(where, "expected param_groups[", g, "] to have \"params\", got none");
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+std::string lambda_lr_to_json(const optim::LambdaLRState& state) {
+  ordered_json out = ordered_json::object();
+  out["base_lrs"] = ordered_json::array();
+  for (double x : state.base_lrs) out["base_lrs"].push_back(number_to_json(x));
+  out["last_epoch"] = state.last_epoch;
+  return out.dump();
+}
+
+optim::LambdaLRState lambda_lr_from_json(std::string_view text, const std::string& where) {
+  // {"base_lrs": [numbers], "last_epoch": integer}; other keys (PyTorch's "_step_count",
+  // "_last_lr", ...) are not state tapegrad needs, and are ignored.
+  const json root = parse_bounded(text, 3, where, "lr_scheduler");
+  if (!root.is_object())
+    invalid(where, "expected lr_scheduler to be a JSON object, got a ", root.type_name());
+  const auto epoch = root.find("last_epoch"), base = root.find("base_lrs");
+  if (epoch == root.end() || !epoch->is_number_integer() ||
+      (epoch->is_number_unsigned() && epoch->get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
+    invalid(where, "expected lr_scheduler.last_epoch to be a 64-bit integer, got ",
+            epoch == root.end() ? std::string("none") : excerpt(*epoch));
+  if (base == root.end() || !base->is_array())
+    invalid(where, "expected lr_scheduler.base_lrs to be a list of numbers, got ",
+            base == root.end() ? std::string("none") : excerpt(*base));
+  optim::LambdaLRState state;
+  state.last_epoch = epoch->get<std::int64_t>();
+  for (const json& item : *base) {
+    const auto x = number_from_json(item);
+    if (!x) invalid(where, "expected lr_scheduler.base_lrs to be a list of numbers, got ", excerpt(*base));
+    state.base_lrs.push_back(*x);
+  }
+  return state;
+}
+
+}  // namespace json_text
 
 }  // namespace tapegrad::io

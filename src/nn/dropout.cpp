@@ -10,7 +10,9 @@
 namespace tapegrad::nn {
 
 Dropout::Dropout(DropoutOptions options, std::shared_ptr<Generator> generator)
-    : options_(options), generator_(generator ? std::move(generator) : default_generator()) {
+    : options_(options),
+      generator_(generator ? std::move(generator) : default_generator()),
+      mask_(std::make_shared<const xt::xarray<std::uint8_t>>(xt::xarray<std::uint8_t>::from_shape({0}))) {
   ops::check_dropout_probability(options_.p());
 }
 
@@ -19,7 +21,15 @@ Dropout::Dropout(double p, std::shared_ptr<Generator> generator)
 
 Tensor Dropout::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
-  return ops::dropout(x, options_.p(), is_training(), *generator_, options_.inplace(), &mask_);
+  xt::xarray<std::uint8_t> drawn = xt::xarray<std::uint8_t>::from_shape({0});   // left empty if no draw
+  Tensor y = ops::dropout(x, options_.p(), is_training(), *generator_, options_.inplace(), &drawn);
+  if (drawn.size() != 0) mask_ = std::make_shared<const xt::xarray<std::uint8_t>>(std::move(drawn));
+  return y;
+}
+
+Tensor Dropout::forward_added(const Tensor& x, const Array& rows) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::add_rows_dropout(x, rows, options_.p(), is_training(), *generator_, &mask_);
 }
 
 void Dropout::extra_repr(std::ostream& os) const {

@@ -26,23 +26,6 @@ void check_sizes(const char* where, std::int64_t d_model, std::int64_t max_len) 
   check<ValueError>(max_len > 0, where, ": expected max_len > 0, got ", max_len);
 }
 
-// y[b, l, :] = x[b, l, :] + pe[0, l, :]        dx = dy        (no gradient for pe)
-// One pass over x; the table rows are read in place instead of being sliced and broadcast.
-Tensor add_table_rows(const Tensor& x, const Buffer& pe) {
-  const std::size_t B = x.shape()[0], L = x.shape()[1], D = x.shape()[2];
-  Array out = Array::from_shape(x.shape());
-  const float* px = x.data().data();
-  const float* table = pe.data().data();
-  float* py = out.data();
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t i = 0, n = L * D; i < n; ++i) py[b * n + i] = px[b * n + i] + table[i];
-  Tensor y(std::move(out));
-  autograd::record("add_positional_encoding", y, {x}, {}, [x](const Array& dy) {
-    x.accumulate_grad(dy, "add_positional_encoding");
-  });
-  return y;
-}
-
 std::string bits(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, sizeof u);
@@ -91,7 +74,9 @@ Tensor PositionalEncoding::forward(const Tensor& x) {
     fail<ShapeError>("The size of tensor a (", L, ") must match the size of tensor b (", max_len,
                      ") at non-singleton dimension 1 | ", context(), ": expected sequence length <= max_len ",
                      max_len, ", got ", L, "; raise max_len");
-  return dropout->forward(add_table_rows(x, pe));
+  // dropout(x + pe[:, :L]) in one pass (Dropout::forward_added): the table's rows are read in
+  // place instead of being sliced and broadcast, and the sum is never stored.
+  return dropout->forward_added(x, pe.data());
 }
 
 void PositionalEncoding::verify() const {

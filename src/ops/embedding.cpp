@@ -5,6 +5,9 @@
 // Backward never reads weight, so nothing is saved: the closure keeps the ids (and the
 // options) alive. Everything a user can get wrong is checked before the weight is touched;
 // the max_norm renorm is the one in-place write, and it bumps weight's version.
+// Threads (threads.hpp): the gather splits positions; the dense scatter splits the gradient's
+// rows, each thread walking all positions in order and adding only the ids in its range, so
+// every row receives its contributions in position order whatever the thread count.
 #include "tapegrad/ops/embedding.hpp"
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -111,6 +115,9 @@ std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
   return pad;
 }
 
+// Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
+std::size_t rows_per_thread(std::size_t dim) { return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1)); }
+
 // out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
 Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   const std::size_t dim = weight.shape()[1], n = ids.size();
@@ -120,15 +127,18 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   const float* w = weight.data();
   const std::int64_t* id = ids.data();
   float* y = out.data();
-  for (std::size_t p = 0; p < n; ++p, y += dim) {     // one contiguous row per id
-    const float* row = w + static_cast<std::size_t>(id[p]) * dim;
-    if (c == nullptr) {
-      std::memcpy(y, row, dim * sizeof(float));
-    } else {
-      const float s = *c;
-      for (std::size_t j = 0; j < dim; ++j) y[j] = row[j] * s;
+  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    for (std::size_t p = first; p < last; ++p) {      // one contiguous row per id
+      const float* row = w + static_cast<std::size_t>(id[p]) * dim;
+      float* dst = y + p * dim;
+      if (c == nullptr) {
+        std::memcpy(dst, row, dim * sizeof(float));
+      } else {
+        const float s = *c;
+        for (std::size_t j = 0; j < dim; ++j) dst[j] = row[j] * s;
+      }
     }
-  }
+  });
   return out;
 }
 
@@ -148,20 +158,25 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
     for (std::size_t k = 0; k < num; ++k) inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
   }
   Array dweight = Array::from_shape(weight_shape);
-  std::fill(dweight.begin(), dweight.end(), 0.0f);
   float* dw = dweight.data();
   const float* g = dy.data();
-  for (std::size_t p = 0; p < n; ++p, g += dim) {
-    if (pad && id[p] == *pad) continue;
-    const auto k = static_cast<std::size_t>(id[p]);
-    float* row = dw + k * dim;
-    if (!by_freq && c == nullptr) {
-      for (std::size_t j = 0; j < dim; ++j) row[j] += g[j];
-    } else {
-      const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
-      for (std::size_t j = 0; j < dim; ++j) row[j] += f * (g[j] * s);
+  // Each thread owns the gradient rows [lo, hi): zero-fills them, then adds the positions whose id
+  // falls in the range, in position order.
+  detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
+    std::fill(dw + lo * dim, dw + hi * dim, 0.0f);
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto k = static_cast<std::size_t>(id[p]);
+      if (k < lo || k >= hi || (pad && id[p] == *pad)) continue;
+      float* row = dw + k * dim;
+      const float* gp = g + p * dim;
+      if (!by_freq && c == nullptr) {
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
+      } else {
+        const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
+        for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * s);
+      }
     }
-  }
+  });
   return dweight;
 }
 
@@ -171,25 +186,29 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
                               std::optional<std::int64_t> pad, const float* c) {
   const std::size_t dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
-  std::size_t kept = 0;
-  for (std::size_t p = 0; p < n; ++p) kept += !(pad && id[p] == *pad);
+  std::vector<std::size_t> from;                      // from[r]: the position of kept row r
+  from.reserve(n);
+  for (std::size_t p = 0; p < n; ++p)
+    if (!(pad && id[p] == *pad)) from.push_back(p);
+  const std::size_t kept = from.size();
   RowSparseGrad g;
   g.dense_shape = weight_shape;
   g.indices = IndexArray::from_shape({kept});
   g.values = Array::from_shape({kept, dim});
-  std::size_t r = 0;
-  for (std::size_t p = 0; p < n; ++p) {
-    if (pad && id[p] == *pad) continue;
-    g.indices.data()[r] = id[p];
-    const float* src = dy.data() + p * dim;
-    float* dst = g.values.data() + r * dim;
-    if (c == nullptr) {
-      std::memcpy(dst, src, dim * sizeof(float));
-    } else {
-      for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * *c;
+  for (std::size_t r = 0; r < kept; ++r) g.indices.data()[r] = id[from[r]];
+  float* values = g.values.data();
+  detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) {
+      const float* src = dy.data() + from[r] * dim;
+      float* dst = values + r * dim;
+      if (c == nullptr) {
+        std::memcpy(dst, src, dim * sizeof(float));
+      } else {
+        const float s = *c;
+        for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * s;
+      }
     }
-    ++r;
-  }
+  });
   return g;
 }
 

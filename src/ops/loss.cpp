@@ -10,6 +10,8 @@
 //   backward: dx[i, j] = (exp((x[i, j] - m_i) - log_s_i) - [j == t_i]) * g_i   for kept rows,
 //             0 for ignored rows; g_i = dL / count ("mean"), dL ("sum") or dL[i] ("none").
 // Only (m_i, log_s_i) per row is kept for backward, with the logits themselves.
+// Threads (threads.hpp): rows are independent and split over the threads; the losses are then
+// summed on one thread in row order, so the result does not depend on the thread count.
 #include "tapegrad/ops/loss.hpp"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -55,26 +58,30 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
   }
 
   std::vector<RowStats> stats(N);
+  std::vector<float> row_loss(N, 0.0f);                // 0 for ignored rows
+  const float* x = logits.data().data();
+  const std::size_t grain = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(C, 1));   // exp() is the cost
+  detail::parallel_for(N, grain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const std::int64_t t = target.data()[i];
+      if (t == ignore) continue;
+      const float* row = x + i * C;
+      float m = row[0];
+      for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);   // keeps exp() from overflowing
+      double sum = 0.0;
+      for (std::size_t j = 0; j < C; ++j) sum += std::exp(row[j] - m);
+      const auto log_sum = static_cast<float>(std::log(sum));
+      stats[i] = {m, log_sum};
+      row_loss[i] = -((row[t] - m) - log_sum);
+    }
+  });
   Array losses = Array::from_shape(reduction == Reduction::none ? Shape{N} : Shape{});
   double total = 0.0;
   std::size_t count = 0;
-  const float* x = logits.data().data();
-  for (std::size_t i = 0; i < N; ++i) {
-    const std::int64_t t = target.data()[i];
-    if (t == ignore) {
-      if (reduction == Reduction::none) losses.data()[i] = 0.0f;
-      continue;
-    }
-    const float* row = x + i * C;
-    float m = row[0];
-    for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);   // keeps exp() from overflowing
-    double sum = 0.0;
-    for (std::size_t j = 0; j < C; ++j) sum += std::exp(row[j] - m);
-    const auto log_sum = static_cast<float>(std::log(sum));
-    stats[i] = {m, log_sum};
-    const float loss = -((row[t] - m) - log_sum);
-    if (reduction == Reduction::none) losses.data()[i] = loss;
-    total += loss;
+  for (std::size_t i = 0; i < N; ++i) {                // in row order, on one thread
+    if (reduction == Reduction::none) losses.data()[i] = row_loss[i];
+    if (target.data()[i] == ignore) continue;
+    total += row_loss[i];
     ++count;
   }
   if (reduction == Reduction::mean)
@@ -90,19 +97,22 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
     float* out = dx.data();
     const float scale = reduction == Reduction::mean ? static_cast<float>(double(dy()) / double(count))
                         : reduction == Reduction::sum ? dy() : 0.0f;
-    for (std::size_t i = 0; i < n; ++i) {
-      float* drow = out + i * c;
-      const std::int64_t t = target.data()[i];
-      if (t == ignore) {
-        std::fill_n(drow, c, 0.0f);
-        continue;
+    const std::size_t rows_grain = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(c, 1));
+    detail::parallel_for(n, rows_grain, [&](std::size_t first, std::size_t last) {
+      for (std::size_t i = first; i < last; ++i) {
+        float* drow = out + i * c;
+        const std::int64_t t = target.data()[i];
+        if (t == ignore) {
+          std::fill_n(drow, c, 0.0f);
+          continue;
+        }
+        const float g = reduction == Reduction::none ? dy.data()[i] : scale;
+        const float* row = xs + i * c;
+        const RowStats st = stats[i];
+        for (std::size_t j = 0; j < c; ++j) drow[j] = std::exp((row[j] - st.max) - st.log_sum) * g;   // softmax * g
+        drow[t] -= g;                                                                                   // - onehot * g
       }
-      const float g = reduction == Reduction::none ? dy.data()[i] : scale;
-      const float* row = xs + i * c;
-      const RowStats st = stats[i];
-      for (std::size_t j = 0; j < c; ++j) drow[j] = std::exp((row[j] - st.max) - st.log_sum) * g;   // softmax * g
-      drow[t] -= g;                                                                                   // - onehot * g
-    }
+    });
     logits.accumulate_grad(std::move(dx), "cross_entropy");
   });
   return y;

@@ -9,6 +9,8 @@
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
 //   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
 // Backward reads the saved operands; a side that needs no gradient costs no work.
+// Threads (threads.hpp): each product is cut into blocks of rows (or of columns, when it is wider
+// than tall) and every thread of tapegrad's pool calls single-threaded sgemm on its block.
 #include "tapegrad/ops/matmul.hpp"
 
 #include <algorithm>
@@ -18,8 +20,9 @@
 
 #include <cblas.h>
 
-#include "tapegrad/autograd/tape.hpp"
+#include "../parallel.hpp"
 #include "gemm.hpp"
+#include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
 
@@ -35,8 +38,22 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
                         ldc <= INT_MAX,
                     "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(M),
-              int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
+  static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
+  (void)blas_single_threaded;
+  const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
+  // Split the longer side of C; a block is worth a thread from about a million multiply-adds.
+  const bool by_rows = M >= N;
+  const std::size_t other = by_rows ? N : M, grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
+  ::tapegrad::detail::parallel_for(by_rows ? M : N, grain, [&](std::size_t begin, std::size_t end) {
+    const int len = static_cast<int>(end - begin);
+    if (by_rows)          // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+      cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
+                  int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
+    else                  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
+      cblas_sgemm(CblasRowMajor, op_a, op_b, int(M), len, int(K), alpha, A, int(lda),
+                  trans_b ? B + begin * ldb : B + begin, int(ldb), beta, C + begin, int(ldc));
+  });
 }
 }  // namespace detail
 

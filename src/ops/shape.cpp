@@ -107,8 +107,9 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
                       IntList{shape}, " with ", known);
   }
   Tensor y(reshaped(a.data(), out_shape));
-  autograd::record("reshape", y, {a}, {}, [a](const Array& dy) {
-    a.accumulate_grad(reshaped(dy, a.shape()), "reshape");
+  autograd::record("reshape", y, {a}, {}, [a](Array& dy) {
+    dy.reshape(a.shape());                        // the same elements in the same order: no copy
+    a.accumulate_grad(std::move(dy), "reshape");
   });
   return y;
 }

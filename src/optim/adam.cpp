@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::optim {
@@ -40,11 +41,12 @@ struct AdamScalars {
 // m and v start at zero, so early averages are biased towards zero; dividing m by bc1 and v by bc2
 // (inside the sqrt) undoes that. eps is added AFTER the correction, PyTorch's placement: it keeps
 // the first step ≈ lr·sign(g) however small g is. vmax is nullptr unless amsgrad.
-void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* grad, float* m, float* v,
-                 float* vmax) {
+// Elements [begin, end) only: adam_update splits the parameter over the threads.
+void adam_update_range(const AdamScalars k, std::size_t begin, std::size_t end, float* theta, const float* grad,
+                       float* m, float* v, float* vmax) {
   // (−1)·grad is exactly −grad; a float factor, unlike a bool select, lets the loop vectorise.
   const float sign = k.maximize ? -1.0f : 1.0f;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     float g = sign * grad[i];
     if (k.l2 != 0.0f) g = g + k.l2 * theta[i];
     const float t = theta[i] * k.decay;
@@ -59,6 +61,15 @@ void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* 
     v[i] = vi;
     theta[i] = t + k.neg_step_size * mi / (std::sqrt(s) / k.sqrt_bc2 + k.eps);
   }
+}
+
+// One Adam step over n elements: bound by memory bandwidth (28 bytes per element), so split
+// over the threads in blocks of at least 64 Ki elements.
+void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* grad, float* m, float* v,
+                 float* vmax) {
+  detail::parallel_for(n, std::size_t{1} << 16, [&](std::size_t begin, std::size_t end) {
+    adam_update_range(k, begin, end, theta, grad, m, v, vmax);
+  });
 }
 
 // The scalars of step t of a parameter, from a group's options (double, then float once).

@@ -175,6 +175,29 @@ TEST_CASE("the tape prints as a table of what backward will replay") {
   loss.backward();
 }
 
+TEST_CASE("the printed tape's columns widen to fit long op names and module paths") {
+  autograd::tape().clear();
+  Tensor x(Array{1.f, 2.f}, true);
+  Tensor y(Array{2.f, 4.f});
+  {
+    autograd::ModuleScope scope("Block", "encoder.layers.0.self_attention");   // a 31-character path
+    autograd::record("an_op_with_a_long_name", y, {x}, {}, [x](Array& dy) { x.accumulate_grad(std::move(dy)); });
+  }
+  std::ostringstream os;
+  os << autograd::tape();
+  const std::string text = os.str();
+  const std::size_t op = text.find("an_op_with_a_long_name"), path = text.find("encoder.layers.0.self_attention");
+  REQUIRE(op != std::string::npos);
+  REQUIRE(path != std::string::npos);
+  // Each cell is followed by at least two spaces, and the cells line up with their headers.
+  CHECK(text.compare(op + 22, 2, "  ") == 0);
+  CHECK(text.compare(path + 31, 2, "  ") == 0);
+  const std::size_t header = text.find('\n') + 1, row = text.rfind('\n', op) + 1;
+  CHECK(text.find("module", header) - header == path - row);
+  CHECK(text.find("inputs", header) - header == text.find("(2,)*", row) - row);
+  autograd::tape().clear();
+}
+
 TEST_CASE("anomaly mode names the first op that produced a NaN or Inf") {
   autograd::tape().clear();
   Tensor x(Array{-1.f, 1.f}, true);

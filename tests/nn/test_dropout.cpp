@@ -127,4 +127,25 @@ TEST_CASE("inplace overwrites its input, and refuses a leaf that requires grad")
                                                           "in-place operation."),
                        AutogradError);
 }
+TEST_CASE("forward_added is forward(x + rows) bit for bit, with the same last_mask and gradient") {
+  const Tensor x1 = randn_tensor({4, 6, 8}, 21, true), x2 = randn_tensor({4, 6, 8}, 21, true);
+  const Array table = randn_tensor({1, 10, 8}, 22).data();
+  Array rows = Array::from_shape({6, 8});
+  std::copy_n(table.data(), rows.size(), rows.data());
+  Dropout fused(0.2, std::make_shared<Generator>(5)), plain(0.2, std::make_shared<Generator>(5));
+  const Array dy = randn_tensor({4, 6, 8}, 23).data();
+  const Tensor a = fused.forward_added(x1, table);
+  a.backward(dy);                                       // one graph at a time: backward clears the tape
+  const Tensor b = plain.forward(x2 + Tensor(rows));
+  b.backward(dy);
+  CHECK(bit_equal(a.data(), b.data()));
+  CHECK(fused.last_mask() == plain.last_mask());
+  CHECK(bit_equal(x1.grad(), x2.grad()));
+  fused.eval();
+  const auto mask_before = fused.last_mask();
+  CHECK(bit_equal(fused.forward_added(x1, table).data(), (x1 + Tensor(rows)).data()));
+  CHECK(fused.last_mask() == mask_before);              // no draw in eval mode
+  autograd::tape().clear();
+}
+
 }  // TEST_SUITE

@@ -264,4 +264,89 @@ TEST_CASE("a recorded dropout is one entry named dropout that saves nothing") {
   autograd::tape().clear();
 }
 
+// ---- add_rows_dropout: dropout(x + rows) fused, pinned bit for bit to the unfused ops ----------
+
+namespace {
+// The unfused reference: y = dropout(x + rows broadcast over B), gradients by backward(dy).
+struct Unfused {
+  Array y, dx;
+  Mask8 mask;
+};
+Unfused unfused_add_dropout(const Array& x_data, const Array& rows_LD, double p, bool training,
+                            std::uint64_t seed, const Array& dy) {
+  Tensor x(x_data, true);
+  Generator gen(seed);
+  Unfused u;
+  Tensor y = ops::dropout(x + Tensor(rows_LD), p, training, gen, false, &u.mask);
+  u.y = y.data();
+  y.backward(dy);
+  u.dx = x.grad();
+  return u;
+}
+}  // namespace
+
+TEST_CASE("add_rows_dropout equals dropout(x + rows) bit for bit: values, mask and gradient") {
+  const Shape s{3, 5, 8};
+  for (double p : {0.1, 0.5, 1.0}) {
+    const Array x_data = input(s, 30).data(), dy = input(s, 31).data();
+    const Array table = input({1, 9, 8}, 32).data();    // a (1, max_len, D) table with max_len > L
+    Array rows_LD = Array::from_shape({5, 8});
+    std::copy_n(table.data(), 40, rows_LD.data());
+    const Unfused want = unfused_add_dropout(x_data, rows_LD, p, true, 40, dy);
+
+    Tensor x(x_data, true);
+    Generator gen(40);
+    ops::SharedMask mask;
+    Tensor y = ops::add_rows_dropout(x, table, p, true, gen, &mask);
+    REQUIRE(autograd::tape().size() == 1);
+    CHECK(autograd::tape().entries()[0].op == "add_rows_dropout");
+    CHECK(bit_equal(y.data(), want.y));
+    REQUIRE(mask != nullptr);
+    CHECK(*mask == want.mask);
+    y.backward(dy);
+    CHECK(bit_equal(x.grad(), want.dx));
+    CHECK(autograd::tape().empty());
+    Generator replay(40);                               // the same number of draws as the unfused op
+    if (p < 1.0) ops::dropout(Tensor(x_data), p, true, replay);
+    CHECK(gen.next_u64() == replay.next_u64());
+  }
+}
+
+TEST_CASE("add_rows_dropout in eval mode or with p = 0 is x + rows, recorded as add_rows, with no draw") {
+  const Array x_data = input({2, 3, 4}, 33).data(), rows = input({3, 4}, 34).data();
+  for (bool training : {false, true}) {
+    Tensor x(x_data, true);
+    Generator gen(5);
+    ops::SharedMask mask;
+    Tensor y = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, gen, &mask);
+    CHECK(mask == nullptr);
+    CHECK(gen.next_u64() == Generator(5).next_u64());
+    CHECK(bit_equal(y.data(), (x + Tensor(rows)).data()));
+    REQUIRE(autograd::tape().size() >= 1);
+    CHECK(autograd::tape().entries()[0].op == "add_rows");
+    autograd::tape().clear();
+    Tensor z = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, gen);
+    ops::sum(z).backward();
+    CHECK(bit_equal(x.grad(), xt::ones<float>({2, 3, 4})));
+  }
+}
+
+TEST_CASE("add_rows_dropout refuses a bad p and shapes that do not fit, and records nothing under NoGradGuard") {
+  Generator gen(1);
+  const Tensor x = input({2, 3, 4}, 35, true);
+  CHECK_THROWS_WITH_AS(ops::add_rows_dropout(x, xt::zeros<float>({3, 4}), 1.5, true, gen),
+                       doctest::Contains("dropout probability has to be between 0 and 1, but got 1.5"), ValueError);
+  CHECK_THROWS_WITH_AS(ops::add_rows_dropout(x, xt::zeros<float>({2, 4}), 0.5, true, gen),
+                       doctest::Contains("add_rows_dropout: expected x of shape (B, L, D) and a table of shape "
+                                         "(..., R, D) with R >= L, got (2, 3, 4) and (2, 4)"),
+                       ShapeError);
+  CHECK_THROWS_AS(ops::add_rows_dropout(x, xt::zeros<float>({3, 5}), 0.5, true, gen), ShapeError);
+  CHECK_THROWS_AS(ops::add_rows_dropout(input({3, 4}, 1), xt::zeros<float>({3, 4}), 0.5, true, gen), ShapeError);
+  CHECK(gen.next_u64() == Generator(1).next_u64());     // refused before drawing
+  autograd::NoGradGuard no_grad;
+  Tensor y = ops::add_rows_dropout(x, xt::zeros<float>({3, 4}), 0.5, true, gen);
+  CHECK_FALSE(y.requires_grad());
+  CHECK(autograd::tape().empty());
+}
+
 }  // TEST_SUITE

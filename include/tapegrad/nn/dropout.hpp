@@ -13,6 +13,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/random.hpp"
 
 namespace tapegrad::nn {
@@ -42,8 +43,14 @@ class Dropout : public Module {
   /// x: any shape -> the same shape. The same tensor (no draw, nothing recorded) in eval mode,
   /// with p = 0, or for an empty x.
   Tensor forward(const Tensor& x);
+  /// forward(x + rows) in one pass, for x (B, L, D) and a table whose first L rows (of D floats)
+  /// are added to each of x's B slices, as PositionalEncoding adds its table: the same draws,
+  /// values, gradient and last_mask() as forward(x + rows), bit for bit (ops::add_rows_dropout).
+  /// The table receives no gradient; with inplace set, the sum is a temporary, so writing the
+  /// result over it changes nothing a caller can see.
+  Tensor forward_added(const Tensor& x, const Array& rows);
   /// The keep mask (1 = kept) of the last forward that drew one; empty before the first.
-  const xt::xarray<std::uint8_t>& last_mask() const { return mask_; }
+  const xt::xarray<std::uint8_t>& last_mask() const { return *mask_; }
   const DropoutOptions& options() const { return options_; }
 
   std::string type_name() const override { return "Dropout"; }
@@ -52,7 +59,7 @@ class Dropout : public Module {
  private:
   DropoutOptions options_;
   std::shared_ptr<Generator> generator_;
-  xt::xarray<std::uint8_t> mask_ = xt::xarray<std::uint8_t>::from_shape({0});
+  ops::SharedMask mask_;   // shared with the tape entry of the forward that drew it
 };
 
 }  // namespace tapegrad::nn

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <xtensor/xarray.hpp>
 
@@ -25,5 +26,18 @@ void check_dropout_probability(double p);
 /// leaf that requires grad, with grad mode on, is an AutogradError. Throws ValueError for a bad p.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool inplace = false,
                xt::xarray<std::uint8_t>* mask_out = nullptr);
+
+/// A dropout keep mask shared between the tape entry that needs it in backward and whoever shows it.
+using SharedMask = std::shared_ptr<const xt::xarray<std::uint8_t>>;
+
+/// dropout(x + rows) in one pass, for x (B, L, D) and a table whose first L rows (rows of D
+/// floats, leading dimensions flattened: (L, D), (1, max_len, D), ...) are added to each of x's B
+/// slices: what PositionalEncoding does with its table. The same draws, mask, values and gradient
+/// as ops::dropout(x + rows) bit for bit; one tape entry, "add_rows_dropout" (or "add_rows" when
+/// dropout is the identity: eval, p = 0, empty x). The table is a constant and receives no
+/// gradient. `mask_out`, when given, receives the mask when one is drawn (shared, not copied).
+/// Throws ValueError for a bad p, ShapeError for x not of rank 3 or a table that does not fit.
+Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training, Generator& gen,
+                        SharedMask* mask_out = nullptr);
 
 }  // namespace tapegrad::ops

@@ -1,0 +1,147 @@
+// tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the checkpoint layer (scripts/fuzz.sh),
+// everything io/checkpoint.hpp reads from a file after the safetensors reader accepted it: the
+// training layout, optimizer state tensors, the JSON texts of param_groups and lr_scheduler,
+// generator states and progress counters.
+//
+// Any bytes go in. A refusal may only be CheckpointError, StateDictError, TypeError or ValueError,
+// and a refused load must leave the model, the optimizer, the scheduler and the generators exactly
+// as they were. Anything else (another exception, a crash, a leak, a sanitizer report, a
+// half-applied load) is a bug. Seeds: run with TAPEGRAD_FUZZ_WRITE_SEEDS=folder, the target
+// writes valid files of each layout there and exits (scripts/fuzz.sh does this first).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <tapegrad/tapegrad.hpp>
+
+using namespace tapegrad;
+using namespace tapegrad::io;
+
+namespace {
+void expect(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_checkpoint: invariant broken: %s\n", what);
+    std::abort();
+  }
+}
+
+// A tiny run: Linear(3, 2), Adam with a LambdaLR, a data generator, the checkpoint tracking them.
+struct Run {
+  Run() { ckpt.add_generator("data", data); }
+  void train(int steps) {
+    for (int s = 0; s < steps; ++s) {
+      for (const Parameter& p : model.parameters()) p.set_grad(uniform(p.shape(), -1.0, 1.0, data.get()));
+      adam.step();
+      adam.zero_grad();
+      sched.step();
+    }
+  }
+  std::shared_ptr<Generator> data = std::make_shared<Generator>(1);
+  nn::Linear model{nn::LinearOptions(3, 2), std::make_shared<Generator>(2)};
+  optim::Adam adam{model.parameters(), optim::AdamOptions(0.1)};
+  optim::LambdaLR sched{adam, [](std::int64_t e) { return 1.0 / (1.0 + double(e) * double(e)); }};
+  TrainingCheckpoint ckpt{model, adam, &sched};
+};
+
+// Everything a load may change, as bytes and text, to compare before and after a refusal.
+std::string fingerprint(const Run& r) {
+  std::string s;
+  for (const auto& [key, value] : r.model.state_dict())
+    s.append(key).append(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(float));
+  const optim::OptimizerState o = r.adam.state_dict();
+  for (const auto& [id, st] : o.state) {
+    s += std::to_string(id) + ":" + std::to_string(st.step.value_or(-1));
+    for (const auto& [name, value] : st.tensors)
+      s.append(name).append(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(float));
+  }
+  for (const auto& [key, value] : o.param_groups.at(0).options)
+    if (const auto* x = std::get_if<double>(&value)) s.append(key).append(reinterpret_cast<const char*>(x), sizeof *x);
+  s += std::to_string(r.sched.last_epoch());
+  for (double lr : r.sched.get_last_lr()) s.append(reinterpret_cast<const char*>(&lr), sizeof lr);
+  return s + r.data->state() + default_generator()->state();
+}
+
+// Runs `load` and says whether it succeeded. A refusal may only be one of the documented types.
+template <class F>
+bool attempt(F&& load) {
+  try {
+    load();
+    return true;
+  } catch (const CheckpointError&) {
+  } catch (const StateDictError&) {
+  } catch (const TypeError&) {
+  } catch (const ValueError&) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz_checkpoint: undocumented exception: %s\n", e.what());
+    std::abort();
+  }
+  return false;
+}
+
+void write_seed(const std::string& folder, const std::string& name, const std::string& bytes) {
+  const std::string path = folder + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  expect(f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
+         "the seed is written");
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const char* folder = std::getenv("TAPEGRAD_FUZZ_WRITE_SEEDS");
+  if (folder == nullptr) return 0;
+  Run run;
+  run.train(3);
+  write_seed(folder, "training", serialize_safetensors(run.ckpt.to_file({3, 12, {{"note", "seed"}}})));
+  SafetensorsFile optimizer;
+  const optim::LambdaLRState sched = run.sched.state_dict();
+  add_optimizer_state(optimizer, run.adam.state_dict(), &sched);
+  write_seed(folder, "optimizer", serialize_safetensors(optimizer));
+  SafetensorsFile model;
+  add_state_dict(model, run.model.state_dict());
+  write_seed(folder, "model", serialize_safetensors(model));
+  std::exit(0);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  SafetensorsFile file;
+  try {
+    file = parse_safetensors(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.safetensors");
+  } catch (const CheckpointError&) {
+    return 0;                                    // the reader's own target covers these
+  }
+
+  // The training layout: all or nothing.
+  {
+    Run run;
+    run.train(1);
+    const std::string before = fingerprint(run);
+    if (attempt([&] { run.ckpt.restore(file, "fuzz.safetensors"); }))
+      run.train(1);                              // what was loaded is usable
+    else
+      expect(fingerprint(run) == before, "a refused training checkpoint changes nothing");
+  }
+  // The optimizer layout, into an optimizer, then its scheduler.
+  {
+    Run run;
+    std::string before = fingerprint(run);
+    if (!attempt([&] { run.adam.load_state_dict(read_optimizer_state(file, "", "fuzz.safetensors")); }))
+      expect(fingerprint(run) == before, "a refused optimizer state changes nothing");
+    before = fingerprint(run);
+    if (!attempt([&] {
+          if (const auto s = read_lambda_lr_state(file, "", "fuzz.safetensors")) run.sched.load_state_dict(*s);
+        }))
+      expect(fingerprint(run) == before, "a refused scheduler state changes nothing");
+  }
+  // The model layout, strict and not.
+  for (const bool strict : {true, false}) {
+    Run run;
+    const std::string before = fingerprint(run);
+    if (!attempt([&] { run.model.load_state_dict(read_state_dict(file), strict); }))
+      expect(fingerprint(run) == before, "a refused model state changes nothing");
+  }
+  return 0;
+}
