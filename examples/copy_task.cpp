@@ -26,8 +26,6 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-extern "C" void openblas_set_num_threads(int);   // OpenBLAS is tapegrad's BLAS
-
 using namespace tapegrad;
 
 namespace {
@@ -91,21 +89,6 @@ std::string ids_str(const IndexArray& ids) {
   return os.str();
 }
 
-// The state dict under PyTorch's keys ("encoder.layers.0.self_attn.linears.0.weight", ...), F32.
-void save_checkpoint(const nn::Module& model, const std::string& path) {
-  io::SafetensorsFile file;
-  const nn::StateDict sd = model.state_dict();
-  for (const auto& [key, value] : sd) file.add(key, value);
-  io::save_safetensors(path, file);
-}
-
-void load_checkpoint(nn::Module& model, const std::string& path) {
-  const io::SafetensorsFile file = io::load_safetensors(path);
-  nn::StateDict sd;
-  for (const auto& record : file.tensors()) sd.insert(record.name, file.to_float(record.name));
-  model.load_state_dict(sd);   // strict: every key must match
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,7 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")->check(CLI::PositiveNumber);
   app.add_option("--smoothing", s.smoothing, "label smoothing")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", s.seed, "seed of the model's and the data's generators");
-  app.add_option("--threads", s.threads, "BLAS threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (set_num_threads)")->check(CLI::PositiveNumber);
   app.add_option("--checkpoint", s.checkpoint, "where to save the trained model (empty: do not save)");
   app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")->expected(1, 1000);
   app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding");
@@ -135,7 +118,7 @@ int main(int argc, char** argv) {
       std::cerr << "--source: expected ids in [0, " << s.vocab << "), got " << id << '\n';
       return 2;
     }
-  openblas_set_num_threads(static_cast<int>(s.threads));
+  set_num_threads(static_cast<int>(s.threads));   // tapegrad's pool; OpenBLAS runs single-threaded in it
 
   auto model_gen = std::make_shared<Generator>(s.seed);
   Generator data_gen(s.seed + 1);
@@ -203,11 +186,11 @@ int main(int argc, char** argv) {
   std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded)
             << (exact ? "  (exact copy)" : "  (not a copy)") << '\n';
   if (!s.checkpoint.empty()) {
-    save_checkpoint(*model, s.checkpoint);
+    io::save(*model, s.checkpoint);   // the state dict under PyTorch's keys, F32, written atomically
     // Proof that the file holds the whole model: a fresh one (another seed) loads it and decodes
     // exactly the same.
     auto reloaded = nn::make_model(s.vocab, s.vocab, options, std::make_shared<Generator>(s.seed + 2));
-    load_checkpoint(*reloaded, s.checkpoint);
+    io::load(*reloaded, s.checkpoint);   // strict: every key and shape must match
     reloaded->eval();
     const bool same =
         nn::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol) == decoded;
