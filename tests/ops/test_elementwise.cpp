@@ -7,12 +7,9 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::input;
 
 namespace {
-Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad = true) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), requires_grad);
-}
 Tensor positive(const Shape& shape, std::uint64_t seed) {
   Generator g(seed);
   return Tensor(uniform(shape, 0.5, 2.0, &g), true);
