@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")->check(CLI::PositiveNumber);
   app.add_option("--smoothing", s.smoothing, "label smoothing")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", s.seed, "seed of the model's and the data's generators");
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (set_num_threads)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (GEMMs included)")->check(CLI::PositiveNumber);
   app.add_option("--checkpoint", s.checkpoint, "where to save the trained model (empty: do not save)");
   app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")->expected(1, 1000);
   app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding");
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
       std::cerr << "--source: expected ids in [0, " << s.vocab << "), got " << id << '\n';
       return 2;
     }
-  set_num_threads(static_cast<int>(s.threads));   // tapegrad's pool; OpenBLAS runs single-threaded in it
+  set_num_threads(static_cast<int>(s.threads));   // tapegrad's pool; results do not depend on it
 
   auto model_gen = std::make_shared<Generator>(s.seed);
   Generator data_gen(s.seed + 1);

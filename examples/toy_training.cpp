@@ -40,10 +40,6 @@
 #include "toy_training/progress.hpp"
 #include "toy_training/report.hpp"
 
-// OpenBLAS's thread count. tapegrad links OpenBLAS; the declaration is OpenBLAS's cblas.h's,
-// repeated here because only src/ops/matmul.cpp includes cblas.
-extern "C" void openblas_set_num_threads(int num_threads);
-
 using namespace tapegrad;
 using namespace toy;
 
@@ -86,7 +82,7 @@ void add_flags(CLI::App& app, Settings& s) {
       ->capture_default_str()->check(integer_in(2, 1000));
   app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
       ->capture_default_str()->check(unsigned_integer());
-  app.add_option("--threads", s.threads, "OpenBLAS threads (1: this model is too small to gain from more)")
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
       ->capture_default_str()->check(integer_in(1, 256));
   app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
   app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
@@ -289,7 +285,7 @@ void describe(const Settings& s, const Language& lang, const ToyModel& model, st
 }
 
 int run(Settings s, const std::set<std::string>& given) {
-  openblas_set_num_threads(s.threads);
+  set_num_threads(s.threads);   // tapegrad's pool; results do not depend on it
   std::optional<io::SafetensorsFile> saved;
   if (!s.resume.empty()) saved = read_resume_file(s, given);
   const Language lang(s.vocab, s.synonyms);

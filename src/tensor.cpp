@@ -78,15 +78,15 @@ const Tensor& Tensor::requires_grad_(bool on) const {
 // ---- gradients -------------------------------------------------------------------------------
 
 bool Tensor::has_grad() const {
-  return impl_ != nullptr && impl_->is_leaf && (impl_->grad.has_value() || impl_->sparse_grad.has_value());
+  return impl_ != nullptr && impl_->is_leaf && (impl_->grad.has_value() || impl_->sparse_grad != nullptr);
 }
-bool Tensor::grad_is_sparse() const { return has_grad() && impl_->sparse_grad.has_value(); }
+bool Tensor::grad_is_sparse() const { return has_grad() && impl_->sparse_grad != nullptr; }
 
 const Array& Tensor::grad() const {
   check_defined(impl_);
   check<AutogradError>(impl_->is_leaf, "Tensor::grad: expected a leaf tensor, got the output of '",
                        impl_->producer, "'; intermediate gradients are freed by backward()");
-  if (impl_->sparse_grad.has_value())
+  if (impl_->sparse_grad != nullptr)
     fail<TypeError>("Tensor::grad: ", describe(),
                     " has a row-sparse gradient; use sparse_grad() or grad_dense()");
   if (!impl_->grad.has_value())
@@ -98,7 +98,7 @@ const Array& Tensor::grad() const {
 
 const RowSparseGrad& Tensor::sparse_grad() const {
   check_defined(impl_);
-  if (!impl_->sparse_grad.has_value())
+  if (impl_->sparse_grad == nullptr)
     fail<TypeError>("Tensor::sparse_grad: ", describe(),
                     " has no row-sparse gradient", impl_->grad ? " (its gradient is dense; use grad())" : "");
   return *impl_->sparse_grad;
@@ -150,14 +150,29 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
   accumulate_grad(static_cast<const Array&>(g), op);
 }
 
-void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
-  check_defined(impl_);
-  const bool fits = g.dense_shape == shape() && g.values.dimension() == 2 &&
+namespace {
+void check_sparse_fits(const Tensor& t, const RowSparseGrad& g, const char* op) {
+  const bool fits = g.dense_shape == t.shape() && g.values.dimension() == 2 &&
                     g.values.shape()[0] == g.indices.size() &&
-                    g.values.shape()[1] == (shape().size() == 2 ? shape()[1] : 0);
+                    g.values.shape()[1] == (t.shape().size() == 2 ? t.shape()[1] : 0);
   if (!fits)
     fail<AutogradError>(op, ": produced a row-sparse gradient of dense shape ", g.dense_shape, " with values ",
-                        g.values.shape(), " for ", describe(), "; expected dense shape ", shape());
+                        g.values.shape(), " for ", t.describe(), "; expected dense shape ", t.shape());
+}
+}  // namespace
+
+void Tensor::accumulate_grad(RowSparseGrad&& g, const char* op) const {
+  check_defined(impl_);
+  TensorImpl& t = *impl_;
+  const bool nothing_yet = !t.grad && (!t.sparse_grad || t.sparse_grad->indices.size() == 0);
+  if (!nothing_yet) return accumulate_grad(static_cast<const RowSparseGrad&>(g), op);
+  check_sparse_fits(*this, g, op);
+  t.sparse_grad = std::make_unique<RowSparseGrad>(std::move(g));   // adopted, not copied
+}
+
+void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
+  check_defined(impl_);
+  check_sparse_fits(*this, g, op);
   TensorImpl& t = *impl_;
   if (t.grad) {                              // dense + row-sparse -> dense, rows scatter-added
     g.add_to(*t.grad);
@@ -173,7 +188,7 @@ void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
     s.indices = std::move(ids);
     s.values = std::move(values);
   } else {
-    t.sparse_grad = g;
+    t.sparse_grad = std::make_unique<RowSparseGrad>(g);
   }
 }
 

@@ -24,7 +24,7 @@ struct TensorImpl {
   bool is_leaf = true;
   bool is_buffer = false;                   // a Buffer: never requires grad, never has .grad
   std::optional<Array> grad;                // a leaf's .grad, or an intermediate's pending gradient
-  std::optional<RowSparseGrad> sparse_grad; // a leaf's row-sparse .grad
+  std::unique_ptr<RowSparseGrad> sparse_grad; // a leaf's row-sparse .grad (rare: kept out of line)
   std::string name;                         // registered path of a parameter or buffer
   std::string producer;                     // the op that produced a non-leaf
 };

@@ -1,4 +1,5 @@
-// tests/helpers.hpp: comparisons that explain themselves when they fail.
+// tests/helpers.hpp: comparisons that explain themselves when they fail, and the inputs and
+// gradient checks the op tests share.
 #pragma once
 
 #include <algorithm>
@@ -58,5 +59,26 @@ inline bool bit_equal(const Array& a, const Array& b) {
 
 /// A fresh generator with a fixed seed, for test inputs.
 inline Generator seeded(std::uint64_t seed) { return Generator(seed); }
+
+/// A standard-normal tensor of `shape`, the same for the same seed.
+inline Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad = true) {
+  Generator g(seed);
+  return Tensor(randn(shape, &g), requires_grad);
+}
+
+/// An array of `shape` filled row-major from `v` (golden values pasted from PyTorch). Often
+/// called while statics are initialised, outside any test, hence an exception, not a REQUIRE.
+inline Array values(const Shape& shape, std::vector<float> v) {
+  check<ValueError>(v.size() == xt::compute_size(shape), "values: ", v.size(), " numbers for shape ", shape);
+  Array a = Array::from_shape(shape);
+  std::copy(v.begin(), v.end(), a.data());
+  return a;
+}
+
+/// gradcheck (finite differences against the tape's backward), failing with its report.
+inline void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
+  const GradcheckResult r = gradcheck(fn, inputs);
+  CHECK_MESSAGE(r.ok, r.message);
+}
 
 }  // namespace tapegrad::testing

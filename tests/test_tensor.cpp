@@ -85,6 +85,47 @@ TEST_CASE("accumulation follows PyTorch's table for dense and row-sparse gradien
   }
 }
 
+TEST_CASE("a row-sparse gradient handed over by move is adopted first and concatenated after") {
+  auto make = [](IndexArray ids, Array values) { return RowSparseGrad{std::move(ids), std::move(values), {3, 2}}; };
+  SUBCASE("the first one is adopted without a copy") {
+    Tensor w(Array::from_shape({3, 2}), true);
+    RowSparseGrad g = make(IndexArray{2}, Array{{1.f, 2.f}});
+    const float* buffer = g.values.data();
+    w.accumulate_grad(std::move(g));
+    CHECK(w.sparse_grad().values.data() == buffer);
+    CHECK(w.sparse_grad().indices == IndexArray{2});
+  }
+  SUBCASE("a second one concatenates, as the copying overload does") {
+    Tensor w(Array::from_shape({3, 2}), true);
+    w.accumulate_grad(make(IndexArray{1}, Array{{1.f, 2.f}}));
+    w.accumulate_grad(make(IndexArray{0, 1}, Array{{3.f, 4.f}, {5.f, 6.f}}));
+    CHECK(w.sparse_grad().indices == IndexArray{1, 0, 1});
+    CHECK(all_close(w.sparse_grad().to_dense(), Array{{3.f, 4.f}, {6.f, 8.f}, {0.f, 0.f}}));
+  }
+  SUBCASE("after zero_grad(set_to_none=false) it replaces the empty gradient") {
+    Tensor w(Array::from_shape({3, 2}), true);
+    w.accumulate_grad(make(IndexArray{1}, Array{{1.f, 2.f}}));
+    w.zero_grad(false);
+    w.accumulate_grad(make(IndexArray{0}, Array{{7.f, 8.f}}));
+    CHECK(w.sparse_grad().indices == IndexArray{0});
+    CHECK(all_close(w.sparse_grad().to_dense(), Array{{7.f, 8.f}, {0.f, 0.f}, {0.f, 0.f}}));
+  }
+  SUBCASE("onto a dense gradient it scatter-adds the rows") {
+    Tensor w(Array::from_shape({3, 2}), true);
+    w.accumulate_grad(Array(xt::ones<float>({3, 2})));
+    w.accumulate_grad(make(IndexArray{2}, Array{{1.f, 2.f}}));
+    CHECK_FALSE(w.grad_is_sparse());
+    CHECK(all_close(w.grad(), Array{{1.f, 1.f}, {1.f, 1.f}, {2.f, 3.f}}));
+  }
+  SUBCASE("a wrong dense shape is refused, naming the op") {
+    Tensor w(Array::from_shape({3, 2}), true);
+    CHECK_THROWS_WITH_AS(w.accumulate_grad(RowSparseGrad{IndexArray{0}, Array{{1.f, 2.f}}, {4, 2}}, "myop"),
+                         doctest::Contains("myop: produced a row-sparse gradient of dense shape (4, 2)"),
+                         AutogradError);
+    CHECK_FALSE(w.has_grad());
+  }
+}
+
 TEST_CASE("a gradient of the wrong shape is refused, naming the op") {
   Tensor w(Array{1.f, 2.f}, true);
   CHECK_THROWS_WITH_AS(w.accumulate_grad(Array{1.f}, "myop"),

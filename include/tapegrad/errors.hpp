@@ -69,6 +69,10 @@ struct CheckpointError : std::runtime_error {
 std::string str(const Shape& shape);
 /// The multi-index of flat (row-major) position `flat` in `shape`, printed "(1, 3)".
 std::string position_str(std::size_t flat, const Shape& shape);
+/// A double as Python's repr() prints a float ("1.0", "0.1", "1e-05", "inf"): PyTorch's
+/// messages and module reprs quote options and hyper-parameters this way, and tapegrad keeps
+/// their text.
+std::string py_float(double x);
 
 namespace detail {
 template <class T>

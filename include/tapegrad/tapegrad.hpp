@@ -8,6 +8,7 @@
 #include "tapegrad/row_sparse.hpp"
 #include "tapegrad/parameter.hpp"
 #include "tapegrad/random.hpp"
+#include "tapegrad/autograd/backward_fn.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/ops/broadcast.hpp"

@@ -61,6 +61,7 @@ class Tensor {
   void accumulate_grad(const Array& g, const char* op = "accumulate_grad") const;
   void accumulate_grad(Array&& g, const char* op = "accumulate_grad") const;
   void accumulate_grad(const RowSparseGrad& g, const char* op = "accumulate_grad") const;
+  void accumulate_grad(RowSparseGrad&& g, const char* op = "accumulate_grad") const;   ///< adopts g when it can
   /// Drops the gradient (set_to_none) or zero-fills it in place, keeping its memory.
   void zero_grad(bool set_to_none = true) const;
   /// Replaces the gradient (an optimizer's or a user's explicit assignment, like `p.grad = g`).

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_text.hpp"
+#include "shape_limits.hpp"
 
 namespace tapegrad::io {
 
@@ -166,6 +167,8 @@ void SafetensorsFile::add_raw(std::string name, Dtype dtype, Shape shape, std::v
                     expected ? std::to_string(*expected) : std::string("an impossible number of"),
                     " bytes for tensor ", in_quotes(name), " (", dtype_name(dtype), ", shape ", shape,
                     "), got ", bytes.size());
+  check<ValueError>(strides_fit(shape), "SafetensorsFile: expected tensor ", in_quotes(name),
+                    "'s non-zero dimensions to multiply to less than 2^63, got shape ", shape);
   tensor_index_.emplace(name, tensors_.size());
   tensors_.push_back(TensorRecord{std::move(name), dtype, std::move(shape), std::move(bytes)});
 }
@@ -549,6 +552,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view sourc
     if (!size)
       reader.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s size in bytes to fit "
                   "in 64 bits, got shape ", e.shape, " of ", dtype_name(e.dtype));
+    if (!strides_fit(e.shape))   // the reference accepts (0, 2^62, 2); xtensor cannot lay it out
+      reader.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s non-zero dimensions "
+                  "to multiply to less than 2^63, got shape ", e.shape);
     if (e.end - e.begin != *size)
       reader.fail("TensorInvalidInfo", "expected tensor ", in_quotes(e.name), " (", dtype_name(e.dtype),
                   ", shape ", e.shape, ") to span ", *size, " bytes, got data_offsets [", e.begin,

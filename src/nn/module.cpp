@@ -10,8 +10,6 @@
 // its first name). Models are small trees and registration happens once, at construction.
 #include "tapegrad/nn/module.hpp"
 
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <memory>
@@ -268,39 +266,5 @@ std::string Module::context() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
-
-std::string py_float(double v) {
-  // Python's repr: the shortest digits that round-trip; fixed notation when the decimal
-  // exponent is in [-4, 16), scientific otherwise ("1e-05", "1e+16"); ".0" on whole numbers.
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  const std::string sci(buf, res.ptr);                        // "-1.2345e-05"
-  const std::size_t e = sci.find('e');
-  const bool negative = sci[0] == '-';
-  std::string digits;
-  for (std::size_t i = negative ? 1 : 0; i < e; ++i)
-    if (sci[i] != '.') digits += sci[i];
-  const int exponent = std::stoi(sci.substr(e + 1));
-  std::string out = negative ? "-" : "";
-  if (exponent >= -4 && exponent < 16) {
-    if (exponent < 0) {
-      out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
-    } else {
-      const auto int_len = static_cast<std::size_t>(exponent) + 1;
-      if (digits.size() <= int_len)
-        out += digits + std::string(int_len - digits.size(), '0') + ".0";
-      else
-        out += digits.substr(0, int_len) + "." + digits.substr(int_len);
-    }
-  } else {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    const int mag = std::abs(exponent);
-    out += std::string("e") + (exponent < 0 ? "-" : "+") + (mag < 10 ? "0" : "") + std::to_string(mag);
-  }
-  return out;
-}
 
 }  // namespace tapegrad::nn

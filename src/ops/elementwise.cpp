@@ -42,14 +42,14 @@ Array unary(const Array& a, F f) {
   return out;
 }
 
-// out = dy * f(i) for each element i: the chain rule for the unary ops below.
+// dy = dy * f(i) for each element i, in dy's own buffer: the chain rule for the unary ops
+// below. dy is the output's pending gradient, which the tape drops afterwards (tape.hpp), so the
+// result is then moved on into the input's gradient without a new allocation.
 template <class F>
-Array chain(const Array& dy, F f) {
-  Array out = Array::from_shape(dy.shape());
-  const float* pd = dy.data();
-  float* po = out.data();
-  for (std::size_t i = 0, n = dy.size(); i < n; ++i) po[i] = pd[i] * f(i);
-  return out;
+Array&& chain_(Array& dy, F f) {
+  float* pd = dy.data();
+  for (std::size_t i = 0, n = dy.size(); i < n; ++i) pd[i] = pd[i] * f(i);
+  return std::move(dy);
 }
 }  // namespace
 
@@ -102,7 +102,7 @@ Tensor add(const Tensor& a, double s) {
   // y = a + s        da = dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x + c; }));
-  autograd::record("add", y, {a}, {}, [a](const Array& dy) { a.accumulate_grad(dy, "add"); });
+  autograd::record("add", y, {a}, {}, [a](Array& dy) { a.accumulate_grad(std::move(dy), "add"); });
   return y;
 }
 
@@ -110,7 +110,7 @@ Tensor sub(const Tensor& a, double s) {
   // y = a - s        da = dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x - c; }));
-  autograd::record("sub", y, {a}, {}, [a](const Array& dy) { a.accumulate_grad(dy, "sub"); });
+  autograd::record("sub", y, {a}, {}, [a](Array& dy) { a.accumulate_grad(std::move(dy), "sub"); });
   return y;
 }
 
@@ -118,7 +118,9 @@ Tensor rsub(const Tensor& a, double s) {
   // y = s - a        da = -dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return c - x; }));
-  autograd::record("rsub", y, {a}, {}, [a](const Array& dy) { a.accumulate_grad(Array(-dy), "rsub"); });
+  autograd::record("rsub", y, {a}, {}, [a](Array& dy) {
+    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "rsub");   // dy * -1 is exactly -dy
+  });
   return y;
 }
 
@@ -126,8 +128,8 @@ Tensor mul(const Tensor& a, double s) {
   // y = a * s        da = dy * s
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x * c; }));
-  autograd::record("mul", y, {a}, {}, [a, c](const Array& dy) {
-    a.accumulate_grad(chain(dy, [c](std::size_t) { return c; }), "mul");
+  autograd::record("mul", y, {a}, {}, [a, c](Array& dy) {
+    a.accumulate_grad(chain_(dy, [c](std::size_t) { return c; }), "mul");
   });
   return y;
 }
@@ -136,7 +138,11 @@ Tensor div(const Tensor& a, double s) {
   // y = a / s        da = dy / s
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x / c; }));
-  autograd::record("div", y, {a}, {}, [a, c](const Array& dy) { a.accumulate_grad(Array(dy / c), "div"); });
+  autograd::record("div", y, {a}, {}, [a, c](Array& dy) {
+    float* g = dy.data();
+    for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / c;
+    a.accumulate_grad(std::move(dy), "div");
+  });
   return y;
 }
 
@@ -144,9 +150,9 @@ Tensor rdiv(const Tensor& a, double s) {
   // y = s / a        da = -dy * s / a^2
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return c / x; }));
-  autograd::record("rdiv", y, {a}, {a}, [a, c](const Array& dy) {
+  autograd::record("rdiv", y, {a}, {a}, [a, c](Array& dy) {
     const float* x = a.data().data();
-    a.accumulate_grad(chain(dy, [x, c](std::size_t i) { return -c / (x[i] * x[i]); }), "rdiv");
+    a.accumulate_grad(chain_(dy, [x, c](std::size_t i) { return -c / (x[i] * x[i]); }), "rdiv");
   });
   return y;
 }
@@ -156,16 +162,18 @@ Tensor rdiv(const Tensor& a, double s) {
 Tensor neg(const Tensor& a) {
   // y = -a           da = -dy
   Tensor y(unary(a.data(), [](float x) { return -x; }));
-  autograd::record("neg", y, {a}, {}, [a](const Array& dy) { a.accumulate_grad(Array(-dy), "neg"); });
+  autograd::record("neg", y, {a}, {}, [a](Array& dy) {
+    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "neg");     // dy * -1 is exactly -dy
+  });
   return y;
 }
 
 Tensor exp(const Tensor& a) {
   // y = e^a          da = dy * y
   Tensor y(unary(a.data(), [](float x) { return std::exp(x); }));
-  autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](const Array& dy) {
+  autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain(dy, [py](std::size_t i) { return py[i]; }), "exp");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i]; }), "exp");
   });
   return y;
 }
@@ -173,7 +181,12 @@ Tensor exp(const Tensor& a) {
 Tensor log(const Tensor& a) {
   // y = ln a         da = dy / a
   Tensor y(unary(a.data(), [](float x) { return std::log(x); }));
-  autograd::record("log", y, {a}, {a}, [a](const Array& dy) { a.accumulate_grad(Array(dy / a.data()), "log"); });
+  autograd::record("log", y, {a}, {a}, [a](Array& dy) {
+    float* g = dy.data();
+    const float* x = a.data().data();
+    for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / x[i];
+    a.accumulate_grad(std::move(dy), "log");
+  });
   return y;
 }
 
@@ -190,9 +203,9 @@ Tensor pow(const Tensor& a, double exponent) {
   // y = a^e          da = dy * e * a^(e - 1)
   const float e = static_cast<float>(exponent);
   Tensor y(unary(a.data(), [e](float x) { return std::pow(x, e); }));
-  autograd::record("pow", y, {a}, {a}, [a, e](const Array& dy) {
+  autograd::record("pow", y, {a}, {a}, [a, e](Array& dy) {
     const float* x = a.data().data();
-    a.accumulate_grad(chain(dy, [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
+    a.accumulate_grad(chain_(dy, [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
                       "pow");
   });
   return y;
@@ -201,9 +214,9 @@ Tensor pow(const Tensor& a, double exponent) {
 Tensor tanh(const Tensor& a) {
   // y = tanh(a)      da = dy * (1 - y^2)
   Tensor y(unary(a.data(), [](float x) { return std::tanh(x); }));
-  autograd::record("tanh", y, {a}, {y}, [a, out = y.detach()](const Array& dy) {
+  autograd::record("tanh", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain(dy, [py](std::size_t i) { return 1.0f - py[i] * py[i]; }), "tanh");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return 1.0f - py[i] * py[i]; }), "tanh");
   });
   return y;
 }
@@ -211,9 +224,9 @@ Tensor tanh(const Tensor& a) {
 Tensor relu(const Tensor& a) {
   // y = max(a, 0)    da = dy where a > 0, else 0
   Tensor y(unary(a.data(), [](float x) { return x > 0.0f ? x : 0.0f; }));
-  autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](const Array& dy) {
+  autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }), "relu");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }), "relu");
   });
   return y;
 }
@@ -221,9 +234,9 @@ Tensor relu(const Tensor& a) {
 Tensor sigmoid(const Tensor& a) {
   // y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
   Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
-  autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](const Array& dy) {
+  autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }), "sigmoid");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }), "sigmoid");
   });
   return y;
 }

@@ -35,17 +35,21 @@ void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, floa
   const float sign = k.maximize ? -1.0f : 1.0f;   // a factor rather than a select: the loop vectorises
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
   detail::parallel_for(G.indices.size(), grain, [&](std::size_t first, std::size_t last) {
+    // The scalars in registers: read through k (and the captured sign) inside the loop, they
+    // might alias the floats it stores, so the compiler reloaded them per element and left the
+    // loop scalar (perf on W1-M-sparse).
+    const float w1 = k.w1, w2 = k.w2, neg_step_size = k.neg_step_size, eps = k.eps, factor = sign;
     for (std::size_t r = first; r < last; ++r) {
       const std::size_t offset = static_cast<std::size_t>(G.indices.data()[r]) * dim;
       const float* grad = G.values.data() + r * dim;
       float *theta_r = theta + offset, *m_r = m + offset, *v_r = v + offset;
       for (std::size_t j = 0; j < dim; ++j) {
-        const float g = sign * grad[j];
-        const float dm = (g - m_r[j]) * k.w1;
-        const float dv = (g * g - v_r[j]) * k.w2;
+        const float g = factor * grad[j];
+        const float dm = (g - m_r[j]) * w1;
+        const float dv = (g * g - v_r[j]) * w2;
         m_r[j] = m_r[j] + dm;
         v_r[j] = v_r[j] + dv;
-        theta_r[j] = theta_r[j] + k.neg_step_size * (m_r[j] / (std::sqrt(v_r[j]) + k.eps));
+        theta_r[j] = theta_r[j] + neg_step_size * (m_r[j] / (std::sqrt(v_r[j]) + eps));
       }
     }
   });

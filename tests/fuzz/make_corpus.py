@@ -73,6 +73,7 @@ def safetensors_seeds():
         "7_overlap": st({"a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 0, 4)}, b"\x00" * 8),
         "7_backwards": st({"a": entry("F32", [1], 0, 4), "b": entry("U8", [0], 4, 2)}, b"\x00" * 4),
         "8_overflow": st({"w": entry("F32", [2 ** 62, 8], 0, 0)}),
+        "8_strides_overflow": st({"w": entry("F32", [0, 2 ** 62, 2], 0, 0)}),   # 0 bytes, strides overflow
         "9_invalid_info": st({"w": entry("F32", [2, 3], 0, 20)}, b"\x00" * 20),
         "10_incomplete": st({"w": entry("F32", [2], 0, 8)}, b"\x00" * 9),
         "zip": b"PK\x03\x04\x14\x00\x00\x00" + b"z" * 40,
@@ -104,6 +105,8 @@ def npy_seeds():
         "int_dtype": npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", b"\x00" * 8),
         "short_data": npy(ok, six[:-4]),
         "overflow": npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", b""),
+        # 0 bytes, but xtensor's strides would overflow (found by fuzzing)
+        "strides_overflow": npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1099511627776), }", b""),
     }
 
 

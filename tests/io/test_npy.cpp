@@ -149,6 +149,12 @@ TEST_CASE("damaged files are refused before any data is read") {
   check_refused(npy_of("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x", two), "expected a header");
   check_refused(npy_of("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8)}", ""),
                 "expected a shape whose size fits in 64 bits, got (4611686018427387904, 8)");
+  // No element, so the byte count (0) fits, but xtensor's strides (products of the trailing
+  // dimensions, signed 64-bit) would overflow: the case the fuzzer found.
+  check_refused(npy_of("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1099511627776)}", ""),
+                "expected a shape whose non-zero dimensions multiply to less than 2^63, got (0, ");
+  check_refused(npy_of("{'descr': '<f4', 'fortran_order': True, 'shape': (0, 4294967296, 4294967296)}", ""),
+                "multiply to less than 2^63");
   check_refused(npy_of(ok_dict, bytes_of<float>({1.f})), "expected 8 data bytes for shape (2,) of '<f4', got 4");
   check_refused(npy_of(ok_dict, two + "x"), "got 9");
 }

@@ -288,6 +288,17 @@ TEST_CASE("check 8: a size in bytes beyond 64 bits is ValidationOverflow") {
                  "ValidationOverflow", "64 bits");
 }
 
+TEST_CASE("a shape whose non-zero dimensions multiply past 2^63 is refused although it holds nothing") {
+  // The reference accepts [0, 2^62, 2] (0 bytes); xtensor's signed strides would overflow on it.
+  check_rejected(file_of(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,2],"data_offsets":[0,0]}})"),
+                 "ValidationOverflow", "expected tensor 'w''s non-zero dimensions to multiply to less than "
+                 "2^63, got shape (0, 4611686018427387904, 2)");
+  SafetensorsFile f;
+  CHECK_THROWS_WITH_AS(f.add_raw("w", Dtype::U8, {0, std::size_t{1} << 62, 2}, {}),
+                       doctest::Contains("multiply to less than 2^63"), ValueError);
+  CHECK_FALSE(f.contains("w"));
+}
+
 TEST_CASE("check 9: a range that does not hold numel * dtype size bytes is TensorInvalidInfo") {
   check_rejected(file_of(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(20, '\0')),
                  "TensorInvalidInfo", "expected tensor 'w' (F32, shape (2, 3)) to span 24 bytes, got "

@@ -9,13 +9,9 @@
 using namespace tapegrad;
 using namespace tapegrad::nn;
 using tapegrad::testing::all_close;
+using tapegrad::testing::values;
 
 namespace {
-Array values(const Shape& shape, std::vector<float> v) {
-  Array a = Array::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
-}
 // scripts/golden/transformer_layers.py, PyTorch 1.13: LabelSmoothing(5, 0, 0.4) on
 // log_softmax(LOGITS) with targets [2, 1, 0, 3].
 const Array LOGITS = {{0.5f, -1.25f, 2.0f, 0.0f, 1.5f},

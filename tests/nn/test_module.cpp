@@ -275,25 +275,6 @@ TEST_CASE("the default type name is the C++ class name without namespaces") {
   CHECK(Pair().type_name() == "Pair");
   CHECK(ModuleList().type_name() == "ModuleList");
 }
-
-TEST_CASE("py_float prints numbers as Python's repr does") {
-  CHECK(py_float(1.0) == "1.0");
-  CHECK(py_float(0.1) == "0.1");
-  CHECK(py_float(0.5) == "0.5");
-  CHECK(py_float(2.0) == "2.0");
-  CHECK(py_float(-0.5) == "-0.5");
-  CHECK(py_float(0.0) == "0.0");
-  CHECK(py_float(0.0001) == "0.0001");
-  CHECK(py_float(1e-5) == "1e-05");
-  CHECK(py_float(1.5e-7) == "1.5e-07");
-  CHECK(py_float(123456.789) == "123456.789");
-  CHECK(py_float(1e15) == "1000000000000000.0");
-  CHECK(py_float(1e16) == "1e+16");
-  CHECK(py_float(1.25e100) == "1.25e+100");
-  CHECK(py_float(INFINITY) == "inf");
-  CHECK(py_float(-INFINITY) == "-inf");
-  CHECK(py_float(NAN) == "nan");
-}
 }  // TEST_SUITE
 
 TEST_SUITE("nn.module_list") {

@@ -11,13 +11,9 @@
 using namespace tapegrad;
 using tapegrad::testing::all_close;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::values;
 
 namespace {
-Array values(const Shape& shape, std::vector<float> v) {
-  Array a = Array::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
-}
 
 // The tutorial's attention() inside MultiHeadedAttention, spelled with single tapegrad ops:
 // split heads (view + transpose), scores / sqrt(d_k), masked_fill(mask == 0, -1e9), softmax,

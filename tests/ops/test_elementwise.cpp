@@ -7,12 +7,9 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::input;
 
 namespace {
-Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad = true) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), requires_grad);
-}
 Tensor positive(const Shape& shape, std::uint64_t seed) {
   Generator g(seed);
   return Tensor(uniform(shape, 0.5, 2.0, &g), true);
@@ -97,6 +94,19 @@ TEST_CASE("scalar and unary ops pass gradcheck") {
   // relu: keep inputs away from the kink at 0, where the derivative does not exist
   Tensor r(Array{{-1.f, 0.5f, 2.f}, {0.3f, -0.2f, -3.f}}, true);
   check_gradients([](const std::vector<Tensor>& t) { return ops::relu(t[0]); }, {r});
+}
+
+TEST_CASE("unary backwards that rewrite the output's gradient in place leave every other gradient intact") {
+  // x feeds a chain of scalar and unary ops twice; each backward scales its dy in place and
+  // hands it on, so a shared buffer would show as a wrong sum. x.grad = e^x * 2 - 1 / 4 + 3.
+  autograd::tape().clear();
+  Tensor x(Array{0.5f, -1.f, 2.f}, true);
+  Tensor y = ops::exp(x) * 2.0;
+  Tensor z = -(x / 4.0);
+  Tensor loss = ops::sum(y + z + x * 3.0);
+  loss.backward();
+  CHECK(all_close(x.grad(), xt::exp(Array{0.5f, -1.f, 2.f}) * 2.f - 0.25f + 3.f));
+  CHECK(autograd::tape().empty());
 }
 
 TEST_CASE("masked_fill fills where the broadcast mask is true and blocks the gradient there") {

@@ -14,6 +14,7 @@
 using namespace tapegrad;
 using tapegrad::testing::all_close;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::check_gradients;
 
 namespace {
 // w[k, j] = 0.1 * (k * cols + j) - 0.7, rounded as PyTorch rounds it in float32
@@ -43,10 +44,6 @@ Array weight_grad(const IndexArray& ids, const Array& w0, const EmbeddingFuncOpt
   Tensor y = ops::embedding(ids, w, o);
   y.backward(upstream(y.shape()));
   return w.grad_dense();
-}
-void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  CHECK_MESSAGE(r.ok, r.message);
 }
 const IndexArray kIds = {{1, 2, 1}, {0, 1, 3}};   // the scatter-add example of SPEC 2.4.6
 

@@ -10,13 +10,9 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::values;
 
 namespace {
-Array values(const Shape& shape, std::vector<float> v) {
-  Array a = Array::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
-}
 
 // Golden inputs and values: scripts/golden/transformer_layers.py, PyTorch 1.13.
 const Array LOGITS = {{0.5f, -1.25f, 2.0f, 0.0f, 1.5f},

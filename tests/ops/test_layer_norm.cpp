@@ -10,13 +10,9 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::values;
 
 namespace {
-Array values(const Shape& shape, std::vector<float> v) {
-  Array a = Array::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
-}
 const LayerNormFuncOptions ANNOTATED = LayerNormFuncOptions().variant(LayerNormVariant::annotated).eps(1e-6);
 
 // Golden values: scripts/golden/transformer_layers.py, PyTorch 1.13 (Debian python3-torch).

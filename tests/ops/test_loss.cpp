@@ -10,21 +10,11 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::input;
+using tapegrad::testing::check_gradients;
+using tapegrad::testing::values;
 
 namespace {
-Tensor input(const Shape& shape, std::uint64_t seed) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), true);
-}
-void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  CHECK_MESSAGE(r.ok, r.message);
-}
-Array values(const Shape& shape, std::vector<float> v) {
-  Array a = Array::from_shape(shape);
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
-}
 CrossEntropyOptions reduction(const char* r) { return CrossEntropyOptions().reduction(r); }
 
 // Golden values: scripts/golden/loss.py, PyTorch 1.13 (Debian python3-torch).

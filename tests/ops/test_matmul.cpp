@@ -8,17 +8,8 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
-
-namespace {
-Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad = true) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), requires_grad);
-}
-void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  CHECK_MESSAGE(r.ok, r.message);
-}
-}  // namespace
+using tapegrad::testing::check_gradients;
+using tapegrad::testing::input;
 
 TEST_SUITE("ops.matmul") {
 

@@ -10,16 +10,10 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::input;
+using tapegrad::testing::check_gradients;
 
 namespace {
-Tensor input(const Shape& shape, std::uint64_t seed) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), true);
-}
-void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  CHECK_MESSAGE(r.ok, r.message);
-}
 const float not_a_number = std::numeric_limits<float>::quiet_NaN();
 // The values under another shape: {{6.f}, {15.f}}-style literals are ambiguous for xtensor.
 Array shaped(Array values, const Shape& shape) {

@@ -8,16 +8,10 @@
 
 using namespace tapegrad;
 using tapegrad::testing::all_close;
+using tapegrad::testing::input;
+using tapegrad::testing::check_gradients;
 
 namespace {
-Tensor input(const Shape& shape, std::uint64_t seed) {
-  Generator g(seed);
-  return Tensor(randn(shape, &g), true);
-}
-void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  CHECK_MESSAGE(r.ok, r.message);
-}
 // 0, 1, 2, ... in row-major order under `shape`.
 Array iota(const Shape& shape) {
   Array a = Array::from_shape(shape);

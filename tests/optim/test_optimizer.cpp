@@ -304,18 +304,4 @@ TEST_CASE("loading a state dict without an entry clears that parameter's state, 
   CHECK(opt.state(b) == nullptr);
 }
 
-TEST_CASE("py_float prints numbers as Python does, for PyTorch's messages") {
-  CHECK(py_float(0.001) == "0.001");
-  CHECK(py_float(1e-8) == "1e-08");
-  CHECK(py_float(0.0001) == "0.0001");
-  CHECK(py_float(1e-5) == "1e-05");
-  CHECK(py_float(2.0) == "2.0");
-  CHECK(py_float(-0.1) == "-0.1");
-  CHECK(py_float(100.0) == "100.0");
-  CHECK(py_float(1.5e16) == "1.5e+16");
-  CHECK(py_float(123456.789) == "123456.789");
-  CHECK(py_float(0.0) == "0.0");
-  CHECK(py_float(INFINITY) == "inf");
-  CHECK(py_float(NAN) == "nan");
-}
 }  // TEST_SUITE

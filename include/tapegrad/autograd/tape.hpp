@@ -24,15 +24,16 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/autograd/backward_fn.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad::autograd {
 
-/// Adds d(loss)/d(output) into the inputs' gradients (with Tensor::accumulate_grad). `doutput` is
-/// the output's pending gradient, which the tape drops as soon as the function returns, so a
-/// backward may reuse its buffer: scale it in place and move it into an input's gradient, saving
-/// an allocation the size of the output. Most ops simply read it (a `const Array&` parameter).
-using BackwardFn = std::function<void(Array& doutput)>;
+// An entry's BackwardFn (backward_fn.hpp) adds d(loss)/d(output) into the inputs' gradients (with
+// Tensor::accumulate_grad). `doutput` is the output's pending gradient, which the tape drops as
+// soon as the function returns, so a backward may reuse its buffer: scale it in place and move it
+// into an input's gradient, saving an allocation the size of the output. Most ops simply read it
+// (a `const Array&` parameter).
 
 /// A tensor that backward will read, and its version when it was saved.
 struct SavedTensor {

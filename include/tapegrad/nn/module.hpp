@@ -132,8 +132,6 @@ class Module {
 /// Prints m.repr().
 std::ostream& operator<<(std::ostream& os, const Module& m);
 
-/// A double printed as Python's repr() prints a float ("1.0", "0.1", "1e-05", "inf"): the
-/// spelling PyTorch's extra_repr uses for options such as max_norm and p.
-std::string py_float(double v);
+using tapegrad::py_float;   // errors.hpp: options print as Python prints a float, "1e-05"
 
 }  // namespace tapegrad::nn

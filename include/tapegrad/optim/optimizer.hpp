@@ -144,8 +144,6 @@ void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& know
 /// How messages name a parameter: "'lut.weight'" when it has a name, else "tensor (10, 3)".
 std::string param_label(const Parameter& p);
 
-/// `x` as Python prints a float ("0.001", "1e-08", "2.0", "inf"): PyTorch's messages quote
-/// hyper-parameters this way, and tapegrad keeps their text.
-std::string py_float(double x);
+using tapegrad::py_float;   // errors.hpp: hyper-parameters print as Python prints a float
 
 }  // namespace tapegrad::optim
