@@ -115,6 +115,16 @@ std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
   return pad;
 }
 
+// dst = src, or src * (*scale): one row of the gather, or of the row-sparse gradient.
+void copy_row(float* dst, const float* src, std::size_t dim, const float* scale) {
+  if (scale == nullptr) {
+    std::memcpy(dst, src, dim * sizeof(float));
+  } else {
+    const float s = *scale;
+    for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * s;
+  }
+}
+
 // Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
 std::size_t rows_per_thread(std::size_t dim) { return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1)); }
 
@@ -129,14 +139,7 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   float* y = out.data();
   detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
     for (std::size_t p = first; p < last; ++p) {      // one contiguous row per id
-      const float* row = w + static_cast<std::size_t>(id[p]) * dim;
-      float* dst = y + p * dim;
-      if (c == nullptr) {
-        std::memcpy(dst, row, dim * sizeof(float));
-      } else {
-        const float s = *c;
-        for (std::size_t j = 0; j < dim; ++j) dst[j] = row[j] * s;
-      }
+      copy_row(y + p * dim, w + static_cast<std::size_t>(id[p]) * dim, dim, c);
     }
   });
   return out;
@@ -199,14 +202,7 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
   float* values = g.values.data();
   detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
     for (std::size_t r = first; r < last; ++r) {
-      const float* src = dy.data() + from[r] * dim;
-      float* dst = values + r * dim;
-      if (c == nullptr) {
-        std::memcpy(dst, src, dim * sizeof(float));
-      } else {
-        const float s = *c;
-        for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * s;
-      }
+      copy_row(values + r * dim, dy.data() + from[r] * dim, dim, c);
     }
   });
   return g;
