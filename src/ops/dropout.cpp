@@ -20,16 +20,20 @@ namespace tapegrad::ops {
 namespace {
 constexpr std::size_t kGrain = std::size_t{1} << 16;   // elements worth a thread in these loops
 
-// y[i] = x[i] * (keep[i] ? scale : 0): the mask applied. Operands in registers and separate
-// in-place / out-of-place loops, so that both vectorise (x == y would defeat the alias check).
+// y[i] = x[i] * (keep[i] ? scale : 0): the mask applied. Separate in-place / out-of-place loops,
+// so that both vectorise (x == y would defeat the alias check). Each loop body copies scale into
+// a local first: read through the lambda's reference, it might alias y[i], and the compiler would
+// then reload it after every store and not vectorise at all (4x slower, seen in perf).
 void apply_mask(const float* x, const std::uint8_t* keep, float scale, float* y, std::size_t n) {
   detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) y[i] = x[i] * (keep[i] ? scale : 0.0f);
+    const float s = scale;
+    for (std::size_t i = first; i < last; ++i) y[i] = x[i] * (keep[i] ? s : 0.0f);
   });
 }
 void apply_mask_(float* y, const std::uint8_t* keep, float scale, std::size_t n) {
   detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) y[i] = y[i] * (keep[i] ? scale : 0.0f);
+    const float s = scale;
+    for (std::size_t i = first; i < last; ++i) y[i] = y[i] * (keep[i] ? s : 0.0f);
   });
 }
 
@@ -49,7 +53,8 @@ void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::s
 void add_rows_apply_mask(const float* x, const float* rows, const std::uint8_t* keep, float scale, float* y,
                          std::size_t n) {
   detail::parallel_for(n, kGrain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) y[i] = (x[i] + rows[i]) * (keep[i] ? scale : 0.0f);
+    const float s = scale;                              // a local: see apply_mask
+    for (std::size_t i = first; i < last; ++i) y[i] = (x[i] + rows[i]) * (keep[i] ? s : 0.0f);
   });
 }
 
