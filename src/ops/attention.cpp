@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "../exp_f32.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "gemm.hpp"
@@ -60,11 +61,9 @@ void attention_forward(const float* q, const float* k, const float* v, float* ou
         for (std::size_t j = 0; j < d.Tk; ++j) row[j] = (ok && !ok[j]) ? masked_score : row[j] / s.c;
         float m = row[0];
         for (std::size_t j = 1; j < d.Tk; ++j) m = std::max(m, row[j]);
+        for (std::size_t j = 0; j < d.Tk; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
         double sum = 0.0;
-        for (std::size_t j = 0; j < d.Tk; ++j) {
-          row[j] = std::exp(row[j] - m);
-          sum += row[j];
-        }
+        for (std::size_t j = 0; j < d.Tk; ++j) sum += row[j];
         const auto total = static_cast<float>(sum);
         for (std::size_t j = 0; j < d.Tk; ++j) row[j] /= total;
       }

@@ -12,6 +12,7 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 
+#include "../exp_f32.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 
@@ -170,7 +171,7 @@ Tensor neg(const Tensor& a) {
 
 Tensor exp(const Tensor& a) {
   // y = e^a          da = dy * y
-  Tensor y(unary(a.data(), [](float x) { return std::exp(x); }));
+  Tensor y(unary(a.data(), [](float x) { return detail::exp_f32(x); }));
   autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i]; }), "exp");
@@ -233,7 +234,7 @@ Tensor relu(const Tensor& a) {
 
 Tensor sigmoid(const Tensor& a) {
   // y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
-  Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + std::exp(-x)); }));
+  Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + detail::exp_f32(-x)); }));
   autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }), "sigmoid");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 
+#include "../exp_f32.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -35,7 +36,7 @@ Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& opti
   Array loss = Array::from_shape(input.shape());
   for (std::size_t i = 0; i < n; ++i) {
     if (log_target) {
-      const float et = std::exp(t[i]);
+      const float et = detail::exp_f32(t[i]);
       loss.data()[i] = et * (t[i] - x[i]);
       slope->data()[i] = -et;
     } else {

@@ -4,6 +4,7 @@
 // it is the hot path of every training step (W1: N = 16384 rows of C = 64 logits):
 //   forward, per kept row i (target t_i != ignore_index):
 //     m_i = max_j x[i, j]        log_s_i = log(sum_j exp(x[i, j] - m_i))      (sum in double)
+//     (exp is exp_f32, src/exp_f32.hpp: the row's exponentials are one vectorised loop)
 //     loss_i = -log_softmax(x)[i, t_i] = -((x[i, t_i] - m_i) - log_s_i)
 //   reduction: "mean" = sum of loss_i / count (count = kept rows; all ignored: 0/0 = NaN),
 //              "sum" = sum of loss_i, "none" = the loss_i themselves (0 for ignored rows).
@@ -19,6 +20,7 @@
 #include <limits>
 #include <vector>
 
+#include "../exp_f32.hpp"
 #include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -62,14 +64,16 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
   const float* x = logits.data().data();
   const std::size_t grain = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(C, 1));   // exp() is the cost
   detail::parallel_for(N, grain, [&](std::size_t first, std::size_t last) {
+    std::vector<float> e(C);                           // exp(x[i, j] - m_i) of one row
     for (std::size_t i = first; i < last; ++i) {
       const std::int64_t t = target.data()[i];
       if (t == ignore) continue;
       const float* row = x + i * C;
       float m = row[0];
       for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);   // keeps exp() from overflowing
+      for (std::size_t j = 0; j < C; ++j) e[j] = detail::exp_f32(row[j] - m);
       double sum = 0.0;
-      for (std::size_t j = 0; j < C; ++j) sum += std::exp(row[j] - m);
+      for (std::size_t j = 0; j < C; ++j) sum += e[j];
       const auto log_sum = static_cast<float>(std::log(sum));
       stats[i] = {m, log_sum};
       row_loss[i] = -((row[t] - m) - log_sum);
@@ -108,8 +112,8 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
         }
         const float g = reduction == Reduction::none ? dy.data()[i] : scale;
         const float* row = xs + i * c;
-        const RowStats st = stats[i];
-        for (std::size_t j = 0; j < c; ++j) drow[j] = std::exp((row[j] - st.max) - st.log_sum) * g;   // softmax * g
+        const float m = stats[i].max, log_s = stats[i].log_sum;
+        for (std::size_t j = 0; j < c; ++j) drow[j] = detail::exp_f32((row[j] - m) - log_s) * g;   // softmax * g
         drow[t] -= g;                                                                                   // - onehot * g
       }
     });

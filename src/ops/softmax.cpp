@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../exp_f32.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 
@@ -44,12 +45,9 @@ Array softmax_forward(const Array& x, std::size_t d, bool log) {
     float* yr = py + at;
     float m = xr[0];
     for (std::size_t k = 1; k < n; ++k) m = std::max(m, xr[k * stride]);
+    for (std::size_t k = 0; k < n; ++k) yr[k * stride] = detail::exp_f32(xr[k * stride] - m);   // vectorised
     double s = 0.0;
-    for (std::size_t k = 0; k < n; ++k) {
-      const float e = std::exp(xr[k * stride] - m);
-      s += e;
-      if (!log) yr[k * stride] = e;
-    }
+    for (std::size_t k = 0; k < n; ++k) s += yr[k * stride];
     if (log) {
       const auto log_s = static_cast<float>(std::log(s));
       for (std::size_t k = 0; k < n; ++k) yr[k * stride] = (xr[k * stride] - m) - log_s;
@@ -89,7 +87,7 @@ Array log_softmax_backward(const Array& y, const Array& dy, std::size_t d) {
     const auto c = static_cast<float>(total);
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t j = at + k * stride;
-      px[j] = pd[j] - std::exp(py[j]) * c;
+      px[j] = pd[j] - detail::exp_f32(py[j]) * c;
     }
   });
   return dx;
