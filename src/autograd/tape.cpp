@@ -106,8 +106,13 @@ void check_anomaly(const std::string& op, const Tensor& output) {
 // ---- backward --------------------------------------------------------------------------------------
 
 namespace {
-bool produced_by_an_entry(const std::vector<TapeEntry>& entries, const Tensor& t) {
-  return std::any_of(entries.rbegin(), entries.rend(), [&](const TapeEntry& e) { return e.output.is_same(t); });
+constexpr std::size_t kNone = std::size_t(-1);
+
+// The index of the entry that produced t (the newest one whose output it is), or kNone.
+std::size_t producer_of(const std::vector<TapeEntry>& entries, const Tensor& t) {
+  for (std::size_t k = entries.size(); k-- > 0;)
+    if (entries[k].output.is_same(t)) return k;
+  return kNone;
 }
 
 void check_saved_versions(const TapeEntry& e, std::size_t index) {
@@ -131,19 +136,32 @@ void Tape::backward(const Tensor& loss, const Array& seed, bool retain_graph) {
                        "element 0 of tensors does not require grad and does not have a grad_fn | backward: "
                        "the loss depends on no tensor that requires grad (computed under NoGradGuard, "
                        "or all parameters frozen?)");
-  check<AutogradError>(loss.is_leaf() || produced_by_an_entry(entries_, loss),
+  const std::size_t root = loss.is_leaf() ? kNone : producer_of(entries_, loss);
+  check<AutogradError>(loss.is_leaf() || root != kNone,
                        "Trying to backward through the graph a second time | backward: no recorded operation "
                        "produced this loss; backward() already consumed the tape (use retain_graph=true to "
                        "call it twice), or the loss was built on another thread");
   NoGradGuard no_grad;                         // backward closures never record
+  // d loss / d loss = seed. Only the loss's own entry (root) can receive it: every newer entry's
+  // output has no gradient and is skipped. So when root's closure only reads its gradient, it is
+  // given the caller's seed itself, not a copy (backward(G) of a large G: W4 saves 32 MiB).
+  const bool seed_in_place = root != kNone && entries_[root].backward.reads_only();
   try {
-    loss.accumulate_grad(seed, "backward");  // d loss / d loss
+    if (seed_in_place)                         // the check accumulate_grad would make
+      check<AutogradError>(seed.shape() == loss.shape(), "backward: produced a gradient of shape ", seed.shape(),
+                           " for ", loss.describe(), "; expected the tensor's shape ", loss.shape());
+    else
+      loss.accumulate_grad(seed, "backward");
     for (std::size_t k = entries_.size(); k-- > 0;) {
       TapeEntry& e = entries_[k];
       TensorImpl& out = TensorAccess::impl(e.output);
-      if (!out.grad) continue;                 // not on a path to the loss
+      const bool seeded = seed_in_place && k == root;
+      if (!out.grad && !seeded) continue;      // not on a path to the loss
       check_saved_versions(e, k);
-      e.backward(*out.grad);                   // adds (+=) into the inputs' gradients
+      if (seeded)
+        e.backward(seed);                      // adds (+=) into the inputs' gradients
+      else
+        e.backward(*out.grad);
       out.grad.reset();                        // an intermediate's gradient is not kept
       if (anomaly_mode)
         for (std::size_t i = 0; i < e.inputs.size(); ++i) {

@@ -29,12 +29,27 @@ TEST_CASE("a small closure is called with the output's gradient and may rewrite 
   CHECK(all_close(dy, Array{3.f, 6.f}));
 }
 
-TEST_CASE("a closure taking a const Array reference fits too") {
+TEST_CASE("a closure taking a const Array reference fits too, and says it only reads") {
   float seen = 0.0f;
   BackwardFn f([&seen](const Array& dy) { seen = dy(1); });
+  CHECK(f.reads_only());
   Array dy{1.f, 7.f};
   f(dy);
   CHECK(seen == 7.f);
+  const Array fixed{2.f, 9.f};
+  f(fixed);                                         // the const call: no copy needed
+  CHECK(seen == 9.f);
+  std::array<float, 64> big{};                      // the same on the heap
+  BackwardFn g([&seen, big](const Array& d) { seen = d(0) + big[0]; });
+  CHECK(g.reads_only());
+  g(fixed);
+  CHECK(seen == 2.f);
+}
+
+TEST_CASE("a closure taking Array& may write its gradient, so it does not claim to only read") {
+  BackwardFn f([](Array& dy) { dy(0) = 0.f; });
+  CHECK_FALSE(f.reads_only());
+  CHECK_FALSE(BackwardFn().reads_only());
 }
 
 TEST_CASE("a closure larger than the inline room goes to the heap and still works") {

@@ -212,4 +212,35 @@ TEST_CASE("gradients flow to a leaf that is the loss itself") {
   CHECK(x.grad()(0) == 1.f);
 }
 
+TEST_CASE("backward(G) leaves G unchanged, whether the loss's entry reads G in place or rewrites a copy") {
+  // embedding's backward only reads dy: it is handed G itself. dropout's rewrites dy in place:
+  // it must get a copy. Either way the caller's G is untouched and the gradients are right.
+  Parameter w(Array{{1.f, 2.f}, {3.f, 4.f}});
+  IndexArray ids{1, 1, 0};
+  const Array G{{1.f, 10.f}, {100.f, 1000.f}, {5.f, 6.f}};
+  Tensor y = ops::embedding(ids, w, {});
+  REQUIRE(autograd::tape().entries().back().backward.reads_only());
+  y.backward(G);
+  CHECK(all_close(w.grad(), Array{{5.f, 6.f}, {101.f, 1010.f}}));
+  CHECK(all_close(G, Array{{1.f, 10.f}, {100.f, 1000.f}, {5.f, 6.f}}));
+
+  Generator gen(0);
+  Tensor x(Array{1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, true);
+  Tensor d = ops::dropout(x, 0.5, /*training=*/true, gen);
+  REQUIRE_FALSE(autograd::tape().entries().back().backward.reads_only());
+  const Array H = xt::ones<float>({8});
+  d.backward(H);
+  CHECK(all_close(H, xt::ones<float>({8})));
+  for (std::size_t i = 0; i < 8; ++i) CHECK(x.grad()(i) == (d.data()(i) == 0.f ? 0.f : 2.f));
+}
+
+TEST_CASE("a seed of the wrong shape given to the tape directly is refused, naming both shapes") {
+  Parameter w(Array{{1.f, 2.f}, {3.f, 4.f}});
+  Tensor y = ops::embedding(IndexArray{0, 1}, w, {});
+  CHECK_THROWS_WITH_AS(autograd::tape().backward(y, Array{1.f, 2.f}, false),
+                       doctest::Contains("backward: produced a gradient of shape (2,) for the output of 'embedding' (2, 2)"), AutogradError);
+  CHECK(autograd::tape().empty());
+  CHECK_FALSE(w.has_grad());
+}
+
 }  // TEST_SUITE

@@ -5,6 +5,8 @@
 // an op then allocates nothing for its closure: libstdc++'s std::function keeps only trivially
 // copyable closures inline, so every closure holding a Tensor went to the heap, one allocation
 // and one free per recorded op (W2 measures that overhead). Larger closures still go to the heap.
+// It remembers whether the closure only reads the output's gradient (takes `const Array&`): then
+// Tape::backward can hand it the caller's seed of backward(gradient) without copying it first.
 #pragma once
 
 #include <cstddef>
@@ -44,13 +46,18 @@ class BackwardFn {
   ~BackwardFn() { reset(); }
 
   void operator()(Array& doutput) { ops_->call(storage_, doutput); }
+  /// Only for a closure that reads_only(): it is then given the gradient it may not change.
+  void operator()(const Array& doutput) { ops_->call_const(storage_, doutput); }
   explicit operator bool() const { return ops_ != nullptr; }
+  /// True when the closure takes `const Array&`: it never writes the output's gradient.
+  bool reads_only() const { return ops_ != nullptr && ops_->call_const != nullptr; }
 
  private:
   static constexpr std::size_t kInlineBytes = 64;
 
   struct Ops {                                  // what the stored callable's type knows how to do
     void (*call)(void* self, Array& doutput);
+    void (*call_const)(void* self, const Array& doutput);   // nullptr unless Fn takes const Array&
     void (*move_to)(void* self, void* destination);   // move-construct into destination, destroy self
     void (*destroy)(void* self);
   };
@@ -65,9 +72,28 @@ class BackwardFn {
     return *std::launder(static_cast<Fn*>(self));
   }
 
+  // The const call exists only for closures that accept a const Array& (and so cannot write dy).
+  template <class Fn, class Get>
+  static constexpr auto const_call() {
+    using Call = void (*)(void*, const Array&);
+    if constexpr (std::is_invocable_v<Fn&, const Array&>)
+      return Call([](void* self, const Array& dy) { Get::get(self)(dy); });
+    else
+      return Call(nullptr);
+  }
+  template <class Fn>
+  struct GetInline {
+    static Fn& get(void* self) { return stored<Fn>(self); }
+  };
+  template <class Fn>
+  struct GetHeap {
+    static Fn& get(void* self) { return *stored<Fn*>(self); }
+  };
+
   template <class Fn>
   static constexpr Ops inline_ops{
       [](void* self, Array& dy) { stored<Fn>(self)(dy); },
+      const_call<Fn, GetInline<Fn>>(),
       [](void* self, void* destination) {
         ::new (destination) Fn(std::move(stored<Fn>(self)));
         stored<Fn>(self).~Fn();
@@ -76,6 +102,7 @@ class BackwardFn {
   template <class Fn>
   static constexpr Ops heap_ops{
       [](void* self, Array& dy) { (*stored<Fn*>(self))(dy); },
+      const_call<Fn, GetHeap<Fn>>(),
       [](void* self, void* destination) { ::new (destination) Fn*(stored<Fn*>(self)); },
       [](void* self) { delete stored<Fn*>(self); }};
 
