@@ -9,8 +9,9 @@
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
 //   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
 // Backward reads the saved operands; a side that needs no gradient costs no work.
-// Threads (threads.hpp): each product is cut into blocks of rows (or of columns, when it is wider
-// than tall) and every thread of tapegrad's pool calls single-threaded sgemm on its block.
+// Threads (threads.hpp): each product is cut into up to 4 blocks of rows (or of columns, when it
+// is wider than tall), the same blocks whatever the thread count, and the threads of tapegrad's
+// pool share them out, each calling single-threaded sgemm on its blocks.
 #include "tapegrad/ops/matmul.hpp"
 
 #include <algorithm>
@@ -42,17 +43,27 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
   (void)blas_single_threaded;
   const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
-  // Split the longer side of C; a block is worth a thread from about a million multiply-adds.
+  // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
+  // the thread count: OpenBLAS may round an element differently depending on where its row falls
+  // in a call (its Haswell kernels do, its SkylakeX ones at some sizes), so only the same calls on
+  // 1 or 2 threads keep the results bit-identical. A block is worth a thread from about a million
+  // multiply-adds; at most kMaxBlocks, since each call repacks the other operand.
+  constexpr std::size_t kMaxBlocks = 4;
   const bool by_rows = M >= N;
-  const std::size_t other = by_rows ? N : M, grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
-  ::tapegrad::detail::parallel_for(by_rows ? M : N, grain, [&](std::size_t begin, std::size_t end) {
-    const int len = static_cast<int>(end - begin);
-    if (by_rows)          // rows [begin, end) of C and of op(A); A^T's rows are columns of A
-      cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
-                  int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
-    else                  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
-      cblas_sgemm(CblasRowMajor, op_a, op_b, int(M), len, int(K), alpha, A, int(lda),
-                  trans_b ? B + begin * ldb : B + begin, int(ldb), beta, C + begin, int(ldc));
+  const std::size_t n = by_rows ? M : N, other = by_rows ? N : M;
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
+  const std::size_t blocks = std::clamp<std::size_t>(n / grain, 1, kMaxBlocks);
+  ::tapegrad::detail::parallel_for(blocks, 1, [&](std::size_t first, std::size_t last) {
+    for (std::size_t b = first; b < last; ++b) {
+      const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
+      const int len = static_cast<int>(end - begin);
+      if (by_rows)        // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+        cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
+                    int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
+      else                // columns [begin, end) of C and of op(B); B^T's columns are rows of B
+        cblas_sgemm(CblasRowMajor, op_a, op_b, int(M), len, int(K), alpha, A, int(lda),
+                    trans_b ? B + begin * ldb : B + begin, int(ldb), beta, C + begin, int(ldc));
+    }
   });
 }
 }  // namespace detail
