@@ -9,7 +9,7 @@
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
 //   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
 // Backward reads the saved operands; a side that needs no gradient costs no work.
-// Threads (threads.hpp): each product is cut into up to 4 blocks of rows (or of columns, when it
+// Threads (threads.hpp): each product is cut into up to 2 blocks of rows (or of columns, when it
 // is wider than tall), the same blocks whatever the thread count, and the threads of tapegrad's
 // pool share them out, each calling single-threaded sgemm on its blocks.
 #include "tapegrad/ops/matmul.hpp"
@@ -47,8 +47,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   // the thread count: OpenBLAS may round an element differently depending on where its row falls
   // in a call (its Haswell kernels do, its SkylakeX ones at some sizes), so only the same calls on
   // 1 or 2 threads keep the results bit-identical. A block is worth a thread from about a million
-  // multiply-adds; at most kMaxBlocks, since each call repacks the other operand.
-  constexpr std::size_t kMaxBlocks = 4;
+  // multiply-adds. At most 2 blocks: each call repacks the other operand, and in paired runs 4
+  // blocks made W5 12 % slower on 1 thread and 20 % on 2 than 2 blocks did. The price: a product
+  // uses at most 2 threads, whatever set_num_threads says (the elementwise kernels use them all).
+  constexpr std::size_t kMaxBlocks = 2;
   const bool by_rows = M >= N;
   const std::size_t n = by_rows ? M : N, other = by_rows ? N : M;
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
