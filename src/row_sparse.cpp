@@ -5,31 +5,43 @@
 #include <numeric>
 #include <vector>
 
+#include "parallel.hpp"
+
 namespace tapegrad {
 
 RowSparseGrad RowSparseGrad::coalesce() const {
   const std::size_t n = indices.size(), dim = dense_shape.size() == 2 ? dense_shape[1] : 0;
+  const std::int64_t* id = indices.data();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
   // stable: rows of a repeated id are summed in the order they were produced
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return indices.data()[a] < indices.data()[b]; });
-  std::size_t unique = 0;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return id[a] < id[b]; });
+  std::vector<std::size_t> group;                     // order[group[g] .. group[g + 1]) share one id
   for (std::size_t i = 0; i < n; ++i)
-    if (i == 0 || indices.data()[order[i]] != indices.data()[order[i - 1]]) ++unique;
+    if (i == 0 || id[order[i]] != id[order[i - 1]]) group.push_back(i);
+  const std::size_t unique = group.size();
+  group.push_back(n);
   RowSparseGrad out;
   out.dense_shape = dense_shape;
   out.indices = xt::xarray<std::int64_t>::from_shape({unique});
   out.values = xt::xarray<float>::from_shape({unique, dim});
-  std::fill(out.values.begin(), out.values.end(), 0.0f);
-  std::size_t row = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i > 0 && indices.data()[order[i]] != indices.data()[order[i - 1]]) ++row;
-    out.indices.data()[row] = indices.data()[order[i]];
-    const float* src = values.data() + order[i] * dim;
-    float* dst = out.values.data() + row * dim;
-    for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
-  }
+  // Row g = 0 + the group's rows in order: the first is stored as 0 + x (what adding it to a
+  // zeroed row gives, -0 included), the others added. The groups are disjoint: split over threads.
+  const float* in = values.data();
+  float* sum = out.values.data();
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+  detail::parallel_for(unique, grain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t g = first; g < last; ++g) {
+      out.indices.data()[g] = id[order[group[g]]];
+      float* dst = sum + g * dim;
+      const float* src = in + order[group[g]] * dim;
+      for (std::size_t j = 0; j < dim; ++j) dst[j] = 0.0f + src[j];
+      for (std::size_t i = group[g] + 1; i < group[g + 1]; ++i) {
+        src = in + order[i] * dim;
+        for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
+      }
+    }
+  });
   return out;
 }
 
