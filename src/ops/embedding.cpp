@@ -145,26 +145,10 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   return out;
 }
 
-// row (+)= f * (g * s), or row (+)= g when unscaled: one position's contribution to its row. The
-// first contribution is stored as 0 + x, which is exactly what adding it to a zeroed row gives
-// (-0 becomes +0), so no row has to be zero-filled and read back before it is added to.
-void add_to_row(float* row, const float* g, std::size_t dim, bool first, bool scaled, float f, float s) {
-  if (!scaled && first) {
-    for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + g[j];
-  } else if (!scaled) {
-    for (std::size_t j = 0; j < dim; ++j) row[j] += g[j];
-  } else if (first) {
-    for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + f * (g[j] * s);
-  } else {
-    for (std::size_t j = 0; j < dim; ++j) row[j] += f * (g[j] * s);
-  }
-}
-
 // SPEC 2.4.4, with the fused scale c: for each position p in ascending order, unless it holds
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
-// by frequency, into a dW that starts at zero. The multiplications by f and c are skipped when
-// they are absent; since x * 1 is exactly x, that is only speed, and the sums are bit-identical
-// to embedding() followed by mul().
+// by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
+// is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
 Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
                      std::optional<std::int64_t> pad, bool by_freq, const float* c) {
   const std::size_t num = weight_shape[0], dim = weight_shape[1], n = ids.size();
@@ -179,28 +163,21 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
   Array dweight = Array::from_shape(weight_shape);
   float* dw = dweight.data();
   const float* g = dy.data();
-  const bool scaled = by_freq || c != nullptr;
-  // Each thread owns the gradient rows [lo, hi): it adds the positions whose id falls in the
-  // range, in position order, then zero-fills the rows no position reached. Every row of dW is
-  // written once, and only rows that receive something are read back (W4: a third of the rows).
+  // Each thread owns the gradient rows [lo, hi): zero-fills them, then adds the positions whose id
+  // falls in the range, in position order.
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::vector<std::uint8_t> touched(hi - lo, 0);
+    std::fill(dw + lo * dim, dw + hi * dim, 0.0f);
     for (std::size_t p = 0; p < n; ++p) {
       const auto k = static_cast<std::size_t>(id[p]);
       if (k < lo || k >= hi || (pad && id[p] == *pad)) continue;
-      const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
-      add_to_row(dw + k * dim, g + p * dim, dim, !touched[k - lo], scaled, f, s);
-      touched[k - lo] = 1;
-    }
-    for (std::size_t k = lo; k < hi;) {                 // the untouched rows, in runs
-      if (touched[k - lo]) {
-        ++k;
-        continue;
+      float* row = dw + k * dim;
+      const float* gp = g + p * dim;
+      if (!by_freq && c == nullptr) {
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
+      } else {
+        const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
+        for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * s);
       }
-      std::size_t end = k + 1;
-      while (end < hi && !touched[end - lo]) ++end;
-      std::fill(dw + k * dim, dw + end * dim, 0.0f);
-      k = end;
     }
   });
   return dweight;
