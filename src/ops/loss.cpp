@@ -62,7 +62,9 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
   std::vector<RowStats> stats(N);
   std::vector<float> row_loss(N, 0.0f);                // 0 for ignored rows
   const float* x = logits.data().data();
-  const std::size_t grain = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(C, 1));   // exp() is the cost
+  // Rows worth a thread: about 64 Ki logits (vectorised, an exp costs about a nanosecond; waking a
+  // thread costs several microseconds, more than W1-S's whole 512 x 16 loss).
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(C, 1));
   detail::parallel_for(N, grain, [&](std::size_t first, std::size_t last) {
     std::vector<float> e(C);                           // exp(x[i, j] - m_i) of one row
     for (std::size_t i = first; i < last; ++i) {
@@ -101,7 +103,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
     float* out = dx.data();
     const float scale = reduction == Reduction::mean ? static_cast<float>(double(dy()) / double(count))
                         : reduction == Reduction::sum ? dy() : 0.0f;
-    const std::size_t rows_grain = std::max<std::size_t>(1, 4096 / std::max<std::size_t>(c, 1));
+    const std::size_t rows_grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(c, 1));
     detail::parallel_for(n, rows_grain, [&](std::size_t first, std::size_t last) {
       for (std::size_t i = first; i < last; ++i) {
         float* drow = out + i * c;
