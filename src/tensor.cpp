@@ -22,11 +22,12 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 }
 }  // namespace
 
-Tensor::Tensor(Array data, bool requires_grad)
-    : impl_(std::make_shared<TensorImpl>()) {
+Tensor::Tensor(Array data, bool requires_grad) {
   static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
   (void)policy_applied;
-  impl_->storage = std::make_shared<Storage>(Storage{std::move(data), 0});
+  auto block = std::make_shared<TensorBlock>(TensorBlock{Storage{std::move(data), 0}, TensorImpl{}});
+  impl_ = std::shared_ptr<TensorImpl>(block, &block->impl);
+  impl_->storage = &block->storage;
   impl_->requires_grad = requires_grad;
 }
 
@@ -245,8 +246,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::detach() const {
   check_defined(impl_);
   Tensor out;
-  out.impl_ = std::make_shared<TensorImpl>();
-  out.impl_->storage = impl_->storage;       // same data, same version counter
+  out.impl_ = share_storage(impl_);          // same data, same version counter
   return out;
 }
 

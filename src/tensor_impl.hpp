@@ -3,6 +3,10 @@
 // What a Tensor handle points to. The data lives in a Storage shared with detach()ed handles,
 // together with the version counter that in-place writes bump; the gradient, the flags and the
 // name belong to the tensor itself.
+//
+// A new tensor's TensorImpl and its Storage are one allocation (TensorBlock): every op makes a
+// tensor, and a second malloc/free per op was a tenth of W2's per-op cost. A handle that shares
+// another tensor's storage (detach(), Parameter(tensor)) points at it and keeps its block alive.
 #pragma once
 
 #include <memory>
@@ -19,7 +23,8 @@ struct Storage {
 };
 
 struct TensorImpl {
-  std::shared_ptr<Storage> storage;
+  Storage* storage = nullptr;               // this tensor's data: in its own block, or another's
+  std::shared_ptr<const void> storage_owner; // keeps another tensor's block alive; empty for its own
   bool requires_grad = false;
   bool is_leaf = true;
   bool is_buffer = false;                   // a Buffer: never requires grad, never has .grad
@@ -29,10 +34,26 @@ struct TensorImpl {
   std::string producer;                     // the op that produced a non-leaf
 };
 
+/// A tensor and its storage in one allocation (see above). The handle is an aliasing shared_ptr
+/// to `impl`; `impl.storage` points at `storage` with no owner, so there is no reference cycle.
+struct TensorBlock {
+  Storage storage;
+  TensorImpl impl;
+};
+
+/// A handle sharing `from`'s data and version counter (what detach() returns).
+inline std::shared_ptr<TensorImpl> share_storage(const std::shared_ptr<TensorImpl>& from) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = from->storage;
+  impl->storage_owner = from->storage_owner ? from->storage_owner : std::shared_ptr<const void>(from);
+  return impl;
+}
+
 /// Internal access for the tape and Parameter/Buffer (the fields are not part of the public API).
 struct TensorAccess {
   static TensorImpl& impl(const Tensor& t) { return *t.impl_; }
   static std::shared_ptr<TensorImpl>& handle(Tensor& t) { return t.impl_; }
+  static const std::shared_ptr<TensorImpl>& handle(const Tensor& t) { return t.impl_; }
 };
 
 }  // namespace tapegrad

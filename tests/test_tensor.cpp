@@ -24,6 +24,29 @@ TEST_CASE("copies share data, gradient and version, and mutable_data bumps the v
   CHECK(a.has_grad());
 }
 
+TEST_CASE("a detached handle or a Parameter made from a tensor keeps the shared data alive on its own") {
+  // A tensor and its data are one allocation; handles sharing the data must keep it alive after
+  // every handle of the original is gone (ASan checks the lifetime; LSan that nothing leaks).
+  Tensor d;
+  Parameter p;
+  {
+    Tensor t(Array{1.f, 2.f});
+    d = t.detach();
+    p = Parameter(t);
+    Tensor dd = d.detach();                        // a share of a share: the same data again
+    dd.mutable_data()(0) = 7.f;
+  }
+  CHECK(d.data()(0) == 7.f);
+  CHECK(p.data()(1) == 2.f);
+  CHECK(d.version() == 1);                         // one counter for all three handles
+  p.mutable_data()(1) = 9.f;
+  CHECK(d.data()(1) == 9.f);
+  CHECK(d.version() == 2);
+  CHECK_FALSE(d.is_same(p));                       // separate tensors: flags and gradients their own
+  CHECK(p.requires_grad());
+  CHECK_FALSE(d.requires_grad());
+}
+
 TEST_CASE("item reads a one-element tensor and refuses others") {
   CHECK(Tensor(Array{4.5f}).item() == 4.5f);
   CHECK_THROWS_WITH_AS(Tensor(Array{1.f, 2.f}).item(),
