@@ -36,7 +36,7 @@ struct Size {
 };
 constexpr Size kSizes[] = {{"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
 
-// Rows [begin, end) of n for thread t of T: the same contiguous cut tapegrad uses.
+// Rows [begin, end) of n for thread t of T: one contiguous share each.
 void share(std::size_t n, std::size_t& begin, std::size_t& end) {
   const std::size_t T = std::size_t(omp_get_num_threads()), t = std::size_t(omp_get_thread_num());
   begin = n * t / T;

@@ -1,7 +1,7 @@
 // src/exp_f32.hpp (private)
 //
 // exp_f32(x): e^x in float32, the one exponential of tapegrad's float kernels (softmax,
-// log_softmax, cross_entropy, attention, exp). Why not std::exp: glibc's expf is a library call
+// log_softmax, cross_entropy, attention, exp, sigmoid, kl_div). Why not std::exp: glibc's expf is a library call
 // that no loop around it can vectorise, and in W1 cross_entropy spends most of its time there.
 // exp_f32 is inline arithmetic with no branches, so a loop over it compiles to AVX-512/AVX2
 // code: 16 or 8 exponentials at a time. PyTorch does the same on CPU (Sleef's vectorised expf).
@@ -9,8 +9,9 @@
 // Accuracy: within 1 ulp of the correctly rounded e^x for every float (checked exhaustively, all
 // 2.24 billion floats in [-104, 89], once; tests/test_exp_f32.cpp checks every 61st). Special
 // values as std::exp: exp(NaN) = NaN, exp(+inf) = +inf, exp(-inf) = 0, e^x > FLT_MAX gives +inf,
-// tiny results are subnormal and then 0. The arithmetic is plain float (no FMA, no fast-math),
-// so the result is the same on every x86-64 CPU, whatever it vectorises with.
+// tiny results are subnormal and then 0. The arithmetic is plain float, and the build keeps it so
+// (-ffp-contract=off: no fused multiply-adds; no fast-math), so the result is the same on every
+// x86-64 CPU, whatever it vectorises with.
 //
 // The method (Cephes' expf):  e^x = 2^n * e^r,  n = round(x / ln 2),  r = x - n ln 2 in
 // [-ln2/2, ln2/2];  e^r by a degree-7 polynomial (minimax on that interval);  2^n put in the
@@ -31,8 +32,9 @@ inline float exp_f32(float x) {
   constexpr float kOverflow = 88.72283905206835f; // above: e^x > FLT_MAX
   constexpr float kUnderflow = -103.97207708f;    // below: e^x < half the smallest subnormal
 
-  // Clamped so that n stays in range; out-of-range and NaN inputs are handled at the end.
-  const float xc = x < kUnderflow ? kUnderflow : (x > kOverflow ? kOverflow : x);
+  // Clamped so that n stays in range (NaN fails both tests and becomes kUnderflow, so that the
+  // conversion to int below is always defined); out-of-range and NaN inputs are handled at the end.
+  const float xc = x > kOverflow ? kOverflow : (x >= kUnderflow ? x : kUnderflow);
   const float n = (xc * kLog2e + kRound) - kRound;
   const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
 

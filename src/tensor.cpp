@@ -25,9 +25,11 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 Tensor::Tensor(Array data, bool requires_grad) {
   static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
   (void)policy_applied;
-  auto block = std::make_shared<TensorBlock>(TensorBlock{Storage{std::move(data), 0}, TensorImpl{}});
-  impl_ = std::shared_ptr<TensorImpl>(block, &block->impl);
-  impl_->storage = &block->storage;
+  auto block = std::make_shared<TensorBlock>();
+  block->storage.data = std::move(data);
+  block->impl.storage = &block->storage;
+  TensorImpl* impl = &block->impl;
+  impl_ = std::shared_ptr<TensorImpl>(std::move(block), impl);   // aliasing: owns the block
   impl_->requires_grad = requires_grad;
 }
 

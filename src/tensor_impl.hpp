@@ -6,7 +6,10 @@
 //
 // A new tensor's TensorImpl and its Storage are one allocation (TensorBlock): every op makes a
 // tensor, and a second malloc/free per op was a tenth of W2's per-op cost. A handle that shares
-// another tensor's storage (detach(), Parameter(tensor)) points at it and keeps its block alive.
+// another tensor's storage (detach(), Parameter(tensor)) points at it and keeps its block alive,
+// which keeps the whole of that tensor's record (its gradient included) until the share is gone:
+// unlike PyTorch's, where a share keeps only the data. Shares are few (in-place dropout's output,
+// a Parameter made from a tensor, a learner's snapshot), so the simpler layout wins.
 #pragma once
 
 #include <memory>

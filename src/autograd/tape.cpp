@@ -143,22 +143,19 @@ void Tape::backward(const Tensor& loss, const Array& seed, bool retain_graph) {
                        "call it twice), or the loss was built on another thread");
   NoGradGuard no_grad;                         // backward closures never record
   // d loss / d loss = seed. Only the loss's own entry (root) can receive it: every newer entry's
-  // output has no gradient and is skipped. So when root's closure only reads its gradient, it is
-  // given the caller's seed itself, not a copy (backward(G) of a large G: W4 saves 32 MiB).
-  const bool seed_in_place = root != kNone && entries_[root].backward.reads_only();
+  // output has no gradient and is skipped. So root is called with the caller's seed itself;
+  // BackwardFn copies it first only if root's closure may rewrite its gradient (backward(G) of a
+  // large G whose entry only reads it, W4's embedding, saves a 32-MiB copy).
+  check<ShapeError>(seed.shape() == loss.shape(), "backward: expected a seed of the loss's shape ", loss.shape(),
+                    " for ", loss.describe(), ", got ", seed.shape());
   try {
-    if (seed_in_place)                         // the check accumulate_grad would make
-      check<AutogradError>(seed.shape() == loss.shape(), "backward: produced a gradient of shape ", seed.shape(),
-                           " for ", loss.describe(), "; expected the tensor's shape ", loss.shape());
-    else
-      loss.accumulate_grad(seed, "backward");
+    if (root == kNone) loss.accumulate_grad(seed, "backward");   // a leaf is its own loss
     for (std::size_t k = entries_.size(); k-- > 0;) {
       TapeEntry& e = entries_[k];
       TensorImpl& out = TensorAccess::impl(e.output);
-      const bool seeded = seed_in_place && k == root;
-      if (!out.grad && !seeded) continue;      // not on a path to the loss
+      if (!out.grad && k != root) continue;    // not on a path to the loss
       check_saved_versions(e, k);
-      if (seeded)
+      if (k == root)
         e.backward(seed);                      // adds (+=) into the inputs' gradients
       else
         e.backward(*out.grad);

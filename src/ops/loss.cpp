@@ -66,16 +66,20 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
   // thread costs several microseconds, more than W1-S's whole 512 x 16 loss).
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(C, 1));
   detail::parallel_for(N, grain, [&](std::size_t first, std::size_t last) {
-    std::vector<float> e(C);                           // exp(x[i, j] - m_i) of one row
+    constexpr std::size_t kBlock = 256;
+    float e[kBlock];                                   // exp(x[i, j] - m_i), a block of a row at a time
     for (std::size_t i = first; i < last; ++i) {
       const std::int64_t t = target.data()[i];
       if (t == ignore) continue;
       const float* row = x + i * C;
       float m = row[0];
       for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);   // keeps exp() from overflowing
-      for (std::size_t j = 0; j < C; ++j) e[j] = detail::exp_f32(row[j] - m);
-      double sum = 0.0;
-      for (std::size_t j = 0; j < C; ++j) sum += e[j];
+      double sum = 0.0;                                // in j order, whatever the blocks
+      for (std::size_t j0 = 0; j0 < C; j0 += kBlock) {
+        const std::size_t len = std::min(kBlock, C - j0);
+        for (std::size_t j = 0; j < len; ++j) e[j] = detail::exp_f32(row[j0 + j] - m);   // vectorised
+        for (std::size_t j = 0; j < len; ++j) sum += e[j];
+      }
       const auto log_sum = static_cast<float>(std::log(sum));
       stats[i] = {m, log_sum};
       row_loss[i] = -((row[t] - m) - log_sum);

@@ -45,7 +45,7 @@ Array softmax_forward(const Array& x, std::size_t d, bool log) {
     float* yr = py + at;
     float m = xr[0];
     for (std::size_t k = 1; k < n; ++k) m = std::max(m, xr[k * stride]);
-    for (std::size_t k = 0; k < n; ++k) yr[k * stride] = detail::exp_f32(xr[k * stride] - m);   // vectorised
+    for (std::size_t k = 0; k < n; ++k) yr[k * stride] = detail::exp_f32(xr[k * stride] - m);   // SIMD when stride is 1
     double s = 0.0;
     for (std::size_t k = 0; k < n; ++k) s += yr[k * stride];
     if (log) {

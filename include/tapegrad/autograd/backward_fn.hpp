@@ -46,10 +46,16 @@ class BackwardFn {
   ~BackwardFn() { reset(); }
 
   void operator()(Array& doutput) { ops_->call(storage_, doutput); }
-  /// Only for a closure that reads_only(): it is then given the gradient it may not change.
-  void operator()(const Array& doutput) { ops_->call_const(storage_, doutput); }
+  /// A gradient the closure may not change: handed over as it is when the closure reads_only(),
+  /// else as a copy the closure may rewrite.
+  void operator()(const Array& doutput) {
+    if (ops_->call_const != nullptr) return ops_->call_const(storage_, doutput);
+    Array copy(doutput);
+    ops_->call(storage_, copy);
+  }
   explicit operator bool() const { return ops_ != nullptr; }
-  /// True when the closure takes `const Array&`: it never writes the output's gradient.
+  /// True when the closure takes `const Array&` (or a copy): it never writes the output's gradient.
+  /// A generic closure (`auto& dy`) counts as one that may write.
   bool reads_only() const { return ops_ != nullptr && ops_->call_const != nullptr; }
 
  private:
@@ -73,13 +79,19 @@ class BackwardFn {
   }
 
   // The const call exists only for closures that accept a const Array& (and so cannot write dy).
+  // Only a closure with one, non-template operator() is asked: testing a generic lambda with a
+  // const Array would compile its body for one, a hard error if the body writes dy.
   template <class Fn, class Get>
   static constexpr auto const_call() {
     using Call = void (*)(void*, const Array&);
-    if constexpr (std::is_invocable_v<Fn&, const Array&>)
-      return Call([](void* self, const Array& dy) { Get::get(self)(dy); });
-    else
+    if constexpr (requires { &Fn::operator(); }) {
+      if constexpr (std::is_invocable_v<Fn&, const Array&>)
+        return Call([](void* self, const Array& dy) { Get::get(self)(dy); });
+      else
+        return Call(nullptr);
+    } else {
       return Call(nullptr);
+    }
   }
   template <class Fn>
   struct GetInline {

@@ -33,7 +33,8 @@ namespace tapegrad::autograd {
 // Tensor::accumulate_grad). `doutput` is the output's pending gradient, which the tape drops as
 // soon as the function returns, so a backward may reuse its buffer: scale it in place and move it
 // into an input's gradient, saving an allocation the size of the output. Most ops simply read it
-// (a `const Array&` parameter).
+// (a `const Array&` parameter). The loss's own entry is given the caller's seed: as it is when
+// its closure takes `const Array&`, as a copy when it may rewrite it, so the seed never changes.
 
 /// A tensor that backward will read, and its version when it was saved.
 struct SavedTensor {
@@ -58,7 +59,8 @@ class Tape {
   void clear() { entries_.clear(); }
   void push(TapeEntry entry) { entries_.push_back(std::move(entry)); }
 
-  /// Seeds d(loss) = seed and replays the entries newest-first (SPEC 2.3.2).
+  /// Seeds d(loss) = seed and replays the entries newest-first (SPEC 2.3.2). A seed whose shape
+  /// is not the loss's is refused (ShapeError) before anything runs: the tape is kept.
   void backward(const Tensor& loss, const Array& seed, bool retain_graph);
 
   /// Graphviz text of the recorded graph (`dot -Tsvg`).
