@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <tapegrad/nn/positional_encoding.hpp>
 #include <tapegrad/random.hpp>
 
 #include "../src/exp_f32.hpp"   // the same vectorised e^x as tapegrad's cross_entropy
@@ -73,13 +74,9 @@ void run(const Size& s, int threads) {
   for (float& w : b) w = float(-bound + 2 * bound * gen.uniform_double());
   std::vector<float> gW(V * D), gWp(C * D), gb(C);
   std::vector<float> mW(V * D, 0.f), vW(V * D, 0.f), mWp(C * D, 0.f), vWp(C * D, 0.f), mb(C, 0.f), vb(C, 0.f);
-  // the table of sines and cosines, as PositionalEncoding computes it
-  std::vector<float> pe(T * D);
-  for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t j = 0; j < D; ++j) {
-      const double angle = double(t) * std::exp(double(j - j % 2) * -(std::log(10000.0) / double(D)));
-      pe[t * D + j] = float(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
-    }
+  // the table of sines and cosines, PositionalEncoding's own (setup, not timed)
+  const tapegrad::Array table = tapegrad::nn::sinusoid_table(std::int64_t(T), std::int64_t(D));
+  const std::vector<float> pe(table.data(), table.data() + T * D);
   // data: B rows of T ids in [1, V), the last quarter padding; label = id % C
   std::vector<std::int64_t> ids(N), labels(N);
   std::size_t count = 0;

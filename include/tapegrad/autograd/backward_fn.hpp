@@ -81,31 +81,31 @@ class BackwardFn {
   // The const call exists only for closures that accept a const Array& (and so cannot write dy).
   // Only a closure with one, non-template operator() is asked: testing a generic lambda with a
   // const Array would compile its body for one, a hard error if the body writes dy.
-  template <class Fn, class Get>
+  template <class Fn, bool on_heap>
   static constexpr auto const_call() {
     using Call = void (*)(void*, const Array&);
     if constexpr (requires { &Fn::operator(); }) {
       if constexpr (std::is_invocable_v<Fn&, const Array&>)
-        return Call([](void* self, const Array& dy) { Get::get(self)(dy); });
+        return Call([](void* self, const Array& dy) { closure<Fn, on_heap>(self)(dy); });
       else
         return Call(nullptr);
     } else {
       return Call(nullptr);
     }
   }
-  template <class Fn>
-  struct GetInline {
-    static Fn& get(void* self) { return stored<Fn>(self); }
-  };
-  template <class Fn>
-  struct GetHeap {
-    static Fn& get(void* self) { return *stored<Fn*>(self); }
-  };
+  // The stored closure: in storage_ itself, or behind the pointer kept there.
+  template <class Fn, bool on_heap>
+  static Fn& closure(void* self) {
+    if constexpr (on_heap)
+      return *stored<Fn*>(self);
+    else
+      return stored<Fn>(self);
+  }
 
   template <class Fn>
   static constexpr Ops inline_ops{
-      [](void* self, Array& dy) { stored<Fn>(self)(dy); },
-      const_call<Fn, GetInline<Fn>>(),
+      [](void* self, Array& dy) { closure<Fn, false>(self)(dy); },
+      const_call<Fn, false>(),
       [](void* self, void* destination) {
         ::new (destination) Fn(std::move(stored<Fn>(self)));
         stored<Fn>(self).~Fn();
@@ -113,8 +113,8 @@ class BackwardFn {
       [](void* self) { stored<Fn>(self).~Fn(); }};
   template <class Fn>
   static constexpr Ops heap_ops{
-      [](void* self, Array& dy) { (*stored<Fn*>(self))(dy); },
-      const_call<Fn, GetHeap<Fn>>(),
+      [](void* self, Array& dy) { closure<Fn, true>(self)(dy); },
+      const_call<Fn, true>(),
       [](void* self, void* destination) { ::new (destination) Fn*(stored<Fn*>(self)); },
       [](void* self) { delete stored<Fn*>(self); }};
 
