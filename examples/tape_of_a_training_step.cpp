@@ -1,10 +1,12 @@
 // examples/tape_of_a_training_step.cpp: one training step of the toy model, opened up.
 //
-// The forward records one tape entry per op, naming the module that ran it; backward() replays
-// those entries newest-first, each adding into its inputs' gradients, and clears the tape; the
-// optimizer then moves each parameter that has a gradient. This program prints the tape, the
-// gradients backward left, and what the Adam step changed: exactly the embedding rows of the
-// words in the batch, never the padding row, never the positional-encoding buffer.
+// The forward records one tape entry per op, naming the module that ran it; the tensors own those
+// entries (the loss holds the last, which holds its inputs, and so on back to the parameters).
+// backward() replays the entries the loss reaches, newest-first, each adding into its inputs'
+// gradients, and consumes them; the optimizer then moves each parameter that has a gradient. This
+// program prints the tape, the gradients backward left, and what the Adam step changed: exactly
+// the embedding rows of the words in the batch, never the padding row, never the
+// positional-encoding buffer.
 //
 //     build/examples/tape_of_a_training_step
 //
@@ -60,18 +62,18 @@ int main() {
   const Batch batch = make_batch(lang, {{1, 4, 2, 5}, {4, 1}});   // A3 and B3 are not in it
   print_batch(lang, batch);
 
-  // ---- forward: every op appends one entry to this thread's tape ----
+  // ---- forward: every op records one entry, owned by the tensor it produced ----
   const Tensor logits = model.forward(batch.ids);
   const Tensor loss = criterion.forward(logits, flat(batch.targets));
-  std::cout << "\nThe forward recorded this; backward() will replay it from the bottom up:\n"
+  std::cout << "\nThe forward recorded this tape; backward() will replay it from the bottom up:\n"
             << autograd::tape() << "loss = " << loss.item() << "\n";
-  const std::size_t recorded = autograd::tape().size();
+  const std::size_t recorded = autograd::tape_of(loss).size();
 
-  // ---- backward: newest entry first; leaves receive .grad; the tape is cleared ----
+  // ---- backward: newest entry first; leaves receive .grad; the entries are consumed ----
   const nn::StateDict before = model.state_dict();
   loss.backward();
-  std::cout << "\nbackward() ran the " << recorded << " entries; the tape now holds " << autograd::tape().size()
-            << ". Gradients landed on the parameters only:\n";
+  std::cout << "\nbackward() ran the " << recorded << " entries and consumed them; the tape now holds "
+            << autograd::tape().size() << ". Gradients landed on the parameters only:\n";
   for (const auto& [name, p] : model.named_parameters())
     std::cout << "  " << name << " " << str(p.shape()) << ": gradient " << (p.has_grad() ? "yes" : "no") << '\n';
   const Buffer& pe = model.pos->pe;

@@ -4,11 +4,14 @@
 // table), backward's entry point, clone/detach, and the learner's summary printout.
 #include "tapegrad/tensor.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <ostream>
 
 #include <xtensor/xio.hpp>
 
+#include "autograd/engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/memory.hpp"
 #include "tensor_impl.hpp"
@@ -25,11 +28,7 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 Tensor::Tensor(Array data, bool requires_grad) {
   static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
   (void)policy_applied;
-  auto block = std::make_shared<TensorBlock>();
-  block->storage.data = std::move(data);
-  block->impl.storage = &block->storage;
-  TensorImpl* impl = &block->impl;
-  impl_ = std::shared_ptr<TensorImpl>(std::move(block), impl);   // aliasing: owns the block
+  impl_ = make_impl(std::move(data));
   impl_->requires_grad = requires_grad;
 }
 
@@ -64,16 +63,16 @@ void Tensor::bump_version() const {
 }
 
 bool Tensor::requires_grad() const { return impl_ != nullptr && impl_->requires_grad; }
-bool Tensor::is_leaf() const { return impl_ == nullptr || impl_->is_leaf; }
+bool Tensor::is_leaf() const { return impl_ == nullptr || impl_->is_leaf(); }
 
 const Tensor& Tensor::requires_grad_(bool on) const {
   check_defined(impl_);
   if (on && impl_->is_buffer)
     fail<ValueError>("Buffer ", describe(),
                      ": expected requires_grad=false, got true; register it as a Parameter to train it");
-  check<AutogradError>(impl_->is_leaf,
+  check<AutogradError>(impl_->is_leaf(),
                        "you can only change requires_grad flags of leaf variables. | requires_grad_: ",
-                       "expected a leaf tensor, got the output of '", impl_->producer, "'");
+                       "expected a leaf tensor, got the output of '", impl_->producer(), "'");
   impl_->requires_grad = on;
   return *this;
 }
@@ -81,14 +80,14 @@ const Tensor& Tensor::requires_grad_(bool on) const {
 // ---- gradients -------------------------------------------------------------------------------
 
 bool Tensor::has_grad() const {
-  return impl_ != nullptr && impl_->is_leaf && (impl_->grad.has_value() || impl_->sparse_grad != nullptr);
+  return impl_ != nullptr && impl_->is_leaf() && (impl_->grad.has_value() || impl_->sparse_grad != nullptr);
 }
 bool Tensor::grad_is_sparse() const { return has_grad() && impl_->sparse_grad != nullptr; }
 
 const Array& Tensor::grad() const {
   check_defined(impl_);
-  check<AutogradError>(impl_->is_leaf, "Tensor::grad: expected a leaf tensor, got the output of '",
-                       impl_->producer, "'; intermediate gradients are freed by backward()");
+  check<AutogradError>(impl_->is_leaf(), "Tensor::grad: expected a leaf tensor, got the output of '",
+                       impl_->producer(), "'; intermediate gradients are freed by backward()");
   if (impl_->sparse_grad != nullptr)
     fail<TypeError>("Tensor::grad: ", describe(),
                     " has a row-sparse gradient; use sparse_grad() or grad_dense()");
@@ -119,13 +118,20 @@ void check_grad_shape(const Tensor& t, const Shape& g, const char* op) {
                         "; expected the tensor's shape ", t.shape(),
                         " (a broadcast input's gradient must go through ops::sum_to_shape)");
 }
+
+// Where a gradient may land: a leaf's .grad, or an intermediate that the running backward has
+// reached (its pending gradient). Anything else is an op whose closure writes into a tensor it did
+// not list among its inputs: that gradient would never flow on, so it is refused, naming the op.
+void check_target(const Tensor& t, const TensorImpl& impl, const char* op) {
+  if (impl.is_buffer) fail<AutogradError>(op, ": ", t.describe(), " is a Buffer and never has a gradient");
+  if (!impl.is_leaf()) autograd::detail::expect_reached(impl, op);
+}
 }  // namespace
 
 void Tensor::accumulate_grad(const Array& g, const char* op) const {
   check_defined(impl_);
   check_grad_shape(*this, g.shape(), op);
-  if (impl_->is_buffer)
-    fail<AutogradError>(op, ": ", describe(), " is a Buffer and never has a gradient");
+  check_target(*this, *impl_, op);
   TensorImpl& t = *impl_;
   if (t.sparse_grad) {                       // row-sparse + dense -> dense
     Array dense = t.sparse_grad->to_dense();
@@ -145,8 +151,7 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
   check_defined(impl_);
   if (!impl_->grad && !impl_->sparse_grad) {
     check_grad_shape(*this, g.shape(), op);
-    if (impl_->is_buffer)
-      fail<AutogradError>(op, ": ", describe(), " is a Buffer and never has a gradient");
+    check_target(*this, *impl_, op);
     impl_->grad = std::move(g);              // the first gradient is adopted, not copied
     return;
   }
@@ -170,12 +175,14 @@ void Tensor::accumulate_grad(RowSparseGrad&& g, const char* op) const {
   const bool nothing_yet = !t.grad && (!t.sparse_grad || t.sparse_grad->indices.size() == 0);
   if (!nothing_yet) return accumulate_grad(static_cast<const RowSparseGrad&>(g), op);
   check_sparse_fits(*this, g, op);
+  check_target(*this, t, op);
   t.sparse_grad = std::make_unique<RowSparseGrad>(std::move(g));   // adopted, not copied
 }
 
 void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
   check_defined(impl_);
   check_sparse_fits(*this, g, op);
+  check_target(*this, *impl_, op);
   TensorImpl& t = *impl_;
   if (t.grad) {                              // dense + row-sparse -> dense, rows scatter-added
     g.add_to(*t.grad);
@@ -226,29 +233,47 @@ void Tensor::backward(bool retain_graph) const {
                        "; reduce it first (ops::sum, ops::mean) or pass grad_output");
   Array seed = Array::from_shape(shape());
   seed.data()[0] = 1.0f;
-  autograd::tape().backward(*this, seed, retain_graph);
+  autograd::detail::backward(*this, std::move(seed), retain_graph);
 }
 
-void Tensor::backward(const Array& grad_output, bool retain_graph) const {
+void Tensor::backward(Array grad_output, bool retain_graph) const {
   check_defined(impl_);
   check<ShapeError>(grad_output.shape() == shape(), "backward: expected grad_output of shape ", shape(),
                     " (the tensor's), got ", grad_output.shape());
-  autograd::tape().backward(*this, grad_output, retain_graph);
+  autograd::detail::backward(*this, std::move(grad_output), retain_graph);
+}
+
+std::size_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  check_defined(impl_);
+  check<AutogradError>(impl_->is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors | "
+                       "register_post_accumulate_grad_hook: expected a leaf, got the output of '",
+                       impl_->producer(), "'");
+  check<ValueError>(static_cast<bool>(hook), "register_post_accumulate_grad_hook: expected a callable, got an empty one");
+  static std::atomic<std::size_t> next_id{1};
+  const std::size_t id = next_id++;
+  impl_->hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Tensor::remove_hook(std::size_t id) const {
+  check_defined(impl_);
+  auto& hooks = impl_->hooks;
+  const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+  if (it == hooks.end()) fail<ValueError>("remove_hook: ", describe(), " has no hook with id ", id);
+  hooks.erase(it);
 }
 
 Tensor Tensor::clone() const {
   // y = x        dx = dy
   Tensor y(data());
-  autograd::record("clone", y, {*this}, {}, [x = *this](const Array& dy) {
-    x.accumulate_grad(dy, "clone");
-  });
+  autograd::record("clone", y, {*this}, {}, [x = *this](Array dy) { x.accumulate_grad(std::move(dy), "clone"); });
   return y;
 }
 
 Tensor Tensor::detach() const {
   check_defined(impl_);
   Tensor out;
-  out.impl_ = share_storage(impl_);          // same data, same version counter
+  out.impl_ = share_storage(*impl_);         // same data, same version counter, no graph
   return out;
 }
 
@@ -266,8 +291,8 @@ std::string Tensor::describe() const {
   std::ostringstream os;
   if (!impl_->name.empty())
     os << '\'' << impl_->name << "' ";
-  else if (!impl_->producer.empty())
-    os << "the output of '" << impl_->producer << "' ";
+  else if (!impl_->is_leaf())
+    os << "the output of '" << impl_->producer() << "' ";
   else
     os << "tensor ";
   os << str(shape());
@@ -313,3 +338,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 }
 
 }  // namespace tapegrad
+
+namespace xt {
+std::ostream& operator<<(std::ostream& os, const xarray<float>& a) { return pretty_print(a, os); }
+std::ostream& operator<<(std::ostream& os, const xarray<std::int64_t>& a) { return pretty_print(a, os); }
+}  // namespace xt

@@ -14,6 +14,8 @@
 
 namespace tapegrad {
 
+class Buffer;
+
 class Parameter : public Tensor {
  public:
   Parameter() = default;
@@ -21,6 +23,9 @@ class Parameter : public Tensor {
   explicit Parameter(Array data, bool requires_grad = true);
   /// Shares t's data and version counter (like detach()), as a new leaf.
   explicit Parameter(const Tensor& t, bool requires_grad = true);
+  /// A buffer is never trained: `Parameter(pos.pe)` does not compile. To train a copy of a
+  /// buffer's values, say so: `Parameter(Array(buffer.data()))`.
+  Parameter(const Buffer&, bool = true) = delete;
 };
 
 class Buffer : public Tensor {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -67,10 +68,21 @@ class Tensor {
   /// Replaces the gradient (an optimizer's or a user's explicit assignment, like `p.grad = g`).
   void set_grad(Array g) const;
 
-  /// Backpropagates from this one-element tensor through the thread's tape (SPEC 2.3.2).
+  /// Backpropagates from this one-element tensor: replays, newest first, every tape entry it can
+  /// reach, adding into the leaves' .grad. Without retain_graph the entries that ran are consumed,
+  /// and a later backward that reaches one of them throws AutogradError (PyTorch's "Trying to
+  /// backward through the graph a second time"). Any thread may run it (autograd/tape.hpp).
   void backward(bool retain_graph = false) const;
-  /// Backpropagates with an explicit d(something)/d(this), of this tensor's shape.
-  void backward(const Array& grad_output, bool retain_graph = false) const;
+  /// The same with an explicit d(something)/d(this), of this tensor's shape. It becomes the first
+  /// entry's gradient: pass std::move(g) to hand its buffer over instead of copying it.
+  void backward(Array grad_output, bool retain_graph = false) const;
+
+  /// Calls hook(tensor) each time a backward has finished this leaf's gradient: every entry that
+  /// adds into it has run (PyTorch's register_post_accumulate_grad_hook). Returns an id for
+  /// remove_hook(). Only leaves have hooks (AutogradError otherwise).
+  std::size_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  /// Removes a hook registered above (ValueError for an unknown id).
+  void remove_hook(std::size_t id) const;
 
   Tensor clone() const;                         ///< differentiable deep copy
   Tensor detach() const;                        ///< same data and version, no graph, no grad
@@ -96,3 +108,11 @@ std::string summary(const Tensor& t);
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace tapegrad
+
+namespace xt {
+// `std::cout << w.grad()` prints an Array as xtensor's <xtensor/xio.hpp> does, without the user
+// including it (the heavy header stays in src/). Declared in xtensor's namespace so that it is
+// found wherever an Array is printed; where xio.hpp is included too, this exact match is chosen.
+std::ostream& operator<<(std::ostream& os, const xarray<float>& a);
+std::ostream& operator<<(std::ostream& os, const xarray<std::int64_t>& a);
+}  // namespace xt

@@ -195,7 +195,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   Tensor y(std::move(out));
 
   autograd::record("scaled_dot_product_attention", y, {query, key, value}, {query, key, value},
-                   [query, key, value, s, d](const Array& dy) {
+                   [query, key, value, s, d](Array dy) {
     Array dq = query.requires_grad() ? Array::from_shape(query.shape()) : Array();
     Array dk = key.requires_grad() ? Array::from_shape(key.shape()) : Array();
     Array dv = value.requires_grad() ? Array::from_shape(value.shape()) : Array();

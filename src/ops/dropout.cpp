@@ -110,7 +110,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
     y = Tensor(std::move(out));
   }
   if (mask_out != nullptr) *mask_out = *mask;
-  autograd::record("dropout", y, {x}, /*saved=*/{}, [x, mask, scale](Array& dy) {
+  autograd::record("dropout", y, {x}, /*saved=*/{}, [x, mask, scale](Array dy) {
     apply_mask_(dy.data(), mask->data(), scale, dy.size());   // dx = dy * m, in dy's buffer
     x.accumulate_grad(std::move(dy), "dropout");
   });
@@ -136,7 +136,7 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   if (identity) {                                       // y = x + rows: no draw
     add_rows(x.data().data(), rows.data(), out.data(), B, n);
     Tensor y(std::move(out));
-    autograd::record("add_rows", y, {x}, {}, [x](Array& dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
+    autograd::record("add_rows", y, {x}, {}, [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
   const auto mask = new_mask(s);
@@ -148,7 +148,7 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   }
   Tensor y(std::move(out));
   if (mask_out != nullptr) *mask_out = mask;
-  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, mask, scale](Array& dy) {
+  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, mask, scale](Array dy) {
     apply_mask_(dy.data(), mask->data(), scale, dy.size());
     x.accumulate_grad(std::move(dy), "add_rows_dropout");
   });

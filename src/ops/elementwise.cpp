@@ -59,7 +59,7 @@ Array&& chain_(Array& dy, F f) {
 Tensor add(const Tensor& a, const Tensor& b) {
   // y = a + b        da = dy        db = dy        (each summed back to its input's shape)
   Tensor y(binary("add", a.data(), b.data(), [](const auto& x, const auto& z) { return x + z; }));
-  autograd::record("add", y, {a, b}, {}, [a, b](const Array& dy) {
+  autograd::record("add", y, {a, b}, {}, [a, b](Array dy) {
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "add");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
   });
@@ -69,7 +69,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   // y = a - b        da = dy        db = -dy
   Tensor y(binary("sub", a.data(), b.data(), [](const auto& x, const auto& z) { return x - z; }));
-  autograd::record("sub", y, {a, b}, {}, [a, b](const Array& dy) {
+  autograd::record("sub", y, {a, b}, {}, [a, b](Array dy) {
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "sub");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(-dy), b.shape()), "sub");
   });
@@ -79,7 +79,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   // y = a * b        da = dy * b        db = dy * a
   Tensor y(binary("mul", a.data(), b.data(), [](const auto& x, const auto& z) { return x * z; }));
-  autograd::record("mul", y, {a, b}, {a, b}, [a, b](const Array& dy) {
+  autograd::record("mul", y, {a, b}, {a, b}, [a, b](Array dy) {
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(Array(dy * b.data()), a.shape()), "mul");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(dy * a.data()), b.shape()), "mul");
   });
@@ -89,7 +89,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   // y = a / b        da = dy / b        db = -dy * a / b^2
   Tensor y(binary("div", a.data(), b.data(), [](const auto& x, const auto& z) { return x / z; }));
-  autograd::record("div", y, {a, b}, {a, b}, [a, b](const Array& dy) {
+  autograd::record("div", y, {a, b}, {a, b}, [a, b](Array dy) {
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(Array(dy / b.data()), a.shape()), "div");
     if (b.requires_grad())
       b.accumulate_grad(sum_to_shape(Array(-dy * a.data() / (b.data() * b.data())), b.shape()), "div");
@@ -103,7 +103,7 @@ Tensor add(const Tensor& a, double s) {
   // y = a + s        da = dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x + c; }));
-  autograd::record("add", y, {a}, {}, [a](Array& dy) { a.accumulate_grad(std::move(dy), "add"); });
+  autograd::record("add", y, {a}, {}, [a](Array dy) { a.accumulate_grad(std::move(dy), "add"); });
   return y;
 }
 
@@ -111,7 +111,7 @@ Tensor sub(const Tensor& a, double s) {
   // y = a - s        da = dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x - c; }));
-  autograd::record("sub", y, {a}, {}, [a](Array& dy) { a.accumulate_grad(std::move(dy), "sub"); });
+  autograd::record("sub", y, {a}, {}, [a](Array dy) { a.accumulate_grad(std::move(dy), "sub"); });
   return y;
 }
 
@@ -119,7 +119,7 @@ Tensor rsub(const Tensor& a, double s) {
   // y = s - a        da = -dy
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return c - x; }));
-  autograd::record("rsub", y, {a}, {}, [a](Array& dy) {
+  autograd::record("rsub", y, {a}, {}, [a](Array dy) {
     a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "rsub");   // dy * -1 is exactly -dy
   });
   return y;
@@ -129,7 +129,7 @@ Tensor mul(const Tensor& a, double s) {
   // y = a * s        da = dy * s
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x * c; }));
-  autograd::record("mul", y, {a}, {}, [a, c](Array& dy) {
+  autograd::record("mul", y, {a}, {}, [a, c](Array dy) {
     a.accumulate_grad(chain_(dy, [c](std::size_t) { return c; }), "mul");
   });
   return y;
@@ -139,7 +139,7 @@ Tensor div(const Tensor& a, double s) {
   // y = a / s        da = dy / s
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return x / c; }));
-  autograd::record("div", y, {a}, {}, [a, c](Array& dy) {
+  autograd::record("div", y, {a}, {}, [a, c](Array dy) {
     float* g = dy.data();
     for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / c;
     a.accumulate_grad(std::move(dy), "div");
@@ -151,7 +151,7 @@ Tensor rdiv(const Tensor& a, double s) {
   // y = s / a        da = -dy * s / a^2
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return c / x; }));
-  autograd::record("rdiv", y, {a}, {a}, [a, c](Array& dy) {
+  autograd::record("rdiv", y, {a}, {a}, [a, c](Array dy) {
     const float* x = a.data().data();
     a.accumulate_grad(chain_(dy, [x, c](std::size_t i) { return -c / (x[i] * x[i]); }), "rdiv");
   });
@@ -163,7 +163,7 @@ Tensor rdiv(const Tensor& a, double s) {
 Tensor neg(const Tensor& a) {
   // y = -a           da = -dy
   Tensor y(unary(a.data(), [](float x) { return -x; }));
-  autograd::record("neg", y, {a}, {}, [a](Array& dy) {
+  autograd::record("neg", y, {a}, {}, [a](Array dy) {
     a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "neg");     // dy * -1 is exactly -dy
   });
   return y;
@@ -172,7 +172,7 @@ Tensor neg(const Tensor& a) {
 Tensor exp(const Tensor& a) {
   // y = e^a          da = dy * y
   Tensor y(unary(a.data(), [](float x) { return detail::exp_f32(x); }));
-  autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
+  autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i]; }), "exp");
   });
@@ -182,7 +182,7 @@ Tensor exp(const Tensor& a) {
 Tensor log(const Tensor& a) {
   // y = ln a         da = dy / a
   Tensor y(unary(a.data(), [](float x) { return std::log(x); }));
-  autograd::record("log", y, {a}, {a}, [a](Array& dy) {
+  autograd::record("log", y, {a}, {a}, [a](Array dy) {
     float* g = dy.data();
     const float* x = a.data().data();
     for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / x[i];
@@ -194,7 +194,7 @@ Tensor log(const Tensor& a) {
 Tensor sqrt(const Tensor& a) {
   // y = sqrt(a)      da = dy / (2 y)
   Tensor y(unary(a.data(), [](float x) { return std::sqrt(x); }));
-  autograd::record("sqrt", y, {a}, {y}, [a, out = y.detach()](const Array& dy) {
+  autograd::record("sqrt", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     a.accumulate_grad(Array(dy / (2.0f * out.data())), "sqrt");
   });
   return y;
@@ -204,7 +204,7 @@ Tensor pow(const Tensor& a, double exponent) {
   // y = a^e          da = dy * e * a^(e - 1)
   const float e = static_cast<float>(exponent);
   Tensor y(unary(a.data(), [e](float x) { return std::pow(x, e); }));
-  autograd::record("pow", y, {a}, {a}, [a, e](Array& dy) {
+  autograd::record("pow", y, {a}, {a}, [a, e](Array dy) {
     const float* x = a.data().data();
     a.accumulate_grad(chain_(dy, [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
                       "pow");
@@ -215,7 +215,7 @@ Tensor pow(const Tensor& a, double exponent) {
 Tensor tanh(const Tensor& a) {
   // y = tanh(a)      da = dy * (1 - y^2)
   Tensor y(unary(a.data(), [](float x) { return std::tanh(x); }));
-  autograd::record("tanh", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
+  autograd::record("tanh", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return 1.0f - py[i] * py[i]; }), "tanh");
   });
@@ -225,7 +225,7 @@ Tensor tanh(const Tensor& a) {
 Tensor relu(const Tensor& a) {
   // y = max(a, 0)    da = dy where a > 0, else 0
   Tensor y(unary(a.data(), [](float x) { return x > 0.0f ? x : 0.0f; }));
-  autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
+  autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }), "relu");
   });
@@ -235,7 +235,7 @@ Tensor relu(const Tensor& a) {
 Tensor sigmoid(const Tensor& a) {
   // y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
   Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + detail::exp_f32(-x)); }));
-  autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array& dy) {
+  autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
     a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }), "sigmoid");
   });
@@ -260,7 +260,7 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
   for (std::size_t i = 0, n = out.size(); i < n; ++i)
     if (full_mask->data()[i]) out.data()[i] = v;
   Tensor y(std::move(out));
-  autograd::record("masked_fill", y, {a}, {}, [a, full_mask](const Array& dy) {
+  autograd::record("masked_fill", y, {a}, {}, [a, full_mask](Array dy) {
     Array da = dy;
     for (std::size_t i = 0, n = da.size(); i < n; ++i)
       if (full_mask->data()[i]) da.data()[i] = 0.0f;

@@ -215,7 +215,7 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight, const
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   Tensor y(gather(ids, weight.data(), scale ? &*scale : nullptr));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
-  autograd::record(op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](const Array& dy) {
+  autograd::record(op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](Array dy) {
     const float* c = scale ? &*scale : nullptr;
     if (sparse)
       weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);

@@ -56,7 +56,7 @@ Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& opti
     if (red == "batchmean") divisor = static_cast<float>(input.shape()[0]);
     y = Tensor(Array(static_cast<float>(total) / divisor));
   }
-  autograd::record("kl_div", y, {input}, {}, [input, slope, divisor, n, per_element = red == "none"](const Array& dy) {
+  autograd::record("kl_div", y, {input}, {}, [input, slope, divisor, n, per_element = red == "none"](Array dy) {
     Array dx = Array::from_shape(input.shape());
     const float* s = slope->data();
     if (per_element) {

@@ -145,7 +145,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_s
     saved.push_back(weight);
   }
   if (bias.defined()) inputs.push_back(bias);
-  autograd::record("layer_norm", y, inputs, saved, [x, weight, bias, st = std::move(st), rows, N](const Array& dy) {
+  autograd::record("layer_norm", y, inputs, saved, [x, weight, bias, st = std::move(st), rows, N](Array dy) {
     const bool want_w = weight.defined() && weight.requires_grad();
     const bool want_b = bias.defined() && bias.requires_grad();
     Array dx = x.requires_grad() ? Array::from_shape(x.shape()) : Array();

@@ -100,7 +100,7 @@ Tensor cross_entropy(const Tensor& logits, const IndexArray& target, const Cross
   Tensor y(std::move(losses));
 
   autograd::record("cross_entropy", y, {logits}, {logits},
-                   [logits, target, ignore, reduction, count, stats = std::move(stats)](const Array& dy) {
+                   [logits, target, ignore, reduction, count, stats = std::move(stats)](Array dy) {
     const std::size_t n = logits.shape()[0], c = logits.shape()[1];
     const float* xs = logits.data().data();
     Array dx = Array::from_shape(logits.shape());

@@ -122,7 +122,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   for (std::size_t i = 0; i < batch; ++i)
     gemm(false, false, n, m, k, pa + i * n * k, pb + i * b_step, out.data() + i * n * m, false);
   Tensor y(std::move(out));
-  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, batch, n, k, m, b_step](const Array& dy) {
+  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, batch, n, k, m, b_step](Array dy) {
     const float *A = a.data().data(), *B = b.data().data(), *dY = dy.data();
     if (a.requires_grad()) {
       Array da = Array::from_shape(a.shape());
@@ -164,7 +164,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs = has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
-  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](const Array& dy) {
+  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](Array dy) {
     if (x.requires_grad()) {
       Array dx = Array::from_shape(x.shape());
       gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);

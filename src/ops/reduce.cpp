@@ -26,7 +26,7 @@ Tensor sum(const Tensor& a) {
   Array out = Array::from_shape({});
   out() = static_cast<float>(total);
   Tensor y(std::move(out));
-  autograd::record("sum", y, {a}, {}, [a](const Array& dy) {
+  autograd::record("sum", y, {a}, {}, [a](Array dy) {
     Array da = Array::from_shape(a.shape());
     da.fill(dy());
     a.accumulate_grad(std::move(da), "sum");
@@ -42,7 +42,7 @@ Tensor mean(const Tensor& a) {
   Array out = Array::from_shape({});
   out() = static_cast<float>(total / n);
   Tensor y(std::move(out));
-  autograd::record("mean", y, {a}, {}, [a, n](const Array& dy) {
+  autograd::record("mean", y, {a}, {}, [a, n](Array dy) {
     Array da = Array::from_shape(a.shape());
     da.fill(static_cast<float>(double(dy()) / n));
     a.accumulate_grad(std::move(da), "mean");
@@ -121,7 +121,7 @@ Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64
   // where o is i with its reduced coordinates set to 0, count the number of elements in the sum.
   Reduction r = plan_reduction(autograd::where(op), a.shape(), dims, keepdim);
   Tensor y(reduce_sum(a.data(), r, mean));
-  autograd::record(op, y, {a}, {}, [a, r = std::move(r), mean, op](const Array& dy) {
+  autograd::record(op, y, {a}, {}, [a, r = std::move(r), mean, op](Array dy) {
     a.accumulate_grad(reduce_sum_backward(dy, a.shape(), r, mean), op);
   });
   return y;
@@ -155,7 +155,7 @@ Tensor max(const Tensor& a) {
   Array out = Array::from_shape({});
   out() = best;
   Tensor y(std::move(out));
-  autograd::record("max", y, {a}, {a}, [a, best, n](const Array& dy) {
+  autograd::record("max", y, {a}, {a}, [a, best, n](Array dy) {
     const float* x = a.data().data();
     auto is_max = [best](float v) { return std::isnan(best) ? std::isnan(v) : v == best; };
     const auto ties = static_cast<float>(std::count_if(x, x + n, is_max));
@@ -218,7 +218,7 @@ Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
   IndexArray indices = IndexArray::from_shape(p.out_shape);
   max_along(a.data(), p, values.data(), indices.data());
   Tensor y(std::move(values));
-  autograd::record("max", y, {a}, {}, [a, p, indices = std::move(indices)](const Array& dy) {
+  autograd::record("max", y, {a}, {}, [a, p, indices = std::move(indices)](Array dy) {
     Array da = xt::zeros<float>(a.shape());
     for (std::size_t o = 0; o < p.outer; ++o)
       for (std::size_t i = 0; i < p.inner; ++i) {

@@ -107,7 +107,7 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
                       IntList{shape}, " with ", known);
   }
   Tensor y(reshaped(a.data(), out_shape));
-  autograd::record("reshape", y, {a}, {}, [a](Array& dy) {
+  autograd::record("reshape", y, {a}, {}, [a](Array dy) {
     dy.reshape(a.shape());                        // the same elements in the same order: no copy
     a.accumulate_grad(std::move(dy), "reshape");
   });
@@ -123,7 +123,7 @@ Tensor transpose(const Tensor& a, std::int64_t dim0, std::int64_t dim1) {
   for (std::size_t i = 0; i < rank; ++i) perm[i] = i;
   if (rank > 0) std::swap(perm[d0], perm[d1]);
   Tensor y(permuted(a.data(), perm));
-  autograd::record("transpose", y, {a}, {}, [a, perm](const Array& dy) {
+  autograd::record("transpose", y, {a}, {}, [a, perm](Array dy) {
     a.accumulate_grad(permuted(dy, perm), "transpose");   // a swap is its own inverse
   });
   return y;
@@ -146,7 +146,7 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
     seen[perm[i]] = true;
   }
   Tensor y(permuted(a.data(), perm));
-  autograd::record("permute", y, {a}, {}, [a, inv = inverse(perm)](const Array& dy) {
+  autograd::record("permute", y, {a}, {}, [a, inv = inverse(perm)](Array dy) {
     a.accumulate_grad(permuted(dy, inv), "permute");
   });
   return y;
@@ -173,7 +173,7 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
     for (std::size_t k = 0; k < len; ++k)
       std::copy_n(src + (o * b.n + from + k * stride) * b.inner, b.inner, out.data() + (o * len + k) * b.inner);
   Tensor y(std::move(out));
-  autograd::record("slice", y, {a}, {}, [a, b, len, from, stride](const Array& dy) {
+  autograd::record("slice", y, {a}, {}, [a, b, len, from, stride](Array dy) {
     Array da = xt::zeros<float>(a.shape());
     for (std::size_t o = 0; o < b.outer; ++o)
       for (std::size_t k = 0; k < len; ++k)
@@ -221,7 +221,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
   }
   Tensor y(std::move(out));
-  autograd::record("cat", y, tensors, {}, [tensors, widths, outer = b.outer, row](const Array& dy) {
+  autograd::record("cat", y, tensors, {}, [tensors, widths, outer = b.outer, row](Array dy) {
     std::size_t at = 0;                                // where tensor j's columns start in a block
     for (std::size_t j = 0; j < tensors.size(); ++j) {
       if (tensors[j].requires_grad()) {
@@ -247,7 +247,7 @@ Tensor unsqueeze(const Tensor& a, std::int64_t dim) {
   Shape out_shape(a.dim() + 1);
   for (std::size_t k = 0, from = 0; k < out_shape.size(); ++k) out_shape[k] = k == d ? 1 : a.shape()[from++];
   Tensor y(reshaped(a.data(), out_shape));
-  autograd::record("unsqueeze", y, {a}, {}, [a](const Array& dy) {
+  autograd::record("unsqueeze", y, {a}, {}, [a](Array dy) {
     a.accumulate_grad(reshaped(dy, a.shape()), "unsqueeze");
   });
   return y;

@@ -97,7 +97,7 @@ Array log_softmax_backward(const Array& y, const Array& dy, std::size_t d) {
 Tensor softmax(const Tensor& x, std::int64_t dim) {
   const std::size_t d = normalize_dim(autograd::where("softmax"), dim, x.dim());
   Tensor y(softmax_forward(x.data(), d, /*log=*/false));
-  autograd::record("softmax", y, {x}, {y}, [x, out = y.detach(), d](const Array& dy) {
+  autograd::record("softmax", y, {x}, {y}, [x, out = y.detach(), d](Array dy) {
     x.accumulate_grad(softmax_backward(out.data(), dy, d), "softmax");
   });
   return y;
@@ -106,7 +106,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
 Tensor log_softmax(const Tensor& x, std::int64_t dim) {
   const std::size_t d = normalize_dim(autograd::where("log_softmax"), dim, x.dim());
   Tensor y(softmax_forward(x.data(), d, /*log=*/true));
-  autograd::record("log_softmax", y, {x}, {y}, [x, out = y.detach(), d](const Array& dy) {
+  autograd::record("log_softmax", y, {x}, {y}, [x, out = y.detach(), d](Array dy) {
     x.accumulate_grad(log_softmax_backward(out.data(), dy, d), "log_softmax");
   });
   return y;

@@ -25,7 +25,7 @@ TEST_CASE("a wrong gradient fails and reports the worst element") {
   auto bad_square = [](const std::vector<Tensor>& t) {
     const Tensor& x = t[0];
     Tensor y(Array(x.data() * x.data()));
-    autograd::record("bad_square", y, {x}, {x}, [x](const Array& dy) { x.accumulate_grad(Array(dy * x.data())); });
+    autograd::record("bad_square", y, {x}, {x}, [x](Array dy) { x.accumulate_grad(Array(dy * x.data())); });
     return y;
   };
   Tensor x(Array{1.f, 2.f, 3.f}, true);
@@ -38,7 +38,7 @@ TEST_CASE("a wrong gradient fails and reports the worst element") {
 TEST_CASE("a forgotten un-broadcast is caught by accumulate_grad, naming the op") {
   Tensor x(Array{1.f, 2.f, 3.f}, true);
   Tensor y(Array{{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
-  autograd::record("forgot_sum_to_shape", y, {x}, {}, [x](const Array& dy) { x.accumulate_grad(dy, "forgot_sum_to_shape"); });
+  autograd::record("forgot_sum_to_shape", y, {x}, {}, [x](Array dy) { x.accumulate_grad(dy, "forgot_sum_to_shape"); });
   CHECK_THROWS_WITH_AS(ops::sum(y).backward(),
                        doctest::Contains("forgot_sum_to_shape: produced a gradient of shape (2, 3) for tensor (3,)"),
                        AutogradError);

@@ -145,7 +145,6 @@ TEST_CASE("forward_added is forward(x + rows) bit for bit, with the same last_ma
   const auto mask_before = fused.last_mask();
   CHECK(bit_equal(fused.forward_added(x1, table).data(), (x1 + Tensor(rows)).data()));
   CHECK(fused.last_mask() == mask_before);              // no draw in eval mode
-  autograd::tape().clear();
 }
 
 }  // TEST_SUITE

@@ -251,7 +251,8 @@ TEST_CASE("in place over a tensor that an earlier op saved makes backward fail")
   Tensor y = ops::dropout(h, 0.5, true, gen, /*inplace=*/true);
   CHECK_THROWS_WITH_AS(ops::sum(y).backward(), doctest::Contains("modified by an inplace operation"),
                        AutogradError);
-  CHECK(autograd::tape().empty());
+  REQUIRE(autograd::tape().size() == 1);                 // sum and dropout ran; tanh refused to
+  CHECK(autograd::tape().entries()[0].op == "tanh");
 }
 
 TEST_CASE("a recorded dropout is one entry named dropout that saves nothing") {
@@ -261,7 +262,6 @@ TEST_CASE("a recorded dropout is one entry named dropout that saves nothing") {
   REQUIRE(autograd::tape().size() == 1);
   CHECK(autograd::tape().entries()[0].op == "dropout");
   CHECK(autograd::tape().entries()[0].saved.empty());
-  autograd::tape().clear();
 }
 
 // ---- add_rows_dropout: dropout(x + rows) fused, pinned bit for bit to the unfused ops ----------
@@ -324,7 +324,6 @@ TEST_CASE("add_rows_dropout in eval mode or with p = 0 is x + rows, recorded as 
     CHECK(bit_equal(y.data(), (x + Tensor(rows)).data()));
     REQUIRE(autograd::tape().size() >= 1);
     CHECK(autograd::tape().entries()[0].op == "add_rows");
-    autograd::tape().clear();
     Tensor z = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, gen);
     ops::sum(z).backward();
     CHECK(bit_equal(x.grad(), xt::ones<float>({2, 3, 4})));

@@ -1,79 +1,100 @@
 // include/tapegrad/autograd/tape.hpp
 //
-// The tape: tapegrad's central idea. Each thread has one tape, a list of entries. Every
-// differentiable op, run while grad mode is on with an input that requires grad, appends ONE
-// entry: its name, its inputs and output, the tensors its backward reads (with their versions)
-// and the backward function itself, a closure written right under the op's forward.
+// The tape: tapegrad's central idea. Every differentiable op, run while grad mode is on with an
+// input that requires grad, records ONE entry: its name, the module that ran it, its inputs, the
+// tensors its backward reads (with their versions) and the backward function itself, a closure
+// written right under the op's forward. Entries are numbered in recording order.
 //
 //     Tensor w(xt::ones<float>({3}), true);       // a leaf that requires grad
-//     Tensor y = ops::mul(w, w);                   // tape: #0 mul    (3) x (3) -> (3)
-//     Tensor loss = ops::sum(y);                   // tape: #1 sum    (3) -> ()
+//     Tensor y = ops::mul(w, w);                   // tape: #0 mul    (3,)* x (3,)* -> (3,)
+//     Tensor loss = ops::sum(y);                   // tape: #1 sum    (3,)* -> ()
 //     std::cout << autograd::tape();               // prints the two entries
 //     loss.backward();                             // runs #1, then #0; w.grad() == [2, 2, 2]
-//                                                  // the tape is empty again
 //
-// An op can only consume tensors that already exist, so the tape is in topological order by
-// construction: walking it newest-first, each tensor has received all of its gradient before the
-// entry that produced it runs. backward() never needs to sort. (SPEC 2.3)
+// The tensors own the tape. An entry belongs to the tensor it produced, and holds the tensors it
+// consumed: `loss` holds entry #1, which holds `y`, which holds entry #0, which holds `w`. So the
+// part of the tape a loss can reach is exactly what its backward replays, and an entry nobody can
+// reach any more (its output was dropped, as in an evaluation loop) is freed at once.
+//
+// An op can only consume tensors that already exist, so a producer always has a smaller number
+// than its consumers: replaying the reached entries by descending number is replaying the tape
+// newest-first, and each tensor has received all of its gradient before the entry that produced
+// it runs. backward() never needs more than a sort by number. A backward without retain_graph
+// consumes the entries it ran (their closures and saved tensors are freed); a later backward that
+// reaches one of them is refused, with PyTorch's message, before anything runs. The whole story,
+// with pictures: docs/engine.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
-#include "tapegrad/autograd/backward_fn.hpp"
+#include "tapegrad/autograd/detail/entry.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad::autograd {
 
-// An entry's BackwardFn (backward_fn.hpp) adds d(loss)/d(output) into the inputs' gradients (with
-// Tensor::accumulate_grad). `doutput` is the output's pending gradient, which the tape drops as
-// soon as the function returns, so a backward may reuse its buffer: scale it in place and move it
-// into an input's gradient, saving an allocation the size of the output. Most ops simply read it
-// (a `const Array&` parameter). The loss's own entry is given the caller's seed: as it is when
-// its closure takes `const Array&`, as a copy when it may rewrite it, so the seed never changes.
+// ---- the tape, as a learner sees it -----------------------------------------------------------
 
-/// A tensor that backward will read, and its version when it was saved.
-struct SavedTensor {
-  Tensor tensor;
-  std::uint64_t version;
-};
-
+/// One entry, as the printer shows it: a copy taken when the view was made.
 struct TapeEntry {
-  std::string op;                   ///< "mul", "embedding", ...
-  std::string module;               ///< the module path active when recorded ("" outside modules)
-  Tensor output;
-  std::vector<Tensor> inputs;
-  std::vector<SavedTensor> saved;
-  BackwardFn backward;
+  struct Input {
+    Shape shape;
+    bool requires_grad = false;
+    std::string name;                 ///< a parameter's or buffer's path; "" for others
+    std::uintptr_t id = 0;            ///< identifies the tensor in to_dot()
+    std::int64_t producer = -1;       ///< the entry that produced it, or -1 for a leaf
+  };
+  struct Saved {
+    Shape shape;
+    std::string name;
+    std::uint64_t version = 0;        ///< the version backward expects
+  };
+  std::uint64_t seq = 0;              ///< recording number: "#seq"
+  std::string op;                     ///< "mul", "embedding", ...
+  std::string module;                 ///< the module path active when recorded ("" outside modules)
+  std::vector<Input> inputs;
+  Shape output;
+  std::uintptr_t output_id = 0;
+  std::vector<Saved> saved;
+  bool consumed = false;              ///< already run by a backward without retain_graph
 };
 
+/// A printable list of entries (a snapshot: it owns no tensor and keeps nothing alive).
 class Tape {
  public:
+  enum class Order { recording, replay };
+  Tape() = default;
+  Tape(std::vector<TapeEntry> entries, Order order) : entries_(std::move(entries)), order_(order) {}
   std::size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
-  const std::vector<TapeEntry>& entries() const { return entries_; }
-  void clear() { entries_.clear(); }
-  void push(TapeEntry entry) { entries_.push_back(std::move(entry)); }
-
-  /// Seeds d(loss) = seed and replays the entries newest-first (SPEC 2.3.2). A seed whose shape
-  /// is not the loss's is refused (ShapeError) before anything runs: the tape is kept.
-  void backward(const Tensor& loss, const Array& seed, bool retain_graph);
-
-  /// Graphviz text of the recorded graph (`dot -Tsvg`).
+  const std::vector<TapeEntry>& entries() const& { return entries_; }
+  std::vector<TapeEntry> entries() && { return std::move(entries_); }
+  Order order() const { return order_; }
+  /// Graphviz text of these entries and the tensors between them (`dot -Tsvg`).
   std::string to_dot() const;
 
  private:
   std::vector<TapeEntry> entries_;
+  Order order_ = Order::recording;
 };
 
-/// This thread's tape.
-Tape& tape();
-/// The tape as a table: index, op, module, input shapes (* = requires grad), output shape, saved.
+/// This thread's live entries that a backward could still run, oldest first: what has been
+/// recorded and not yet consumed, and whose output is still reachable.
+Tape tape();
+/// The entries a backward from `loss` would replay, in replay order (newest first). An entry that
+/// an earlier backward consumed is listed, marked consumed, and ends its branch: a backward from
+/// `loss` would refuse to run.
+Tape tape_of(const Tensor& loss);
+/// The table: #, op, module, input shapes (* = requires grad), output shape, saved tensors.
 std::ostream& operator<<(std::ostream& os, const Tape& tape);
+
+/// How many entries exist in the whole process (consumed ones included, until their output dies).
+/// A loop whose outputs are dropped must leave this where it was: tests read it to prove that.
+std::size_t live_entries();
 
 // ---- grad mode ---------------------------------------------------------------------------------
 
@@ -107,7 +128,7 @@ bool anomaly_enabled();
 /// tape entries and error messages can name it. `where` reads like "Embedding 'embed.lut'".
 class ModuleScope {
  public:
-  ModuleScope(std::string type_name, std::string path);
+  ModuleScope(const std::string& type_name, const std::string& path);
   ~ModuleScope();
   ModuleScope(const ModuleScope&) = delete;
   ModuleScope& operator=(const ModuleScope&) = delete;
@@ -124,30 +145,59 @@ bool should_record(std::initializer_list<Tensor> inputs);
 bool should_record(const std::vector<Tensor>& inputs);
 
 namespace detail {
-void push_entry(std::string op, const Tensor& output, std::vector<Tensor> inputs,
-                std::vector<Tensor> saved, BackwardFn backward);
-void check_anomaly(const std::string& op, const Tensor& output);
+void check_anomaly(const char* op, const Tensor& output);
+/// Numbers the entry, fills in what it records, links it into this thread's tape and hands it
+/// to `output`, which from now on owns it.
+void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
+            const Tensor* saved, std::size_t n_saved);
+/// A name that lives as long as the program, for ops whose name is built at run time.
+const char* intern(const std::string& name);
+
+template <class F>
+void record(const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
+            const Tensor* saved, std::size_t n_saved, F&& backward) {
+  using Fn = std::decay_t<F>;
+  static_assert(is_backward_closure<Fn>(),
+                "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns nothing: "
+                "[captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
+  if (anomaly_enabled()) check_anomaly(op, output);
+  if (!grad_enabled()) return;
+  bool any = false;
+  for (std::size_t i = 0; i < n_inputs; ++i) any = any || inputs[i].requires_grad();
+  if (!any) return;
+  attach(new Entry<Fn>(Fn(std::forward<F>(backward))), op, output, inputs, n_inputs, saved, n_saved);
+}
 }  // namespace detail
 
 /// The only place that decides whether an op is recorded: iff grad mode is on and an input
-/// requires grad. Then the output becomes a non-leaf that requires grad, and `backward` runs
-/// during Tensor::backward() with d(loss)/d(output). `saved` lists the tensors backward reads:
-/// their versions are checked before it runs. Call it last, after the forward has succeeded.
+/// requires grad. Then `output` becomes a non-leaf that requires grad and owns the new entry, and
+/// `backward` runs during a backward() that reaches it, with d(loss)/d(output) BY VALUE:
+///
+///     autograd::record("mul", y, {a, b}, /*saved=*/{a, b}, [a, b](Array dy) { ... });
+///
+/// The closure adds into its inputs' gradients (Tensor::accumulate_grad) and may reuse dy's
+/// buffer for one of them. It captures what backward needs (its capture list is what the entry
+/// keeps alive), never the output itself: the output owns the entry, so capturing it would keep
+/// both alive for ever; capture `y.detach()` (the data and its version, no graph) instead.
+/// `saved` lists the tensors backward reads: their versions are checked before it runs.
+/// `op` is a string literal (or any string that outlives the entry). Call it last, after the
+/// forward has succeeded: an op that throws records nothing.
 template <class F>
-void record(std::string op, const Tensor& output, std::initializer_list<Tensor> inputs,
+void record(const char* op, const Tensor& output, std::initializer_list<Tensor> inputs,
             std::initializer_list<Tensor> saved, F&& backward) {
-  if (anomaly_enabled()) detail::check_anomaly(op, output);
-  if (!should_record(inputs)) return;
-  detail::push_entry(std::move(op), output, std::vector<Tensor>(inputs),
-                     std::vector<Tensor>(saved), BackwardFn(std::forward<F>(backward)));
+  detail::record(op, output, inputs.begin(), inputs.size(), saved.begin(), saved.size(), std::forward<F>(backward));
 }
 /// The same, for ops with a variable number of inputs (cat).
 template <class F>
-void record(std::string op, const Tensor& output, const std::vector<Tensor>& inputs,
+void record(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
             const std::vector<Tensor>& saved, F&& backward) {
-  if (anomaly_enabled()) detail::check_anomaly(op, output);
-  if (!should_record(inputs)) return;
-  detail::push_entry(std::move(op), output, inputs, saved, BackwardFn(std::forward<F>(backward)));
+  detail::record(op, output, inputs.data(), inputs.size(), saved.data(), saved.size(), std::forward<F>(backward));
+}
+/// The same, for an op name built at run time (it is kept for the life of the program).
+template <class F>
+void record(const std::string& op, const Tensor& output, std::initializer_list<Tensor> inputs,
+            std::initializer_list<Tensor> saved, F&& backward) {
+  record(detail::intern(op), output, inputs, saved, std::forward<F>(backward));
 }
 
 }  // namespace tapegrad::autograd

@@ -42,13 +42,17 @@ class StateDict {
   /// Every key, in insertion order, then the keys that exist only as aliases.
   std::vector<std::string> keys() const;
   /// The (key, value) pairs in insertion order.
-  const std::vector<Item>& items() const { return items_; }
+  /// The (key, value) pairs in order. On a temporary (`model.state_dict().items()`, as in a
+  /// range-for) they are returned by value, so nothing refers into a state dict that is gone.
+  const std::vector<Item>& items() const& { return items_; }
+  std::vector<Item> items() && { return std::move(items_); }
   std::vector<Item>::const_iterator begin() const { return items_.begin(); }
   std::vector<Item>::const_iterator end() const { return items_.end(); }
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
   /// (later key, first key) for each tied tensor, in the order they were found.
-  const std::vector<std::pair<std::string, std::string>>& aliases() const { return aliases_; }
+  const std::vector<std::pair<std::string, std::string>>& aliases() const& { return aliases_; }
+  std::vector<std::pair<std::string, std::string>> aliases() && { return std::move(aliases_); }
 
  private:
   std::vector<Item> items_;
