@@ -1,5 +1,6 @@
 // src/random.cpp: the portable Generator of SPEC 2.1.4 and the arrays drawn from it.
 #include "tapegrad/random.hpp"
+#include "tapegrad/sizes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -143,20 +144,20 @@ Generator& pick(Generator* gen) { return gen != nullptr ? *gen : *default_genera
 }  // namespace
 
 xt::xarray<float> randn(const Shape& shape, Generator* gen) {
-  xt::xarray<float> a = xt::xarray<float>::from_shape(shape);
+  xt::xarray<float> a = new_array(shape, "randn");
   normal_(a, 0.0, 1.0, gen);
   return a;
 }
 
 xt::xarray<float> rand(const Shape& shape, Generator* gen) {
-  xt::xarray<float> a = xt::xarray<float>::from_shape(shape);
+  xt::xarray<float> a = new_array(shape, "rand");
   Generator& g = pick(gen);
   for (float& v : a) v = g.uniform_float();
   return a;
 }
 
 xt::xarray<float> uniform(const Shape& shape, double low, double high, Generator* gen) {
-  xt::xarray<float> a = xt::xarray<float>::from_shape(shape);
+  xt::xarray<float> a = new_array(shape, "uniform");
   uniform_(a, low, high, gen);
   return a;
 }

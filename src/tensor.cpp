@@ -14,6 +14,7 @@
 #include "autograd/engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/memory.hpp"
+#include "tapegrad/sizes.hpp"
 #include "tensor_impl.hpp"
 
 namespace tapegrad {
@@ -28,6 +29,14 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 Tensor::Tensor(Array data, bool requires_grad) {
   static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
   (void)policy_applied;
+  // An array made with sizes that multiply past 2^63 holds a wrapped-around number of elements
+  // (xtensor does not check): refuse it before anything reads it.
+  std::size_t numel = 0;
+  if (data.dimension() > 1 && !(numel_fits(data.shape(), &numel) && numel == data.size())) {
+    checked_numel(data.shape(), "Tensor");            // names the sizes that overflow
+    fail<ShapeError>("Tensor: the array of shape ", data.shape(), " holds ", data.size(),
+                     " elements, not the product of its sizes");
+  }
   impl_ = make_impl(std::move(data));
   impl_->requires_grad = requires_grad;
 }

@@ -50,6 +50,11 @@ struct AutogradError : std::logic_error {
 struct InvariantError : std::logic_error {
   using std::logic_error::logic_error;
 };
+/// An array that cannot be allocated: more bytes than the machine has, or refused by the C library.
+/// The message says how many bytes were asked for and by what.
+struct OutOfMemoryError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 /// load_state_dict refused the state dict; the model was left unchanged.
 struct StateDictError : std::runtime_error {
   StateDictError(const std::string& what, std::vector<std::string> missing_keys,

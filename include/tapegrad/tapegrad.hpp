@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tapegrad/errors.hpp"
+#include "tapegrad/sizes.hpp"
 #include "tapegrad/memory.hpp"
 #include "tapegrad/threads.hpp"
 #include "tapegrad/tensor.hpp"

@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/sizes.hpp"
 
 namespace tapegrad::nn {
 
@@ -55,8 +56,9 @@ Embedding::Embedding(EmbeddingOptions options, std::shared_ptr<Generator> genera
   const std::optional<Array>& given = options._weight();
   weight = register_parameter(
       "weight", Parameter(given ? *given
-                                : Array::from_shape({static_cast<std::size_t>(options_.num_embeddings()),
-                                                     static_cast<std::size_t>(options_.embedding_dim())}),
+                                : new_array({static_cast<std::size_t>(options_.num_embeddings()),
+                                             static_cast<std::size_t>(options_.embedding_dim())},
+                                            "Embedding: weight"),
                           /*requires_grad=*/!options_._freeze()));
   if (!given) reset_parameters();
 }

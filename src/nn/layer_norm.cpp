@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/sizes.hpp"
 
 namespace tapegrad::nn {
 
@@ -26,8 +27,8 @@ LayerNorm::LayerNorm(LayerNormOptions options) : options_(validated(std::move(op
   // The tutorial's own LayerNorm calls its parameters a_2 and b_2; keeping its names lets a
   // checkpoint of the tutorial's model load here without renaming keys.
   const bool annotated = options_.variant() == LayerNormVariant::annotated;
-  weight = register_parameter(annotated ? "a_2" : "weight", Parameter(Array::from_shape(shape)));
-  bias = register_parameter(annotated ? "b_2" : "bias", Parameter(Array::from_shape(shape)));
+  weight = register_parameter(annotated ? "a_2" : "weight", Parameter(new_array(shape, "LayerNorm: weight")));
+  bias = register_parameter(annotated ? "b_2" : "bias", Parameter(new_array(shape, "LayerNorm: bias")));
   reset_parameters();
 }
 

@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/sizes.hpp"
 #include "tapegrad/ops/matmul.hpp"
 
 namespace tapegrad::nn {
@@ -20,8 +21,8 @@ Linear::Linear(LinearOptions options, std::shared_ptr<Generator> generator)
                     ": [", out, ", ", in, "] | Linear: expected in_features >= 0 and out_features >= 0, got (",
                     in, ", ", out, ")");
   const auto in_u = static_cast<std::size_t>(in), out_u = static_cast<std::size_t>(out);
-  weight = register_parameter("weight", Parameter(Array::from_shape({out_u, in_u})));
-  if (options_.bias()) bias = register_parameter("bias", Parameter(Array::from_shape({out_u})));
+  weight = register_parameter("weight", Parameter(new_array({out_u, in_u}, "Linear: weight")));
+  if (options_.bias()) bias = register_parameter("bias", Parameter(new_array({out_u}, "Linear: bias")));
   reset_parameters();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/sizes.hpp"
 
 namespace tapegrad::nn {
 
@@ -42,7 +43,7 @@ Array sinusoid_table(std::int64_t max_len, std::int64_t d_model) {
   const double k = -(std::log(10000.0) / static_cast<double>(d_model));
   std::vector<double> div_term(D);
   for (std::size_t j = 0; j < D; ++j) div_term[j] = std::exp(static_cast<double>(j - j % 2) * k);
-  Array pe = Array::from_shape({1, n_pos, D});
+  Array pe = new_array({1, n_pos, D}, "PositionalEncoding: pe");
   float* p = pe.data();
   for (std::size_t pos = 0; pos < n_pos; ++pos)
     for (std::size_t j = 0; j < D; ++j) {

@@ -3,6 +3,8 @@
 
 #include <xtensor/xbuilder.hpp>
 
+#include "tapegrad/sizes.hpp"
+
 namespace tapegrad::ops {
 
 Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {
@@ -16,6 +18,7 @@ Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {
                       op, ": shapes ", a, " and ", b, " cannot be broadcast");
     out[i] = da == 1 ? db : da;
   }
+  checked_numel(out, op);   // (0, 2^40, 1) and (2^40,) broadcast to an empty shape no layout holds
   return out;
 }
 

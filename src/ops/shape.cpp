@@ -16,6 +16,7 @@
 #include "strided.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
+#include "tapegrad/sizes.hpp"
 
 namespace tapegrad::ops {
 
@@ -88,13 +89,15 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
     }
     check<ValueError>(shape[i] >= 0, "invalid shape dimension ", shape[i], " | ", where,
                       ": expected sizes >= 0 (or one -1), got ", IntList{shape});
-    known *= shape[i];
+    if (__builtin_mul_overflow(known, shape[i], &known))   // a product past 2^63 would wrap around
+      fail<ShapeError>("shape '", IntList{shape}, "' is invalid for input of size ", numel, " | ", where,
+                       ": its sizes multiply past 2^63 - 1");
   }
   Shape out_shape(shape.size());
   for (std::size_t i = 0; i < shape.size(); ++i)   // the -1, if any, is filled in below
     out_shape[i] = static_cast<std::size_t>(std::max<std::int64_t>(shape[i], 0));
   if (inferred >= 0) {
-    check<ValueError>(known != 0, "cannot reshape tensor of 0 elements into shape ", IntList{shape},
+    check<ValueError>(known != 0, "cannot reshape tensor of ", numel, " elements into shape ", IntList{shape},
                       " because the unspecified dimension size -1 can be any value and is ambiguous | ", where,
                       ": expected the other sizes to multiply to a non-zero number");
     check<ShapeError>(numel % known == 0, "shape '", IntList{shape}, "' is invalid for input of size ", numel,
@@ -106,6 +109,7 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
                       where, ": expected a shape with ", numel, " elements like ", a.shape(), ", got ",
                       IntList{shape}, " with ", known);
   }
+  checked_numel(out_shape, where);                // the non-zero sizes of an empty shape, too
   Tensor y(reshaped(a.data(), out_shape));
   autograd::record("reshape", y, {a}, {}, [a](Array dy) {
     dy.reshape(a.shape());                        // the same elements in the same order: no copy
