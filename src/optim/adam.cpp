@@ -1,8 +1,8 @@
 // src/optim/adam.cpp
 //
-// Adam and AdamW in PyTorch's order of operations (SPEC 2.10.3, 2.10.4). Both classes call the
+// Adam and AdamW in PyTorch's order of operations (docs/semantics.md#optimizers). Both classes call the
 // same kernel, adam_update(), once per parameter per step: one pass over contiguous memory that
-// reads θ, g, m, v (and vmax) once and writes θ, m, v once, with no temporaries (BENCHMARKS W3).
+// reads θ, g, m, v (and vmax) once and writes θ, m, v once, with no temporaries (bench/w3_adam_step).
 // Scalars (bias corrections, step size, the AdamW decay factor) are computed in double, per
 // parameter, and cast to float once, where they meet the float32 data, as PyTorch does with
 // Python numbers. The build never uses -ffast-math: the order below is the order executed.
@@ -30,7 +30,7 @@ struct AdamScalars {
   bool maximize;
 };
 
-// adam_update: one Adam step of n elements, in this order (SPEC 2.10.3):
+// adam_update: one Adam step of n elements, in this order:
 //   g  = maximize ? −grad : grad
 //   g  = g + l2·θ                                 if l2 ≠ 0 (Adam's L2, with θ before the step)
 //   θ  = θ·decay                                  (AdamW's decoupled decay; Adam passes 1)
@@ -85,81 +85,12 @@ AdamScalars scalars(const Options& o, std::int64_t t, double l2, double decay) {
                      float(o.eps()), o.maximize()};
 }
 
-// A zero-initialised array of p's shape.
-Array zeros_like(const Parameter& p) {
-  Array a = Array::from_shape(p.shape());
-  std::fill(a.begin(), a.end(), 0.0f);
-  return a;
-}
-
 // Lazily creates p's state: m = v = 0, t = 0 (and vmax = 0 once amsgrad is on).
 AdamState& state_for(std::optional<AdamState>& slot, const Parameter& p, bool amsgrad) {
   if (!slot) slot = AdamState{0, zeros_like(p), zeros_like(p), std::nullopt};
   if (amsgrad && !slot->max_exp_avg_sq) slot->max_exp_avg_sq = zeros_like(p);
   return *slot;
 }
-
-// ---- options and state, as the state dict holds them (the same for Adam and AdamW) ----
-
-template <class Options>
-void check_options(const std::string& where, const Options& o) {
-  const auto [beta1, beta2] = o.betas();
-  // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
-  if (!(0.0 <= o.lr()))
-    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
-  if (!(0.0 <= o.eps()))
-    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps >= 0");
-  if (!(0.0 <= beta1 && beta1 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
-                     ": expected 0 <= beta1 < 1");
-  if (!(0.0 <= beta2 && beta2 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
-                     ": expected 0 <= beta2 < 1");
-  if (!(0.0 <= o.weight_decay()))
-    fail<ValueError>("Invalid weight_decay value: ", py_float(o.weight_decay()), " | ", where,
-                     ": expected weight_decay >= 0");
-}
-
-template <class Options>
-HyperParams to_hyper(const Options& o) {
-  const auto [beta1, beta2] = o.betas();
-  return {{"lr", o.lr()},
-          {"betas", std::vector<double>{beta1, beta2}},
-          {"eps", o.eps()},
-          {"weight_decay", o.weight_decay()},
-          {"amsgrad", o.amsgrad()},
-          {"maximize", o.maximize()}};
-}
-
-template <class Options>
-Options from_hyper(const HyperParams& h, const std::string& where) {
-  check_hyper_keys(h, {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}, where);
-  Options o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where))
-      .eps(hyper_number(h, "eps", where))
-      .weight_decay(hyper_number(h, "weight_decay", where))
-      .amsgrad(hyper_flag(h, "amsgrad", where))
-      .maximize(hyper_flag(h, "maximize", where));
-  check_options(where, o);
-  return o;
-}
-
-ParamState to_param_state(const AdamState& s) {
-  ParamState out;
-  out.step = s.step;
-  out.tensors = {{"exp_avg", s.exp_avg}, {"exp_avg_sq", s.exp_avg_sq}};
-  if (s.max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *s.max_exp_avg_sq);
-  return out;
-}
-
-std::optional<AdamState> from_param_state(const ParamState* s) {
-  if (s == nullptr) return std::nullopt;
-  AdamState out{*s->step, *s->find("exp_avg"), *s->find("exp_avg_sq"), std::nullopt};
-  if (const Array* vmax = s->find("max_exp_avg_sq")) out.max_exp_avg_sq = *vmax;
-  return out;
-}
-
-const Optimizer::StateLayout kAdamLayout{true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}};
 
 // Every gradient is checked before any parameter changes: a refused step changes nothing.
 void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const char* hint) {
@@ -172,49 +103,75 @@ void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const
 
 }  // namespace
 
-// ---- Adam ----------------------------------------------------------------------------------------
+// ---- options and state, as the state dict holds them (the same for Adam and AdamW) ---------------
 
-std::vector<std::vector<Parameter>> Adam::checked(const std::vector<Group>& groups) {
-  std::vector<std::vector<Parameter>> params;
-  for (const Group& group : groups) {
-    check_options("Adam", group.options);
-    params.push_back(group.params);
-  }
-  return params;
+template <class Self>
+void AdamOptionsOf<Self>::check(const std::string& where) const {
+  // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
+  if (!(0.0 <= lr())) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
+  if (!(0.0 <= eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where, ": expected eps >= 0");
+  check_betas(betas(), where);
+  if (!(0.0 <= weight_decay()))
+    fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
+                     ": expected weight_decay >= 0");
 }
 
-Adam::Adam(std::vector<Parameter> params, AdamOptions options)
-    : Adam(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
-
-Adam::Adam(std::vector<Group> groups) : Optimizer("Adam", checked(groups)) {
-  for (const Group& group : groups) options_.push_back(group.options);
-  state_.resize(num_params());
+template <class Self>
+HyperParams AdamOptionsOf<Self>::to_hyper() const {
+  const auto [beta1, beta2] = betas();
+  return {{"lr", lr()},
+          {"betas", std::vector<double>{beta1, beta2}},
+          {"eps", eps()},
+          {"weight_decay", weight_decay()},
+          {"amsgrad", amsgrad()},
+          {"maximize", maximize()}};
 }
 
-AdamOptions& Adam::options(std::size_t group) {
-  check_group(group);
-  return options_[group];
-}
-const AdamOptions& Adam::options(std::size_t group) const {
-  check_group(group);
-  return options_[group];
+template <class Self>
+Self AdamOptionsOf<Self>::from_hyper(const HyperParams& h, const std::string& where) {
+  check_hyper_keys(h, {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}, where);
+  Self o(hyper_number(h, "lr", where));
+  o.betas(hyper_pair(h, "betas", where))
+      .eps(hyper_number(h, "eps", where))
+      .weight_decay(hyper_number(h, "weight_decay", where))
+      .amsgrad(hyper_flag(h, "amsgrad", where))
+      .maximize(hyper_flag(h, "maximize", where));
+  o.check(where);
+  return o;
 }
 
-const AdamState* Adam::state(const Parameter& p) const {
-  const std::optional<AdamState>& s = state_[param_id(p)];
-  return s ? &*s : nullptr;
+template class AdamOptionsOf<AdamOptions>;
+template class AdamOptionsOf<AdamWOptions>;
+
+Optimizer::StateLayout AdamState::layout() { return {true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}}; }
+
+ParamState AdamState::to_param_state() const {
+  ParamState out;
+  out.step = step;
+  out.tensors = {{"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}};
+  if (max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *max_exp_avg_sq);
+  return out;
 }
+
+AdamState AdamState::from_param_state(const ParamState& s) {
+  AdamState out{*s.step, *s.find("exp_avg"), *s.find("exp_avg_sq"), std::nullopt};
+  if (const Array* vmax = s.find("max_exp_avg_sq")) out.max_exp_avg_sq = *vmax;
+  return out;
+}
+
+// ---- the steps -----------------------------------------------------------------------------------
 
 void Adam::step() {
   autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
   check_no_sparse_grads(*this, "Adam does not support sparse gradients, please consider SparseAdam instead", "");
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
-    const AdamOptions& o = options_[g];
+    const AdamOptions& o = options(g);
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
       if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
-      AdamState& s = state_for(state_[i], p, o.amsgrad());
+      AdamState& s = state_for(state_slot(i), p, o.amsgrad());
       s.step += 1;
       const AdamScalars k = scalars(o, s.step, /*l2=*/o.weight_decay(), /*decay=*/1.0);
       float* theta = p.mutable_data().data();       // one version bump per step
@@ -224,63 +181,16 @@ void Adam::step() {
   }
 }
 
-Optimizer::StateLayout Adam::state_layout() const { return kAdamLayout; }
-HyperParams Adam::hyper_params(std::size_t group) const { return to_hyper(options(group)); }
-void Adam::check_hyper_params(const HyperParams& h, const std::string& where) const {
-  from_hyper<AdamOptions>(h, where);
-}
-void Adam::set_hyper_params(std::size_t group, const HyperParams& h) {
-  options(group) = from_hyper<AdamOptions>(h, "Adam");
-}
-std::optional<ParamState> Adam::param_state(std::size_t id) const {
-  if (!state_[id]) return std::nullopt;
-  return to_param_state(*state_[id]);
-}
-void Adam::set_param_state(std::size_t id, const ParamState* s) { state_[id] = from_param_state(s); }
-
-// ---- AdamW ---------------------------------------------------------------------------------------
-
-std::vector<std::vector<Parameter>> AdamW::checked(const std::vector<Group>& groups) {
-  std::vector<std::vector<Parameter>> params;
-  for (const Group& group : groups) {
-    check_options("AdamW", group.options);
-    params.push_back(group.params);
-  }
-  return params;
-}
-
-AdamW::AdamW(std::vector<Parameter> params, AdamWOptions options)
-    : AdamW(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
-
-AdamW::AdamW(std::vector<Group> groups) : Optimizer("AdamW", checked(groups)) {
-  for (const Group& group : groups) options_.push_back(group.options);
-  state_.resize(num_params());
-}
-
-AdamWOptions& AdamW::options(std::size_t group) {
-  check_group(group);
-  return options_[group];
-}
-const AdamWOptions& AdamW::options(std::size_t group) const {
-  check_group(group);
-  return options_[group];
-}
-
-const AdamState* AdamW::state(const Parameter& p) const {
-  const std::optional<AdamState>& s = state_[param_id(p)];
-  return s ? &*s : nullptr;
-}
-
 void AdamW::step() {
   autograd::NoGradGuard no_grad;
   check_no_sparse_grads(*this, "AdamW does not support sparse gradients", "; use SparseAdam or SGD for it");
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
-    const AdamWOptions& o = options_[g];
+    const AdamWOptions& o = options(g);
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
       if (!p.has_grad()) continue;                  // no gradient: no decay either, as in PyTorch
-      AdamState& s = state_for(state_[i], p, o.amsgrad());
+      AdamState& s = state_for(state_slot(i), p, o.amsgrad());
       s.step += 1;
       // Decoupled: θ ← θ·(1 − lr·wd) first, then the Adam update with no decay term in g.
       const double decay = 1.0 - o.lr() * o.weight_decay();
@@ -291,19 +201,5 @@ void AdamW::step() {
     }
   }
 }
-
-Optimizer::StateLayout AdamW::state_layout() const { return kAdamLayout; }
-HyperParams AdamW::hyper_params(std::size_t group) const { return to_hyper(options(group)); }
-void AdamW::check_hyper_params(const HyperParams& h, const std::string& where) const {
-  from_hyper<AdamWOptions>(h, where);
-}
-void AdamW::set_hyper_params(std::size_t group, const HyperParams& h) {
-  options(group) = from_hyper<AdamWOptions>(h, "AdamW");
-}
-std::optional<ParamState> AdamW::param_state(std::size_t id) const {
-  if (!state_[id]) return std::nullopt;
-  return to_param_state(*state_[id]);
-}
-void AdamW::set_param_state(std::size_t id, const ParamState* s) { state_[id] = from_param_state(s); }
 
 }  // namespace tapegrad::optim

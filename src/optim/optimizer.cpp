@@ -215,4 +215,20 @@ std::string param_label(const Parameter& p) {
 }
 
 
+Array zeros_like(const Parameter& p) {
+  Array a = Array::from_shape(p.shape());
+  std::fill(a.begin(), a.end(), 0.0f);
+  return a;
+}
+
+void check_betas(std::pair<double, double> betas, const std::string& where) {
+  const auto [beta1, beta2] = betas;
+  if (!(0.0 <= beta1 && beta1 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
+                     ": expected 0 <= beta1 < 1");
+  if (!(0.0 <= beta2 && beta2 < 1.0))
+    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
+                     ": expected 0 <= beta2 < 1");
+}
+
 }  // namespace tapegrad::optim

@@ -1,6 +1,6 @@
 // src/optim/sgd.cpp
 //
-// SGD in PyTorch's order of operations (SPEC 2.10.2). A dense gradient takes one fused pass,
+// SGD in PyTorch's order of operations (docs/semantics.md#optimizers). A dense gradient takes one fused pass,
 // sgd_update(); a row-sparse one without momentum touches only its rows; with momentum it is made
 // dense first, because the buffer is dense (what PyTorch's sparse buffer computes, mathematically).
 // Scalars are cast to float once, where they meet the data.
@@ -20,7 +20,7 @@ struct SGDScalars {
   bool nesterov, maximize;
 };
 
-// sgd_update: one SGD step of n elements (SPEC 2.10.2):
+// sgd_update: one SGD step of n elements:
 //   g = maximize ? −grad : grad
 //   g = g + wd·θ                                          if wd ≠ 0
 //   if momentum ≠ 0:  buf = first ? g : buf·μ + (1 − dampening)·g
@@ -51,21 +51,31 @@ void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* thet
   }
 }
 
-void check_options(const std::string& where, const SGDOptions& o) {
+}  // namespace
+
+void SGDOptions::check(const std::string& where) const {
   // PyTorch's SGD tests `x < 0.0` (unlike Adam's `not 0.0 <= x`), so NaN passes here as there.
-  if (o.lr() < 0.0)
-    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr >= 0");
-  if (o.momentum() < 0.0)
-    fail<ValueError>("Invalid momentum value: ", py_float(o.momentum()), " | ", where, ": expected momentum >= 0");
-  if (o.weight_decay() < 0.0)
-    fail<ValueError>("Invalid weight_decay value: ", py_float(o.weight_decay()), " | ", where,
+  if (lr() < 0.0) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
+  if (momentum() < 0.0)
+    fail<ValueError>("Invalid momentum value: ", py_float(momentum()), " | ", where, ": expected momentum >= 0");
+  if (weight_decay() < 0.0)
+    fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
                      ": expected weight_decay >= 0");
-  if (o.nesterov() && (o.momentum() <= 0.0 || o.dampening() != 0.0))
+  if (nesterov() && (momentum() <= 0.0 || dampening() != 0.0))
     fail<ValueError>("Nesterov momentum requires a momentum and zero dampening | ", where, ": got momentum ",
-                     py_float(o.momentum()), " and dampening ", py_float(o.dampening()));
+                     py_float(momentum()), " and dampening ", py_float(dampening()));
 }
 
-SGDOptions from_hyper(const HyperParams& h, const std::string& where) {
+HyperParams SGDOptions::to_hyper() const {
+  return {{"lr", lr()},
+          {"momentum", momentum()},
+          {"dampening", dampening()},
+          {"weight_decay", weight_decay()},
+          {"nesterov", nesterov()},
+          {"maximize", maximize()}};
+}
+
+SGDOptions SGDOptions::from_hyper(const HyperParams& h, const std::string& where) {
   check_hyper_keys(h, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"}, where);
   SGDOptions o(hyper_number(h, "lr", where));
   o.momentum(hyper_number(h, "momentum", where))
@@ -73,42 +83,16 @@ SGDOptions from_hyper(const HyperParams& h, const std::string& where) {
       .weight_decay(hyper_number(h, "weight_decay", where))
       .nesterov(hyper_flag(h, "nesterov", where))
       .maximize(hyper_flag(h, "maximize", where));
-  check_options(where, o);
+  o.check(where);
   return o;
 }
 
-}  // namespace
-
-std::vector<std::vector<Parameter>> SGD::checked(const std::vector<Group>& groups) {
-  std::vector<std::vector<Parameter>> params;
-  for (const Group& group : groups) {
-    check_options("SGD", group.options);
-    params.push_back(group.params);
-  }
-  return params;
+ParamState SGDState::to_param_state() const {
+  ParamState out;
+  out.tensors = {{"momentum_buffer", momentum_buffer}};
+  return out;
 }
-
-SGD::SGD(std::vector<Parameter> params, SGDOptions options)
-    : SGD(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
-
-SGD::SGD(std::vector<Group> groups) : Optimizer("SGD", checked(groups)) {
-  for (const Group& group : groups) options_.push_back(group.options);
-  state_.resize(num_params());
-}
-
-SGDOptions& SGD::options(std::size_t group) {
-  check_group(group);
-  return options_[group];
-}
-const SGDOptions& SGD::options(std::size_t group) const {
-  check_group(group);
-  return options_[group];
-}
-
-const SGDState* SGD::state(const Parameter& p) const {
-  const std::optional<SGDState>& s = state_[param_id(p)];
-  return s ? &*s : nullptr;
-}
+SGDState SGDState::from_param_state(const ParamState& s) { return SGDState{*s.find("momentum_buffer")}; }
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
@@ -116,7 +100,7 @@ void SGD::step() {
   for (std::size_t g = 0; g < num_param_groups(); ++g)
     for (const Parameter& p : params(g)) {
       if (!p.grad_is_sparse()) continue;
-      if (options_[g].weight_decay() != 0.0)
+      if (options(g).weight_decay() != 0.0)
         fail<TypeError>("add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: weight_decay "
                         "needs a dense gradient for ", param_label(p));
       check_sparse_rows(p, "SGD");
@@ -124,7 +108,7 @@ void SGD::step() {
 
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
-    const SGDOptions& o = options_[g];
+    const SGDOptions& o = options(g);
     const SGDScalars k{float(-o.lr()), float(o.weight_decay()), float(o.momentum()), float(1.0 - o.dampening()),
                        o.nesterov(), o.maximize()};
     for (const Parameter& p : params(g)) {
@@ -145,40 +129,14 @@ void SGD::step() {
       float* buf = nullptr;
       bool first = false;
       if (o.momentum() != 0.0) {
-        first = !state_[i];
-        if (first) state_[i] = SGDState{Array::from_shape(p.shape())};   // filled with g below
-        buf = state_[i]->momentum_buffer.data();
+        std::optional<SGDState>& state = state_slot(i);
+        first = !state;
+        if (first) state = SGDState{Array::from_shape(p.shape())};   // filled with g below
+        buf = state->momentum_buffer.data();
       }
       sgd_update(k, p.numel(), p.mutable_data().data(), grad, buf, first);   // one version bump
     }
   }
-}
-
-Optimizer::StateLayout SGD::state_layout() const { return StateLayout{false, {"momentum_buffer"}, {}}; }
-
-HyperParams SGD::hyper_params(std::size_t group) const {
-  const SGDOptions& o = options(group);
-  return {{"lr", o.lr()},
-          {"momentum", o.momentum()},
-          {"dampening", o.dampening()},
-          {"weight_decay", o.weight_decay()},
-          {"nesterov", o.nesterov()},
-          {"maximize", o.maximize()}};
-}
-void SGD::check_hyper_params(const HyperParams& h, const std::string& where) const { from_hyper(h, where); }
-void SGD::set_hyper_params(std::size_t group, const HyperParams& h) { options(group) = from_hyper(h, "SGD"); }
-
-std::optional<ParamState> SGD::param_state(std::size_t id) const {
-  if (!state_[id]) return std::nullopt;
-  ParamState out;
-  out.tensors = {{"momentum_buffer", state_[id]->momentum_buffer}};
-  return out;
-}
-void SGD::set_param_state(std::size_t id, const ParamState* s) {
-  if (s == nullptr)
-    state_[id].reset();
-  else
-    state_[id] = SGDState{*s->find("momentum_buffer")};
 }
 
 }  // namespace tapegrad::optim

@@ -1,6 +1,6 @@
 // src/optim/sparse_adam.cpp
 //
-// SparseAdam (SPEC 2.10.5), PyTorch's order: the gradient is coalesced (ids ascending, duplicate
+// SparseAdam , PyTorch's order: the gradient is coalesced (ids ascending, duplicate
 // rows summed), then only its rows of m, v and θ are updated, in one pass per row. The update is
 // not linear in g, so the rows of a repeated id must be summed BEFORE it, not applied one by one.
 // Bias corrections are computed in double, per parameter, and cast to float once.
@@ -22,7 +22,7 @@ struct SparseAdamScalars {
   bool maximize;
 };
 
-// sparse_adam_update: for the rows r of the coalesced gradient G only (SPEC 2.10.5):
+// sparse_adam_update: for the rows r of the coalesced gradient G only :
 //   g   = maximize ? −G_r : G_r
 //   Δm  = (g − m_r)·(1 − β1) ;     m_r = m_r + Δm
 //   Δv  = (g² − v_r)·(1 − β2) ;    v_r = v_r + Δv
@@ -55,68 +55,36 @@ void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, floa
   });
 }
 
-Array zeros_like(const Parameter& p) {
-  Array a = Array::from_shape(p.shape());
-  std::fill(a.begin(), a.end(), 0.0f);
-  return a;
-}
+}  // namespace
 
-void check_options(const std::string& where, const SparseAdamOptions& o) {
-  const auto [beta1, beta2] = o.betas();
+void SparseAdamOptions::check(const std::string& where) const {
   // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
-  if (!(0.0 < o.lr()))
-    fail<ValueError>("Invalid learning rate: ", py_float(o.lr()), " | ", where, ": expected lr > 0");
-  if (!(0.0 < o.eps()))
-    fail<ValueError>("Invalid epsilon value: ", py_float(o.eps()), " | ", where, ": expected eps > 0");
-  if (!(0.0 <= beta1 && beta1 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
-                     ": expected 0 <= beta1 < 1");
-  if (!(0.0 <= beta2 && beta2 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
-                     ": expected 0 <= beta2 < 1");
+  if (!(0.0 < lr())) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr > 0");
+  if (!(0.0 < eps())) fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where, ": expected eps > 0");
+  check_betas(betas(), where);
 }
 
-SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where) {
+HyperParams SparseAdamOptions::to_hyper() const {
+  const auto [beta1, beta2] = betas();
+  return {{"lr", lr()}, {"betas", std::vector<double>{beta1, beta2}}, {"eps", eps()}, {"maximize", maximize()}};
+}
+
+SparseAdamOptions SparseAdamOptions::from_hyper(const HyperParams& h, const std::string& where) {
   check_hyper_keys(h, {"lr", "betas", "eps", "maximize"}, where);
   SparseAdamOptions o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where))
-      .eps(hyper_number(h, "eps", where))
-      .maximize(hyper_flag(h, "maximize", where));
-  check_options(where, o);
+  o.betas(hyper_pair(h, "betas", where)).eps(hyper_number(h, "eps", where)).maximize(hyper_flag(h, "maximize", where));
+  o.check(where);
   return o;
 }
 
-}  // namespace
-
-std::vector<std::vector<Parameter>> SparseAdam::checked(const std::vector<Group>& groups) {
-  std::vector<std::vector<Parameter>> params;
-  for (const Group& group : groups) {
-    check_options("SparseAdam", group.options);
-    params.push_back(group.params);
-  }
-  return params;
+ParamState SparseAdamState::to_param_state() const {
+  ParamState out;
+  out.step = step;
+  out.tensors = {{"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}};
+  return out;
 }
-
-SparseAdam::SparseAdam(std::vector<Parameter> params, SparseAdamOptions options)
-    : SparseAdam(std::vector<Group>{Group{non_empty(std::move(params)), options}}) {}
-
-SparseAdam::SparseAdam(std::vector<Group> groups) : Optimizer("SparseAdam", checked(groups)) {
-  for (const Group& group : groups) options_.push_back(group.options);
-  state_.resize(num_params());
-}
-
-SparseAdamOptions& SparseAdam::options(std::size_t group) {
-  check_group(group);
-  return options_[group];
-}
-const SparseAdamOptions& SparseAdam::options(std::size_t group) const {
-  check_group(group);
-  return options_[group];
-}
-
-const SparseAdamState* SparseAdam::state(const Parameter& p) const {
-  const std::optional<SparseAdamState>& s = state_[param_id(p)];
-  return s ? &*s : nullptr;
+SparseAdamState SparseAdamState::from_param_state(const ParamState& s) {
+  return SparseAdamState{*s.step, *s.find("exp_avg"), *s.find("exp_avg_sq")};
 }
 
 void SparseAdam::step() {
@@ -133,13 +101,14 @@ void SparseAdam::step() {
 
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
-    const SparseAdamOptions& o = options_[g];
+    const SparseAdamOptions& o = options(g);
     const auto [beta1, beta2] = o.betas();
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
       if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
-      if (!state_[i]) state_[i] = SparseAdamState{0, zeros_like(p), zeros_like(p)};
-      SparseAdamState& s = *state_[i];
+      std::optional<SparseAdamState>& slot = state_slot(i);
+      if (!slot) slot = SparseAdamState{0, zeros_like(p), zeros_like(p)};
+      SparseAdamState& s = *slot;
       s.step += 1;                                  // even if the gradient turns out to have no rows
       const RowSparseGrad G = p.sparse_grad().coalesce();
       if (G.indices.size() == 0) continue;
@@ -151,32 +120,6 @@ void SparseAdam::step() {
       sparse_adam_update(k, G, p.mutable_data().data(), s.exp_avg.data(), s.exp_avg_sq.data());  // one bump
     }
   }
-}
-
-Optimizer::StateLayout SparseAdam::state_layout() const { return StateLayout{true, {"exp_avg", "exp_avg_sq"}, {}}; }
-
-HyperParams SparseAdam::hyper_params(std::size_t group) const {
-  const SparseAdamOptions& o = options(group);
-  const auto [beta1, beta2] = o.betas();
-  return {{"lr", o.lr()}, {"betas", std::vector<double>{beta1, beta2}}, {"eps", o.eps()}, {"maximize", o.maximize()}};
-}
-void SparseAdam::check_hyper_params(const HyperParams& h, const std::string& where) const { from_hyper(h, where); }
-void SparseAdam::set_hyper_params(std::size_t group, const HyperParams& h) {
-  options(group) = from_hyper(h, "SparseAdam");
-}
-
-std::optional<ParamState> SparseAdam::param_state(std::size_t id) const {
-  if (!state_[id]) return std::nullopt;
-  ParamState out;
-  out.step = state_[id]->step;
-  out.tensors = {{"exp_avg", state_[id]->exp_avg}, {"exp_avg_sq", state_[id]->exp_avg_sq}};
-  return out;
-}
-void SparseAdam::set_param_state(std::size_t id, const ParamState* s) {
-  if (s == nullptr)
-    state_[id].reset();
-  else
-    state_[id] = SparseAdamState{*s->step, *s->find("exp_avg"), *s->find("exp_avg_sq")};
 }
 
 }  // namespace tapegrad::optim

@@ -130,6 +130,96 @@ class Optimizer {
   std::size_t num_params_ = 0;
 };
 
+// ---- the bookkeeping every optimizer shares ------------------------------------------------------
+
+/// Groups with their options, per-parameter state created at first use, the learning rate that
+/// schedulers read and write, and the six state-dict hooks: written once, here. An optimizer is
+/// then its options, its state and its step() (adam.hpp, sgd.hpp, sparse_adam.hpp):
+///
+///   Options   hand-written chainable setters, lr() among them, plus
+///               void check(const std::string& where) const;            the constructor's checks
+///               HyperParams to_hyper() const;                           PyTorch's param_groups entry
+///               static Options from_hyper(const HyperParams&, const std::string& where);
+///   State     one parameter's state, plus
+///               static StateLayout layout();                            its step count and tensor names
+///               ParamState to_param_state() const;                      PyTorch's state[p]
+///               static State from_param_state(const ParamState&);
+///
+///     class Lion : public OptimizerOf<LionOptions, LionState> {
+///      public:
+///       explicit Lion(std::vector<Parameter> p, LionOptions o = {}) : OptimizerOf("Lion", std::move(p), o) {}
+///       void step() override;        // the formula, then a loop over each parameter
+///     };
+template <class Options, class State>
+class OptimizerOf : public Optimizer {
+ public:
+  /// A parameter group with its own options (PyTorch's {"params": [...], "lr": ...}).
+  struct Group {
+    std::vector<Parameter> params;
+    Options options;
+  };
+
+  Options& options(std::size_t group) {
+    check_group(group);
+    return options_[group];
+  }
+  const Options& options(std::size_t group) const {
+    check_group(group);
+    return options_[group];
+  }
+  double lr(std::size_t group) const override { return options(group).lr(); }
+  void set_lr(std::size_t group, double lr) override { options(group).lr(lr); }
+  /// p's state, or nullptr before its first step; throws ValueError if p is not optimized here.
+  const State* state(const Parameter& p) const {
+    const std::optional<State>& s = state_[param_id(p)];
+    return s ? &*s : nullptr;
+  }
+
+ protected:
+  OptimizerOf(std::string type_name, std::vector<Parameter> params, Options options)
+      : OptimizerOf(std::move(type_name), std::vector<Group>{Group{non_empty(std::move(params)), std::move(options)}}) {}
+  OptimizerOf(std::string type_name, std::vector<Group> groups)
+      : Optimizer(type_name, checked(type_name, groups)) {
+    for (Group& group : groups) options_.push_back(std::move(group.options));
+    state_.resize(num_params());
+  }
+
+  /// The state of the parameter with id `id`: empty until the step() that creates it.
+  std::optional<State>& state_slot(std::size_t id) { return state_[id]; }
+
+  StateLayout state_layout() const override { return State::layout(); }
+  HyperParams hyper_params(std::size_t group) const override { return options(group).to_hyper(); }
+  void check_hyper_params(const HyperParams& h, const std::string& where) const override {
+    Options::from_hyper(h, where);
+  }
+  void set_hyper_params(std::size_t group, const HyperParams& h) override {
+    options(group) = Options::from_hyper(h, type_name());
+  }
+  std::optional<ParamState> param_state(std::size_t id) const override {
+    if (!state_[id]) return std::nullopt;
+    return state_[id]->to_param_state();
+  }
+  void set_param_state(std::size_t id, const ParamState* s) override {
+    if (s == nullptr)
+      state_[id].reset();
+    else
+      state_[id] = State::from_param_state(*s);
+  }
+
+ private:
+  static std::vector<std::vector<Parameter>> checked(const std::string& type_name, const std::vector<Group>& groups) {
+    std::vector<std::vector<Parameter>> params;
+    for (const Group& group : groups) {
+      group.options.check(type_name);
+      params.push_back(group.params);
+    }
+    return params;
+  }
+
+  std::vector<Options> options_;
+  std::vector<std::optional<State>> state_;   // by parameter id
+};
+
 // ---- helpers for reading HyperParams (used by the optimizers and by checkpoint loaders) ----
 
 /// The number stored under `key`; throws ValueError naming `where` if it is missing or not a number.
@@ -140,6 +230,12 @@ bool hyper_flag(const HyperParams& h, const std::string& key, const std::string&
 std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where);
 /// Throws ValueError if `h` has a key outside `known`.
 void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where);
+
+/// Throws ValueError with PyTorch's texts unless 0 <= β1 < 1 and 0 <= β2 < 1 (NaN is refused).
+void check_betas(std::pair<double, double> betas, const std::string& where);
+
+/// A zero-filled array of p's shape: the starting value of a moment or a momentum buffer.
+Array zeros_like(const Parameter& p);
 
 /// How messages name a parameter: "'lut.weight'" when it has a name, else "tensor (10, 3)".
 std::string param_label(const Parameter& p);

@@ -1,13 +1,14 @@
 // include/tapegrad/optim/sgd.hpp
 //
 // Stochastic gradient descent with momentum, dampening, Nesterov momentum, L2 weight decay and
-// maximize, in PyTorch's order (SPEC 2.10.2). Accepts dense and row-sparse gradients: without
+// maximize, in PyTorch's order (docs/semantics.md#optimizers). Accepts dense and row-sparse gradients: without
 // momentum a row-sparse gradient moves only its rows; with momentum the buffer is dense.
 //
 //     optim::SGD opt(model.parameters(), optim::SGDOptions(0.1).momentum(0.9));
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
@@ -37,6 +38,11 @@ class SGDOptions {
   SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
   bool maximize() const { return maximize_; }
 
+  /// ValueError with PyTorch's texts ("Invalid momentum value: -0.1 | SGD: ...").
+  void check(const std::string& where) const;
+  HyperParams to_hyper() const;
+  static SGDOptions from_hyper(const HyperParams& h, const std::string& where);
+
  private:
   double lr_;
   double momentum_ = 0.0;
@@ -49,38 +55,19 @@ class SGDOptions {
 /// One parameter's SGD state: the momentum buffer (only kept while momentum ≠ 0).
 struct SGDState {
   Array momentum_buffer;        ///< the parameter's shape, dense even for row-sparse gradients
+
+  static Optimizer::StateLayout layout() { return {false, {"momentum_buffer"}, {}}; }
+  ParamState to_param_state() const;
+  static SGDState from_param_state(const ParamState& s);
 };
 
-class SGD : public Optimizer {
+class SGD : public OptimizerOf<SGDOptions, SGDState> {
  public:
-  struct Group {
-    std::vector<Parameter> params;
-    SGDOptions options;
-  };
-  explicit SGD(std::vector<Parameter> params, SGDOptions options = SGDOptions());
-  explicit SGD(std::vector<Group> groups);
-
+  explicit SGD(std::vector<Parameter> params, SGDOptions options = SGDOptions())
+      : OptimizerOf("SGD", std::move(params), options) {}
+  explicit SGD(std::vector<Group> groups) : OptimizerOf("SGD", std::move(groups)) {}
+  /// Throws TypeError (changing nothing) for weight decay with a row-sparse gradient.
   void step() override;
-  SGDOptions& options(std::size_t group);
-  const SGDOptions& options(std::size_t group) const;
-  double lr(std::size_t group) const override { return options(group).lr(); }
-  void set_lr(std::size_t group, double lr) override { options(group).lr(lr); }
-  /// p's state, or nullptr (before its first step, or without momentum); throws ValueError if
-  /// p is not optimized here.
-  const SGDState* state(const Parameter& p) const;
-
- protected:
-  StateLayout state_layout() const override;
-  HyperParams hyper_params(std::size_t group) const override;
-  void check_hyper_params(const HyperParams& h, const std::string& where) const override;
-  void set_hyper_params(std::size_t group, const HyperParams& h) override;
-  std::optional<ParamState> param_state(std::size_t id) const override;
-  void set_param_state(std::size_t id, const ParamState* s) override;
-
- private:
-  static std::vector<std::vector<Parameter>> checked(const std::vector<Group>& groups);
-  std::vector<SGDOptions> options_;
-  std::vector<std::optional<SGDState>> state_;    // by parameter id
 };
 
 }  // namespace tapegrad::optim

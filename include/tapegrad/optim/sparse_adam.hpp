@@ -1,6 +1,6 @@
 // include/tapegrad/optim/sparse_adam.hpp
 //
-// SparseAdam, the "lazy" Adam of PyTorch (SPEC 2.10.5): for row-sparse gradients only
+// SparseAdam, the "lazy" Adam of PyTorch (docs/semantics.md#optimizers): for row-sparse gradients only
 // (Embedding(sparse=true)). Only the rows present in this step's gradient move, and only their
 // moments decay; every other row of θ, m and v stays bit-identical. No weight decay, no amsgrad;
 // eps is added to sqrt(v) before the bias correction (unlike Adam). The usual setup is two
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,11 @@ class SparseAdamOptions {
   SparseAdamOptions& maximize(bool v) { maximize_ = v; return *this; }
   bool maximize() const { return maximize_; }
 
+  /// ValueError with PyTorch's texts (lr and eps must be > 0, strictly).
+  void check(const std::string& where) const;
+  HyperParams to_hyper() const;
+  static SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where);
+
  private:
   double lr_;
   std::pair<double, double> betas_{0.9, 0.999};
@@ -48,37 +54,19 @@ struct SparseAdamState {
   std::int64_t step = 0;        ///< t: advanced at every step with a non-null gradient, even an empty one
   Array exp_avg;                ///< m, the parameter's shape
   Array exp_avg_sq;             ///< v, the parameter's shape
+
+  static Optimizer::StateLayout layout() { return {true, {"exp_avg", "exp_avg_sq"}, {}}; }
+  ParamState to_param_state() const;
+  static SparseAdamState from_param_state(const ParamState& s);
 };
 
-class SparseAdam : public Optimizer {
+class SparseAdam : public OptimizerOf<SparseAdamOptions, SparseAdamState> {
  public:
-  struct Group {
-    std::vector<Parameter> params;
-    SparseAdamOptions options;
-  };
-  explicit SparseAdam(std::vector<Parameter> params, SparseAdamOptions options = SparseAdamOptions());
-  explicit SparseAdam(std::vector<Group> groups);
-
+  explicit SparseAdam(std::vector<Parameter> params, SparseAdamOptions options = SparseAdamOptions())
+      : OptimizerOf("SparseAdam", std::move(params), options) {}
+  explicit SparseAdam(std::vector<Group> groups) : OptimizerOf("SparseAdam", std::move(groups)) {}
   /// Throws TypeError (changing nothing) if any gradient is dense.
   void step() override;
-  SparseAdamOptions& options(std::size_t group);
-  const SparseAdamOptions& options(std::size_t group) const;
-  double lr(std::size_t group) const override { return options(group).lr(); }
-  void set_lr(std::size_t group, double lr) override { options(group).lr(lr); }
-  const SparseAdamState* state(const Parameter& p) const;
-
- protected:
-  StateLayout state_layout() const override;
-  HyperParams hyper_params(std::size_t group) const override;
-  void check_hyper_params(const HyperParams& h, const std::string& where) const override;
-  void set_hyper_params(std::size_t group, const HyperParams& h) override;
-  std::optional<ParamState> param_state(std::size_t id) const override;
-  void set_param_state(std::size_t id, const ParamState* s) override;
-
- private:
-  static std::vector<std::vector<Parameter>> checked(const std::vector<Group>& groups);
-  std::vector<SparseAdamOptions> options_;
-  std::vector<std::optional<SparseAdamState>> state_;   // by parameter id
 };
 
 }  // namespace tapegrad::optim
