@@ -26,23 +26,36 @@ ops::DropoutStream Dropout::next_stream() {
   return {seed_, calls_++};
 }
 
+ops::DropoutStream Dropout::next_stream_for(const Shape& shape) {
+  last_shape_ = shape;
+  last_mask_current_ = false;
+  return next_stream();
+}
+
 Tensor Dropout::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
   const bool drops = is_training() && options_.p() != 0.0 && x.numel() != 0;
   if (!drops) return ops::dropout(x, options_.p(), false, ops::DropoutStream{}, options_.inplace());
-  last_shape_ = x.shape();
-  last_mask_current_ = false;
-  return ops::dropout(x, options_.p(), true, next_stream(), options_.inplace());
+  return ops::dropout(x, options_.p(), true, next_stream_for(x.shape()), options_.inplace());
 }
 
 Tensor Dropout::forward_added(const Tensor& x, const Array& rows) {
   autograd::ModuleScope scope(type_name(), path());
   const bool drops = is_training() && options_.p() != 0.0 && x.numel() != 0;
   if (!drops) return ops::add_rows_dropout(x, rows, options_.p(), false, ops::DropoutStream{});
-  Tensor y = ops::add_rows_dropout(x, rows, options_.p(), true, next_stream());   // checks shapes first
-  last_shape_ = x.shape();
-  last_mask_current_ = false;
-  return y;
+  const std::uint64_t seed = seed_, calls = calls_, stream_id = stream_id_;
+  const Shape last_shape = last_shape_;
+  const bool current = last_mask_current_;
+  try {
+    return ops::add_rows_dropout(x, rows, options_.p(), true, next_stream_for(x.shape()));
+  } catch (...) {                               // shapes that do not fit: as if this forward never happened
+    seed_ = seed;
+    calls_ = calls;
+    stream_id_ = stream_id;
+    last_shape_ = last_shape;
+    last_mask_current_ = current;
+    throw;
+  }
 }
 
 const xt::xarray<std::uint8_t>& Dropout::last_mask() const {

@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "../parallel.hpp"
-#include "../philox.hpp"
+#include "dropout_mask.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -25,30 +25,9 @@ namespace {
 // Elements worth a thread: a multiplier costs about a nanosecond (ten Philox rounds per 4).
 constexpr std::size_t kGrain = std::size_t{1} << 14;
 
-// scale = 1.0f / float(1 - p): PyTorch divides a 0/1 float mask by (1 - p), which rounds the same way.
-float keep_scale(double p) { return p == 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - p); }
-
-// The multipliers of one mask: m[e] = keep(e) ? scale : 0 (see src/philox.hpp).
-struct Mask {
-  DropoutStream stream;
-  double p;
-  // Calls f(first, n, m) over [begin, end) in chunks; p = 1 needs no Philox: every m is 0.
-  template <class F>
-  void chunks(std::size_t begin, std::size_t end, F&& f) const {
-    if (p == 1.0) {
-      alignas(64) static constexpr float zeros[detail::kMaskChunk] = {};
-      for (std::size_t first = begin; first < end; first += detail::kMaskChunk)
-        f(first, std::min(detail::kMaskChunk, end - first), zeros);
-      return;
-    }
-    detail::for_each_mask_chunk(stream.seed, stream.call, detail::keep_threshold(p), keep_scale(p), begin, end,
-                                std::forward<F>(f));
-  }
-};
-
 // y[e] = x[e] * m[e] for e < n. Separate in-place / out-of-place loops, so that both vectorise
 // (x == y would defeat the alias check).
-void apply_mask(const Mask& mask, const float* x, float* y, std::size_t n) {
+void apply_mask(const DropoutMask& mask, const float* x, float* y, std::size_t n) {
   detail::parallel_for(n, kGrain, [&](std::size_t begin, std::size_t end) {
     mask.chunks(begin, end, [&](std::size_t first, std::size_t len, const float* m) {
       const float* xs = x + first;
@@ -57,7 +36,7 @@ void apply_mask(const Mask& mask, const float* x, float* y, std::size_t n) {
     });
   });
 }
-void apply_mask_(const Mask& mask, float* y, std::size_t n) {
+void apply_mask_(const DropoutMask& mask, float* y, std::size_t n) {
   detail::parallel_for(n, kGrain, [&](std::size_t begin, std::size_t end) {
     mask.chunks(begin, end, [&](std::size_t first, std::size_t len, const float* m) {
       float* ys = y + first;
@@ -79,7 +58,7 @@ void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::s
 
 // y[e] = (x[e] + rows[e % n]) * m[e] for e < B * n. The unfused form is z = x + rows (rounded to
 // float), then dropout(z): the same two roundings.
-void add_rows_apply_mask(const Mask& mask, const float* x, const float* rows, float* y, std::size_t B,
+void add_rows_apply_mask(const DropoutMask& mask, const float* x, const float* rows, float* y, std::size_t B,
                          std::size_t n) {
   detail::parallel_for(B * n, kGrain, [&](std::size_t begin, std::size_t end) {
     mask.chunks(begin, end, [&](std::size_t first, std::size_t len, const float* m) {
@@ -112,7 +91,7 @@ xt::xarray<std::uint8_t> dropout_mask(const Shape& shape, double p, DropoutStrea
   check_dropout_probability(p);
   auto keep = xt::xarray<std::uint8_t>::from_shape(shape);
   std::uint8_t* k = keep.data();
-  const Mask mask{stream, p};
+  const DropoutMask mask{stream, p};
   mask.chunks(0, keep.size(), [&](std::size_t first, std::size_t len, const float* m) {
     for (std::size_t i = 0; i < len; ++i) k[first + i] = m[i] != 0.0f;
   });
@@ -128,7 +107,7 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
   check_inplace(x, inplace);
 
   const std::size_t n = x.numel();
-  const Mask mask{stream, p};
+  const DropoutMask mask{stream, p};
   // In place, the result lives in x's storage (one version bump). The tape entry needs an output
   // distinct from its input, so when the op is recorded the result is a new handle on that same
   // storage and version counter (what detach() gives); otherwise it is x itself.
@@ -176,7 +155,7 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
     autograd::record("add_rows", y, {x}, {}, [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
-  const Mask mask{stream, p};
+  const DropoutMask mask{stream, p};
   add_rows_apply_mask(mask, x.data().data(), rows.data(), out.data(), B, n);
   Tensor y(std::move(out));
   autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, mask](Array dy) {

@@ -102,7 +102,7 @@ TEST_CASE("the same seed gives the same mask and a later call draws a new one") 
   CHECK_FALSE(a.last_mask() == first);
 }
 
-TEST_CASE("reseeding the generator restarts the masks; two layers on one generator get different seeds") {
+TEST_CASE("reseeding the generator restarts the masks, and two layers on one generator get different seeds") {
   auto gen = std::make_shared<Generator>(3);
   Dropout a(0.5, gen), b(0.5, gen);
   const Tensor x = randn_tensor({8, 8}, 6);

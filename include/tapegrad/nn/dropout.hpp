@@ -66,6 +66,9 @@ class Dropout : public Module {
   /// generator was reseeded since the last one was taken. For modules that apply this layer's p
   /// to something else (MultiHeadedAttention's weights): they use the mask of the stream returned.
   ops::DropoutStream next_stream();
+  /// next_stream() for a training forward of this layer on an x of `shape` that the caller applies
+  /// itself, fused with what comes before it (InputEmbedding): last_mask() then shows its mask.
+  ops::DropoutStream next_stream_for(const Shape& shape);
   /// The seed in use and the number of training forwards made with it (the next call number).
   std::uint64_t seed() const { return seed_; }
   std::uint64_t calls() const { return calls_; }
