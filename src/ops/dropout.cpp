@@ -72,6 +72,7 @@ void add_rows_apply_mask(const DropoutMask& mask, const float* x, const float* r
     });
   });
 }
+
 // In place on a leaf that requires grad (with grad mode on) would change a parameter behind the
 // tape's back: refused, as PyTorch does.
 void check_inplace(const Tensor& x, bool inplace) {

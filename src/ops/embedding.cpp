@@ -6,7 +6,7 @@
 // options) alive. Everything a user can get wrong is checked before the weight is touched;
 // the max_norm renorm is the one in-place write, and it bumps weight's version.
 // Threads (threads.hpp): the gather splits positions; the dense scatter splits the gradient's
-// rows, each thread walking all positions in order and adding only the ids in its range, so
+// rows, each thread writing its rows in order from the positions of each id (sorted once), so
 // every row receives its contributions in position order whatever the thread count.
 #include "tapegrad/ops/embedding.hpp"
 
@@ -176,25 +176,53 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
     inv_count.resize(num);
     for (std::size_t k = 0; k < num; ++k) inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
   }
+  // The positions of each id, in position order (a counting sort; pad positions left out):
+  // order[first[k] .. first[k + 1]) are id k's.
+  std::vector<std::size_t> first(num + 1, 0), order;
+  for (std::size_t p = 0; p < n; ++p)
+    if (!(pad && id[p] == *pad)) ++first[static_cast<std::size_t>(id[p]) + 1];
+  for (std::size_t k = 0; k < num; ++k) first[k + 1] += first[k];
+  order.resize(first[num]);
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (std::size_t p = 0; p < n; ++p)
+      if (!(pad && id[p] == *pad)) order[next[static_cast<std::size_t>(id[p])]++] = p;
+  }
   Array dweight = Array::from_shape(weight_shape);
   float* dw = dweight.data();
   const float* g = dy.data();
-  // Each thread owns the gradient rows [lo, hi): zero-fills them, then adds the positions whose id
-  // falls in the range, in position order.
+  // Each thread owns the gradient rows [lo, hi) and writes each row once, in order: zeros for a
+  // row no position holds; else its first position's term stored as 0 + term (exactly what adding
+  // it to a zero-filled row gives, -0 included), then the others added in position order. The
+  // dy row of the next position is prefetched: those rows are scattered across dy.
+  const bool plain = !by_freq && c == nullptr;
+  const float s = c ? *c : 1.0f;
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::fill(dw + lo * dim, dw + hi * dim, 0.0f);
     std::vector<float> masked(mask ? dim : 0);       // dz of one position
-    for (std::size_t p = 0; p < n; ++p) {
-      const auto k = static_cast<std::size_t>(id[p]);
-      if (k < lo || k >= hi || (pad && id[p] == *pad)) continue;
+    for (std::size_t k = lo; k < hi; ++k) {
       float* row = dw + k * dim;
-      const float* gp = g + p * dim;
-      if (mask) gp = masked_row(*mask, gp, p * dim, dim, masked.data());
-      if (!by_freq && c == nullptr) {
-        for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
-      } else {
-        const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
-        for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * s);
+      const std::size_t begin = first[k], end = first[k + 1];
+      if (begin == end) {
+        std::fill_n(row, dim, 0.0f);
+        continue;
+      }
+      const float f = by_freq ? inv_count[k] : 1.0f, sc = s;
+      for (std::size_t q = begin; q < end; ++q) {
+        if (q + 1 < end) __builtin_prefetch(g + order[q + 1] * dim);
+        const std::size_t p = order[q];
+        const float* gp = g + p * dim;
+        if (mask) gp = masked_row(*mask, gp, p * dim, dim, masked.data());
+        if (q == begin) {
+          if (plain)
+            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + gp[j];
+          else
+            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + f * (gp[j] * sc);
+        } else {
+          if (plain)
+            for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
+          else
+            for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * sc);
+        }
       }
     }
   });
