@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "json_text.hpp"
+#include "tapegrad/nn/dropout.hpp"
 
 namespace tapegrad::io {
 
@@ -273,6 +274,17 @@ void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim:
 
 // ---- TrainingCheckpoint ---------------------------------------------------------------------------
 
+namespace {
+// The model's Dropout layers by path: their masks' streams are part of a run's state (seed and
+// call count, two numbers each: nn/dropout.hpp).
+std::vector<std::pair<std::string, nn::Dropout*>> dropouts_of(nn::Module& model) {
+  std::vector<std::pair<std::string, nn::Dropout*>> out;
+  for (const auto& [path, module] : model.named_modules())
+    if (auto* d = dynamic_cast<nn::Dropout*>(module)) out.emplace_back(path, d);
+  return out;
+}
+}  // namespace
+
 TrainingCheckpoint::TrainingCheckpoint(nn::Module& model) : model_(model) {
   generators_.emplace_back("default", default_generator());
 }
@@ -314,6 +326,9 @@ SafetensorsFile TrainingCheckpoint::to_file(const TrainingProgress& progress) co
     add_optimizer_state(file, optimizers_[k].optimizer->state_dict(), s ? &*s : nullptr, optimizer_prefix(k));
   }
   for (const auto& [name, generator] : generators_) file.set_metadata("generator." + name, generator->state());
+  for (const auto& [path, dropout] : dropouts_of(model_))
+    file.set_metadata("dropout." + path, std::to_string(dropout->seed()) + " " + std::to_string(dropout->calls()) +
+                                             (dropout->reseed_pending() ? " reseed" : ""));
   file.set_metadata("progress.step", std::to_string(progress.step));
   file.set_metadata("progress.data_position", std::to_string(progress.data_position));
   for (const auto& [key, value] : progress.extra) file.set_metadata("progress.extra." + key, value);
@@ -392,6 +407,29 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
     }
     generator_states.push_back(g);
   }
+  struct DropoutState {
+    nn::Dropout* layer;
+    std::uint64_t seed, calls;
+    bool reseed;
+  };
+  std::vector<DropoutState> dropout_states;
+  for (const auto& [path, dropout] : dropouts_of(model_)) {
+    const std::string key = "dropout." + path;
+    const auto text = file.metadata_value(key);
+    if (!text)
+      invalid(where, "expected __metadata__ ", quoted(key), " (the seed and call count of Dropout ", quoted(path),
+              "), got none; the file was saved by a run with another model");
+    const auto space = text->find(' ');
+    const auto seed = parse_integer<std::uint64_t>(std::string_view(*text).substr(0, std::min(space, text->size())));
+    const std::string rest = space == std::string::npos ? "" : text->substr(space + 1);
+    const std::string calls_text = rest.substr(0, rest.find(' '));
+    const auto calls = parse_integer<std::uint64_t>(calls_text);
+    const std::string flag = rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
+    if (!seed || !calls || !(flag.empty() || flag == "reseed"))
+      invalid(where, "expected __metadata__ ", quoted(key), " to be \"{seed} {calls}\" (two unsigned integers, "
+              "then optionally \"reseed\"), got ", quoted(*text));
+    dropout_states.push_back({dropout, *seed, *calls, flag == "reseed"});
+  }
   TrainingProgress progress;
   const auto counter = [&](const std::string& key) {
     const auto text = file.metadata_value(key);
@@ -437,6 +475,7 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
     throw;
   }
   for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];
+  for (const DropoutState& d : dropout_states) d.layer->set_stream_state(d.seed, d.calls, d.reseed);   // after
   return progress;
 }
 

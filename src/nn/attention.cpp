@@ -26,12 +26,13 @@ Tensor MultiHeadedAttention::forward(const Tensor& query, const Tensor& key, con
   Tensor q = linears->ptr<Linear>(0)->forward(query);
   Tensor k = linears->ptr<Linear>(1)->forward(key);
   Tensor v = linears->ptr<Linear>(2)->forward(value);
-  // 2) attention on all heads at once, the same mask for every head
-  Tensor x = ops::scaled_dot_product_attention(
-      q, k, v, mask,
-      AttentionOptions().heads(h_).dropout(dropout->options().p()).training(dropout->is_training()).generator(
-          generator_.get()),
-      &attn);
+  // 2) attention on all heads at once, the same mask for every head; the dropout of the weights
+  //    takes its mask's stream from the "dropout" child, whose p and training mode it uses
+  const double p = dropout->options().p();
+  const bool drops = dropout->is_training() && p > 0.0;
+  AttentionOptions options = AttentionOptions().heads(h_).dropout(p).training(dropout->is_training());
+  if (drops && q.shape()[0] * q.shape()[1] * k.shape()[1] > 0) options.dropout_stream(dropout->next_stream());
+  Tensor x = ops::scaled_dot_product_attention(q, k, v, mask, options, &attn);
   // 3) the heads are already concatenated in the last dimension: the final linear
   return linears->ptr<Linear>(3)->forward(x);
 }

@@ -85,12 +85,15 @@ struct TrainingProgress {
 /// N steps, saving, then loading into freshly built objects and training M more steps gives
 /// bit-identical weights to N + M steps in one go, dropout masks and data order included, provided
 /// every generator the run draws from is tracked. The default generator always is, as "default";
-/// add the others (a dropout generator, a data generator) with add_generator.
+/// add the others (a data generator, a model's own generator) with add_generator. Each Dropout
+/// layer of the model is saved too: its mask stream is two numbers, the seed it took from its
+/// generator and how many training forwards it has made (nn/dropout.hpp).
 ///
 /// The file: tensors "model.{key}" (the model's state dict), "optim.{k}.state.{id}.{name}"
 /// (optimizer k's state, SPEC 2.13.5's layout under a prefix); __metadata__ "tapegrad.checkpoint":
 /// "training", "optim.{k}.optimizer", "optim.{k}.param_groups", "optim.{k}.lr_scheduler",
-/// "generator.{name}" (Generator::state() text), "progress.step", "progress.data_position",
+/// "generator.{name}" (Generator::state() text), "dropout.{path}" ("{seed} {calls}", then
+/// " reseed" when its generator was reseeded since it took the seed), "progress.step", "progress.data_position",
 /// "progress.extra.{key}". It opens with NumPy like any safetensors file.
 ///
 /// The objects are held by reference and must outlive the checkpoint object.
