@@ -12,15 +12,22 @@
 //    8 a tensor's byte count overflows 64 bits                     ValidationOverflow
 //    9 a tensor's byte range does not fit its dtype and shape      TensorInvalidInfo
 //   10 the data buffer does not end where the last tensor does    MetadataIncompleteBuffer
+// and tapegrad's own, for the checksums its writer stores in "__metadata__" (checksums.hpp):
+//   5b a checksum entry names no tensor, or is not 8 lowercase hex InvalidHeaderDeserialization
+//   11 a tensor's bytes do not have the CRC-32C its entry gives   ChecksumMismatch
 // Message shape:
 //    load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
 #include "tapegrad/io/safetensors.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
+#include "tapegrad/io/crc32c.hpp"
+
 #include "checkpoint_errors.hpp"
+#include "checksums.hpp"
 #include "dtypes.hpp"
 #include "json_util.hpp"
 #include "shape_limits.hpp"
@@ -201,6 +208,27 @@ Header read_entries(const json& root, const Refusal& refuse) {
   return out;
 }
 
+// 5b: each checksum entry names a tensor of the header and holds 8 lowercase hex digits.
+// Returns the checksums by tensor name.
+std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header, const Refusal& refuse) {
+  std::set<std::string_view> names;
+  for (const Entry& e : header.entries) names.insert(e.name);
+  std::map<std::string, std::uint32_t> out;
+  for (const auto& [key, value] : header.metadata) {
+    if (!is_checksum_key(key)) continue;
+    const std::string tensor = key.substr(kChecksumPrefix.size());
+    if (!names.contains(tensor))
+      refuse.fail("InvalidHeaderDeserialization", "expected the checksum entry ", in_quotes(key),
+                  " to name a tensor of the file, got no tensor ", in_quotes(tensor));
+    const auto crc = parse_checksum(value);
+    if (!crc)
+      refuse.fail("InvalidHeaderDeserialization", "expected the checksum entry ", in_quotes(key),
+                  " to be a CRC-32C as 8 lowercase hex digits, got ", in_quotes(value.substr(0, 40)));
+    out[tensor] = *crc;
+  }
+  return out;
+}
+
 // 6: no key twice, in any object.
 void check_no_duplicate(const std::optional<DuplicateKey>& duplicate, const Refusal& refuse) {
   if (!duplicate) return;
@@ -266,13 +294,25 @@ void check_buffer_end(std::uint64_t data_size, std::uint64_t last_end, const Ref
                 "last tensor's end), got ", data_size);
 }
 
+// 11: the tensor's bytes have the checksum the header gives, if it gives one.
+void check_checksum(const Entry& e, std::uint32_t actual, const std::map<std::string, std::uint32_t>& checksums,
+                    const Refusal& refuse) {
+  const auto expected = checksums.find(e.name);
+  if (expected != checksums.end() && expected->second != actual)
+    refuse.fail("ChecksumMismatch", "expected tensor ", in_quotes(e.name), "'s bytes to have the CRC-32C ",
+                checksum_text(expected->second), " stored for it in __metadata__, got ", checksum_text(actual),
+                ": the file was damaged after it was written");
+}
+
 // ---- after the checks ----------------------------------------------------------------------------
 
 // An entry whose key is not a tensor and whose value is names a tied copy (safetensors'
-// save_model convention). ("__metadata__" cannot name a tensor, so such an entry stays metadata.)
+// save_model convention); a checksum entry never does. ("__metadata__" cannot name a tensor, so
+// such an entry stays metadata.) Checksum entries stay in the metadata, so that writing the file
+// again with serialize_safetensors gives its bytes.
 void add_metadata_and_aliases(SafetensorsFile& file, std::vector<std::pair<std::string, std::string>> metadata) {
   for (auto& [key, value] : metadata) {
-    if (!file.has_tensor(key) && file.has_tensor(value) && key != "__metadata__")
+    if (!file.has_tensor(key) && file.has_tensor(value) && key != "__metadata__" && !is_checksum_key(key))
       file.add_alias(std::move(key), std::move(value));
     else
       file.set_metadata(std::move(key), std::move(value));
@@ -287,6 +327,7 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view sourc
   check_utf8(header_text, refuse);                                                // 4
   ParsedHeader parsed = parse_json(header_text, refuse);                          // 5
   Header header = read_entries(parsed.root, refuse);                              // 5
+  const auto checksums = check_checksum_entries(header, refuse);                  // 5b
   check_no_duplicate(parsed.duplicate, refuse);                                   // 6
   const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);     // 7-9
   check_buffer_end(bytes.size() - 8 - n, last_end, refuse);                       // 10
@@ -294,8 +335,10 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view sourc
   // Every check passed: every range lies inside the buffer. Copy the tensors out.
   SafetensorsFile file;
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data()) + 8 + n;
-  for (Entry& e : header.entries)
+  for (Entry& e : header.entries) {
+    check_checksum(e, crc32c(data + e.begin, e.end - e.begin), checksums, refuse);   // 11
     file.add_raw(std::move(e.name), e.dtype, std::move(e.shape), std::vector<std::uint8_t>(data + e.begin, data + e.end));
+  }
   add_metadata_and_aliases(file, std::move(header.metadata));
   return file;
 }

@@ -8,7 +8,8 @@
 //      tensors in data order with keys dtype, shape, data_offsets; padded with spaces to a
 //      multiple of 8 bytes, and preceded by its length as a little-endian uint64.
 // serialize_safetensors() adds nothing to the metadata (the golden-byte tests need exactly the
-// reference's bytes); save_safetensors() adds "tapegrad.version".
+// reference's bytes); save_safetensors() adds "tapegrad.version" and, for each tensor, its
+// CRC-32C as "tapegrad.crc32c.{name}" (checksums.hpp), replacing any such entries of the file.
 #include "tapegrad/io/safetensors.hpp"
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 
 #include "atomic_file.hpp"
 #include "checkpoint_errors.hpp"
+#include "checksums.hpp"
+#include "tapegrad/io/crc32c.hpp"
 
 namespace tapegrad::io {
 
@@ -30,7 +33,8 @@ struct Layout {
 };
 
 // The header is the concatenation of small ordered_json dumps: the same text as dumping one
-// ordered_json object, without ordered_map's linear-time insertion per key.
+// ordered_json object, without ordered_map's linear-time insertion per key. `version`: null for
+// the reference's bytes, else tapegrad's version, written with a checksum for every tensor.
 Layout layout(const SafetensorsFile& file, const char* version) {
   using ordered_json = nlohmann::ordered_json;
   struct Written {
@@ -53,6 +57,9 @@ Layout layout(const SafetensorsFile& file, const char* version) {
     }
     written.push_back({std::move(kept), &r});
   }
+  for (const auto& [name, kept] : metadata)        // the reader takes such keys for checksums
+    check<ValueError>(!is_checksum_key(name), "save_safetensors: expected tied tensor names that do not start with ",
+                      in_quotes(kChecksumPrefix), ", got ", in_quotes(name), "; rename the tensor");
   // User metadata, then the version stamp, must not collide with a tied name nor look like one.
   const std::set<std::string> tied_names = [&] {
     std::set<std::string> names;
@@ -61,7 +68,16 @@ Layout layout(const SafetensorsFile& file, const char* version) {
   }();
   std::set<std::string> written_names;
   for (const Written& w : written) written_names.insert(w.name);
+  // A checksum entry must name a written tensor and hold 8 lowercase hex digits, or the reader
+  // would refuse the file; it is never mistaken for a tie.
+  const auto add_checksum = [&](const std::string& key, const std::string& value) {
+    check<ValueError>(written_names.contains(key.substr(kChecksumPrefix.size())) && parse_checksum(value),
+                      "save_safetensors: expected a checksum entry to name a tensor of the file and hold 8 "
+                      "lowercase hex digits, got ", in_quotes(key), ": ", in_quotes(value));
+    metadata[key] = value;
+  };
   const auto add_entry = [&](const std::string& key, const std::string& value) {
+    if (is_checksum_key(key)) return add_checksum(key, value);
     check<ValueError>(!tied_names.contains(key), "save_safetensors: expected metadata keys other "
                       "than the names of tied tensors, got ", in_quotes(key), "; rename the entry");
     check<ValueError>(written_names.contains(key) || !written_names.contains(value),
@@ -71,8 +87,12 @@ Layout layout(const SafetensorsFile& file, const char* version) {
     metadata[key] = value;
   };
   for (const auto& [key, value] : file.metadata())
-    if (version == nullptr || key != "tapegrad.version") add_entry(key, value);
-  if (version != nullptr) add_entry("tapegrad.version", version);
+    if (version == nullptr || (key != "tapegrad.version" && !is_checksum_key(key))) add_entry(key, value);
+  if (version != nullptr) {
+    add_entry("tapegrad.version", version);
+    for (const Written& w : written)
+      add_checksum(checksum_key(w.name), checksum_text(crc32c(w.record->bytes.data(), w.record->bytes.size())));
+  }
 
   std::sort(written.begin(), written.end(), [](const Written& a, const Written& b) {
     if (a.record->dtype != b.record->dtype) return a.record->dtype > b.record->dtype;

@@ -1,7 +1,7 @@
 // include/tapegrad/io/safetensors.hpp
 //
-// Checkpoint files in the safetensors format (SPEC 2.13), at the level of named arrays; the
-// module and optimizer layers build on it. A file is an 8-byte little-endian header length N,
+// Checkpoint files in the safetensors format (https://github.com/huggingface/safetensors), at the
+// level of named arrays; the module and optimizer layers (checkpoint.hpp) build on it. A file is an 8-byte little-endian header length N,
 // N bytes of JSON naming each tensor's dtype, shape and byte range, then the raw data:
 //
 //     io::SafetensorsFile f;
@@ -10,9 +10,12 @@
 //     io::save_safetensors("model.safetensors", f);
 //     Array w = io::load_safetensors("model.safetensors").to_float("embed.lut.weight");
 //
-// The writer is byte-identical to the reference implementation (huggingface/safetensors); the
-// reader treats every file as hostile and runs SPEC 2.13.3's ten checks before touching any data.
-// Files are written atomically: a crash at any moment leaves the old file or the new one, whole.
+// The writer is byte-identical to the reference implementation; save_safetensors adds, in
+// "__metadata__", tapegrad's version and each tensor's CRC-32C ("tapegrad.crc32c.{name}": 8 hex
+// digits), which any safetensors reader keeps as plain metadata and tapegrad's reader verifies.
+// The reader treats every file as hostile and runs its checks (parse_safetensors) before it
+// hands out any data. Files are written atomically: a crash at any moment leaves the old file or
+// the new one, whole.
 #pragma once
 
 #include <cstddef>
@@ -73,7 +76,7 @@ class SafetensorsFile {
   /// (alias, target) pairs, in the order they were added (after reading: sorted by alias).
   const std::vector<std::pair<std::string, std::string>>& aliases() const { return aliases_; }
   /// (key, value) pairs, in the order they were set (after reading: sorted by key). Alias entries
-  /// of the file (SPEC 2.13.2 item 6) are in aliases(), not here.
+  /// of the file (an entry whose key is no tensor and whose value is one) are in aliases().
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
  private:
@@ -86,20 +89,32 @@ class SafetensorsFile {
   std::unordered_map<std::string, std::size_t> metadata_index_; // key -> position in metadata_
 };
 
-/// The file's bytes, exactly as the reference writer produces them (SPEC 2.13.2): tensors ordered
+/// The file's bytes, exactly as the reference writer produces them: tensors ordered
 /// by dtype descending then name; a tied group is stored once, under its smallest name, the other
 /// names becoming "__metadata__" entries "other": "kept". Adds nothing to the metadata. Throws
 /// ValueError for a metadata entry that would read back as an alias (its key not a tensor, its
-/// value one) or that collides with an alias.
+/// value one) or that collides with an alias, for a checksum entry the reader would refuse (see
+/// below), and for a tied name starting with "tapegrad.crc32c.".
 std::string serialize_safetensors(const SafetensorsFile& file);
 
-/// Parses and validates a whole file held in memory (SPEC 2.13.3, checks 1-10 in order). Throws
-/// CheckpointError whose kind names the failed check and whose message names `source`:
+/// Parses and validates a whole file held in memory. Throws CheckpointError whose kind names the
+/// failed check and whose message names `source`, checking in this order:
+///   HeaderTooSmall (under 8 bytes), HeaderTooLarge (header length N > 100,000,000),
+///   InvalidHeaderLength (8 + N beyond the file), InvalidHeader (not UTF-8),
+///   InvalidHeaderDeserialization (not a JSON object of {dtype, shape, data_offsets} entries and
+///   string metadata; a checksum entry naming no tensor or not 8 lowercase hex digits; a key
+///   twice), InvalidOffset (tensors not packed back to back), ValidationOverflow (a byte count
+///   over 64 bits), TensorInvalidInfo (a range that does not fit dtype and shape),
+///   MetadataIncompleteBuffer (data not ending with the last tensor), ChecksumMismatch (a
+///   tensor's bytes do not have the CRC-32C stored for it):
 ///   load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
-/// Metadata entries whose key is not a tensor and whose value is become aliases.
+/// Metadata entries whose key is not a tensor and whose value is become aliases (checksum entries
+/// never do); checksum entries stay in metadata().
 SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source = "<memory>");
 
-/// serialize_safetensors plus "tapegrad.version" in the metadata, written with write_file_atomic.
+/// serialize_safetensors plus "tapegrad.version" and a fresh "tapegrad.crc32c.{name}" for every
+/// stored tensor in the metadata (the file's own checksum entries are replaced), streamed to
+/// `path` and replacing it atomically (as write_file_atomic).
 void save_safetensors(const std::string& path, const SafetensorsFile& file);
 /// read_file then parse_safetensors.
 SafetensorsFile load_safetensors(const std::string& path);
