@@ -161,6 +161,40 @@ optim::LambdaLRState lambda_lr_from_json(std::string_view text, const std::strin
   }
   return state;
 }
+// ---- the values no run can produce ---------------------------------------------------------------
+
+// A step count: I64 of shape (), or (PyTorch's layout) an F32/F64 of shape () holding a whole
+// number; never negative, since it counts the steps taken.
+std::int64_t step_count(const SafetensorsFile& file, const TensorRecord& r, const std::string& where) {
+  const auto refuse = [&](const auto& got) {
+    invalid_checkpoint(where, "expected ", in_quotes(r.name), " to be a step count (a whole number >= 0), got ", got);
+  };
+  if (r.dtype == Dtype::I64 && r.shape.empty()) {
+    const std::int64_t step = file.to_int64(r.name)();
+    if (step < 0) refuse(step);
+    return step;
+  }
+  if ((r.dtype == Dtype::F32 || r.dtype == Dtype::F64) && r.shape.empty()) {
+    double x;
+    if (r.dtype == Dtype::F64) std::memcpy(&x, r.bytes.data(), 8);
+    else x = double(file.to_float(r.name)());
+    if (!(std::isfinite(x) && std::trunc(x) == x && x >= 0 && x < 0x1p63)) refuse(x);
+    return static_cast<std::int64_t>(x);
+  }
+  invalid_checkpoint(where, "expected ", in_quotes(r.name), " to be a step count (I64, shape ()), got ",
+                     dtype_name(r.dtype), " of shape ", r.shape);
+}
+
+// A running mean of squared gradients (Adam's v, AMSGrad's max of it): finite and >= 0. A file
+// holding anything else was damaged or made by hand; loading it would feed a negative number to
+// sqrt at the next step.
+void check_second_moment(const std::string& name, const Array& v, const std::string& where) {
+  const float* p = v.data();
+  for (std::size_t i = 0, n = v.size(); i < n; ++i)
+    if (!(std::isfinite(p[i]) && p[i] >= 0.0f))
+      invalid_checkpoint(where, "expected ", in_quotes(name), " to hold a second moment (finite values >= 0), got ",
+                         p[i], " at position ", position_str(i, v.shape()));
+}
 }  // namespace
 
 // ---- the state in the file -------------------------------------------------------------------------
@@ -193,24 +227,14 @@ optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, const st
     const TensorRecord& r = file.record(name);
     optim::ParamState& s = out.state[*id];
     if (what == "step") {
-      std::optional<std::int64_t> step;
-      if (r.dtype == Dtype::I64 && r.shape.empty()) {
-        step = file.to_int64(name)();
-      } else if ((r.dtype == Dtype::F32 || r.dtype == Dtype::F64) && r.shape.empty()) {
-        // PyTorch keeps the step as a float tensor; accept it when it holds a whole number.
-        const double x = r.dtype == Dtype::F64 ? [&] { double d; std::memcpy(&d, r.bytes.data(), 8); return d; }()
-                                               : double(file.to_float(name)());
-        if (std::isfinite(x) && std::trunc(x) == x && std::abs(x) < 0x1p63) step = static_cast<std::int64_t>(x);
-      }
-      if (!step)
-        invalid_checkpoint(where, "expected ", in_quotes(name), " to be a step count (I64, shape ()), got ",
-                           dtype_name(r.dtype), " of shape ", r.shape);
-      s.step = *step;
+      s.step = step_count(file, r, where);
     } else {
       if (!is_float(r.dtype))
         fail<TypeError>(where, ": expected optimizer state ", in_quotes(name),
                         " to hold floating-point data (F32, F64, F16 or BF16), got dtype ", dtype_name(r.dtype));
-      s.tensors.emplace_back(what, file.to_float(name));
+      Array value = file.to_float(name);
+      if (what == "exp_avg_sq" || what == "max_exp_avg_sq") check_second_moment(name, value, where);
+      s.tensors.emplace_back(what, std::move(value));
     }
   }
   return out;

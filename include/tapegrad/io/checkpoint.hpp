@@ -142,8 +142,10 @@ nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& pr
 void add_optimizer_state(SafetensorsFile& file, const optim::OptimizerState& state,
                          const optim::LambdaLRState* scheduler = nullptr, const std::string& prefix = "");
 /// Reads what add_optimizer_state wrote; CheckpointError (kind "InvalidCheckpoint") for a file
-/// that does not hold it, naming `source`. A step may also be stored as an integral F32/F64
-/// (PyTorch keeps it as a float tensor).
+/// that does not hold it, naming `source`, or that holds values no run can produce: a step count
+/// that is negative or not a whole number, a second moment (exp_avg_sq, max_exp_avg_sq) with a
+/// negative or non-finite element. A step may also be stored as an integral F32/F64 (PyTorch
+/// keeps it as a float tensor).
 optim::OptimizerState read_optimizer_state(const SafetensorsFile& file, const std::string& prefix = "",
                                            const std::string& source = "<memory>");
 /// The scheduler state of add_optimizer_state, or nullopt when the file holds none.
