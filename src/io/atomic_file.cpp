@@ -9,25 +9,81 @@
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 
 #include "checkpoint_errors.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::io {
 
-AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_(where), target_(path) {
+namespace {
+// What is at a path that is not a regular file, for a message.
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The file a save to `path` replaces, and its status when it exists: `path` itself, or the
+// regular file a symbolic link at `path` leads to. Refuses anything else that exists there.
+std::string file_to_replace(const std::string& path, std::string_view where, std::optional<struct stat>& existing) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return path;              // a new file (or a missing folder: reported later)
+    io_error(where, path, "cannot look at the file to replace", errno);
+  }
+  std::string target = path;
+  const char* refused = "; a save replaces regular files only, and wrote nothing";
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    target = std::filesystem::canonical(path, ec).string();
+    if (ec || ::stat(target.c_str(), &st) != 0)
+      io_error(where, path, std::string("cannot replace the file: it is a symbolic link to nothing (or in a loop)") +
+               refused, 0);
+    if (!S_ISREG(st.st_mode))
+      io_error(where, path, "cannot replace the file: it is a symbolic link to " + in_quotes(target) + ", which is " +
+               kind_of(st.st_mode) + ", not a regular file" + refused, 0);
+  }
+  if (S_ISDIR(st.st_mode))                         // the words rename() would have used
+    io_error(where, path, std::string("cannot replace the file: Is a directory") + refused, 0);
+  if (!S_ISREG(st.st_mode))
+    io_error(where, path, "cannot replace the file: it is " + kind_of(st.st_mode) + ", not a regular file" + refused, 0);
+  existing = st;
+  return target;
+}
+}  // namespace
+
+AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_(where), path_(path) {
   static std::atomic<unsigned> counter{0};
-  const std::filesystem::path t(target_);
-  check<ValueError>(t.has_filename(), where, ": expected a file path, got ", in_quotes(target_),
+  check<ValueError>(std::filesystem::path(path_).has_filename(), where, ": expected a file path, got ", in_quotes(path_),
                     ", which names a folder");
+  std::optional<struct stat> existing;
+  target_ = file_to_replace(path_, where_, existing);
+  const std::filesystem::path t(target_);
   dir_ = t.has_parent_path() ? t.parent_path().string() : std::string(".");
+  // Readable by the owner only while it is written, when it replaces a file: a 0600 checkpoint
+  // must not pass through a 0644 temporary. A new file gets 0666 less the umask, as open() gives.
+  const mode_t mode = existing ? 0600 : 0666;
   for (int attempt = 0; fd_ < 0; ++attempt) {
     // Hidden, and short enough for NAME_MAX whatever the target's name.
     temp_ = (std::filesystem::path(dir_) / ("." + t.filename().string().substr(0, 200) + ".tmp-" +
              std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd_ < 0 && (errno != EEXIST || attempt > 100))
-      io_error(where_, target_, "cannot create a temporary file in its folder", errno);
+      io_error(where_, path_, "cannot create a temporary file in its folder", errno);
+  }
+  if (existing) {
+    // Owner and group first (chown clears set-user-ID bits), then the permission bits. Only root
+    // may give a file away; anyone may keep the group if they belong to it; else the new file
+    // is the process's, as any file it creates.
+    if ((existing->st_uid != ::geteuid() || existing->st_gid != ::getegid()) &&
+        ::fchown(fd_, existing->st_uid, existing->st_gid) != 0)
+      (void)::fchown(fd_, static_cast<uid_t>(-1), existing->st_gid);
+    if (::fchmod(fd_, existing->st_mode & 07777) != 0)
+      io_error(where_, path_, "cannot give the temporary file the permissions of the file it replaces", errno);
   }
 }
 
@@ -40,25 +96,25 @@ void AtomicFile::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t w = ::write(fd_, bytes.data(), bytes.size());
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) io_error(where_, target_, "cannot write", errno);
+    if (w < 0) io_error(where_, path_, "cannot write", errno);
     bytes.remove_prefix(static_cast<std::size_t>(w));
   }
 }
 
 // fsync, close, rename over the target, fsync the folder so the rename itself is durable.
 void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) io_error(where_, target_, "cannot flush to disk", errno);
+  if (::fsync(fd_) != 0) io_error(where_, path_, "cannot flush to disk", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) io_error(where_, target_, "cannot close the temporary file", errno);
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) io_error(where_, target_, "cannot replace the file", errno);
+  if (::close(fd) != 0) io_error(where_, path_, "cannot close the temporary file", errno);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) io_error(where_, path_, "cannot replace the file", errno);
   committed_ = true;
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) io_error(where_, target_, "written, but cannot open its folder to sync it", errno);
+  if (dir_fd < 0) io_error(where_, path_, "written, but cannot open its folder to sync it", errno);
   const int synced = ::fsync(dir_fd), err = errno;
   ::close(dir_fd);
   if (synced != 0 && err != EINVAL)             // EINVAL: the file system cannot sync folders
-    io_error(where_, target_, "written, but cannot sync its folder", err);
+    io_error(where_, path_, "written, but cannot sync its folder", err);
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes, std::string_view where) {

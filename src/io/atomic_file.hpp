@@ -11,6 +11,17 @@
 //     for (...) out.write(tensor_bytes);
 //     out.commit();
 //
+// What a save may touch:
+//   * the target: a new file, or an existing REGULAR file, which the new one replaces with its
+//     permission bits and (when the process may, e.g. as root) its owner and group. Anything
+//     else that exists at the path (a folder, a device such as /dev/null or /dev/full, a FIFO, a
+//     socket) is refused before anything is written. A symbolic link is followed to the regular
+//     file it names, which is replaced; the link stays. (Replacing by rename gives the path a new
+//     inode: other hard links to the old file keep the old content, as with any atomic save.)
+//   * its temporary ".NAME.tmp-PID-N" beside the target (NAME the target's file name, PID this
+//     process, N a counter), and the temporaries of the same target that earlier saves left when
+//     their process died (the PID is no longer running), which it removes first. Nothing else.
+//
 // Every failure is a CheckpointError (kind "IoError") naming `where`, the path and the reason.
 #pragma once
 
@@ -21,8 +32,9 @@ namespace tapegrad::io {
 
 class AtomicFile {
  public:
-  /// Creates the temporary file next to `path`. Throws ValueError for a path that names a
-  /// folder ("dir/"), CheckpointError (IoError) when the temporary cannot be created.
+  /// Checks the target, removes stale temporaries of it and creates this save's temporary.
+  /// Throws ValueError for a path that names a folder ("dir/"), CheckpointError (IoError) for a
+  /// target that is not a regular file and when the temporary cannot be created.
   AtomicFile(const std::string& path, std::string_view where);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -34,7 +46,10 @@ class AtomicFile {
   void commit();
 
  private:
-  std::string where_, target_, dir_, temp_;
+  std::string where_;
+  std::string path_;     // as given, for messages
+  std::string target_;   // the file replaced: path_, or where a symbolic link at path_ leads
+  std::string dir_, temp_;
   int fd_ = -1;
   bool committed_ = false;
 };

@@ -628,7 +628,7 @@ TEST_CASE("a write whose temporary cannot be created names the path and the reas
                        ValueError);
 }
 
-TEST_CASE("a write onto a folder fails at the rename and leaves the folder and no temporary") {
+TEST_CASE("a write onto a folder is refused and leaves the folder and no temporary") {
   const auto dir = scratch_dir("atomic_onto_folder");
   std::filesystem::create_directory(dir / "target");
   write_bytes(dir / "target" / "inside", "kept");
