@@ -2,21 +2,72 @@
 // write_file_atomic, its one-call form.
 #include "atomic_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <optional>
 
 #include "checkpoint_errors.hpp"
+#include "checkpoint_names.hpp"
+#include "checksums.hpp"
+#include "tapegrad/io/crc32c.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::io {
 
 namespace {
+// The start of the names of a target's temporaries: ".NAME.tmp-", then "PID-N". Hidden, and
+// within NAME_MAX (255): a name over 200 bytes is cut to 180 and followed by the CRC-32C of the
+// whole name, so that two long names sharing their first 180 bytes have distinct temporaries.
+std::string temporary_prefix(const std::string& name) {
+  if (name.size() <= 200) return "." + name + ".tmp-";
+  return "." + name.substr(0, 180) + "~" + checksum_text(crc32c(name)) + ".tmp-";
+}
+
+// The process id in the name of a temporary of a target whose temporaries start with `prefix`,
+// or 0 when the name does not have that exact form: prefix, PID, '-', N, both as std::to_string
+// writes them (decimal digits, no sign, no leading zero).
+pid_t temporary_owner(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return 0;
+  name.remove_prefix(prefix.size());
+  const std::size_t dash = name.find('-');
+  if (dash == std::string_view::npos) return 0;
+  const auto decimal = [](std::string_view t) {
+    return !t.empty() && (t.size() == 1 || t[0] != '0') &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!decimal(name.substr(0, dash)) || !decimal(name.substr(dash + 1))) return 0;
+  const auto pid = parse_integer<pid_t>(name.substr(0, dash));
+  return pid && *pid > 0 ? *pid : 0;
+}
+
+// Removes the temporaries of `name` in `dir` that saves left when their process died: a kill
+// during a save leaves one, as large as the checkpoint. A temporary whose process is still
+// running (a save in progress, or an unrelated process that was given the same PID since) is
+// left alone, as is every file that does not have exactly the temporaries' form. Best effort:
+// a temporary that cannot be removed (another user's, in a shared folder) stays.
+void remove_stale_temporaries(const std::string& dir, const std::string& name) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;                        // creating the temporary will say why
+  const std::string prefix = temporary_prefix(name);
+  while (const dirent* e = ::readdir(d)) {
+    const pid_t pid = temporary_owner(e->d_name, prefix);
+    if (pid == 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;   // running (EPERM: someone else's process)
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+  }
+  ::closedir(d);
+}
+
 // What is at a path that is not a regular file, for a message.
 std::string kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return "a folder";
@@ -67,10 +118,10 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_
   // Readable by the owner only while it is written, when it replaces a file: a 0600 checkpoint
   // must not pass through a 0644 temporary. A new file gets 0666 less the umask, as open() gives.
   const mode_t mode = existing ? 0600 : 0666;
+  remove_stale_temporaries(dir_, t.filename().string());
   for (int attempt = 0; fd_ < 0; ++attempt) {
-    // Hidden, and short enough for NAME_MAX whatever the target's name.
-    temp_ = (std::filesystem::path(dir_) / ("." + t.filename().string().substr(0, 200) + ".tmp-" +
-             std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
+    temp_ = (std::filesystem::path(dir_) / (temporary_prefix(t.filename().string()) + std::to_string(::getpid()) +
+                                            "-" + std::to_string(counter++))).string();
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd_ < 0 && (errno != EEXIST || attempt > 100))
       io_error(where_, path_, "cannot create a temporary file in its folder", errno);

@@ -2,7 +2,9 @@
 // file (a FIFO, a socket, a folder, a device such as /dev/full) is refused with IoError and left
 // as it was, nothing written; a write error (a full disk, a file-size limit) is reported, never
 // "saved"; a replaced file keeps its permission bits and, as root, its owner and group; a
-// symbolic link is followed to the regular file it names, which is replaced, the link staying.
+// symbolic link is followed to the regular file it names, which is replaced, the link staying;
+// a save removes the temporaries earlier saves of the same path left when their process died,
+// and nothing else.
 #include <doctest/doctest.h>
 
 #include <sched.h>
@@ -15,10 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include <tapegrad/io/crc32c.hpp>
 #include <tapegrad/tapegrad.hpp>
 
 #include "scratch.hpp"
@@ -61,6 +66,22 @@ bool has_temporary(const fs::path& dir, const std::string& name) {
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().rfind("." + name + ".tmp-", 0) == 0) return true;
   return false;
+}
+// A process id that is no longer running: a child that exited and was reaped. (The system could
+// give it to a new process at once; callers check with is_running before relying on it.)
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return child;
+}
+
+bool is_running(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::string temp_name(const std::string& target, pid_t pid, int n) {
+  return "." + target + ".tmp-" + std::to_string(pid) + "-" + std::to_string(n);
 }
 }  // namespace
 
@@ -244,6 +265,116 @@ TEST_CASE("a symbolic link is followed to the regular file it names, which is re
   CHECK_MESSAGE(std::string(save_refusal((dir / "to_folder").string()).what()).find("which is a folder") !=
                     std::string::npos, "");
   CHECK(folder_listing(dir / "real") == std::vector<std::string>{"model.safetensors"});
+}
+
+TEST_CASE("a save removes the temporaries of the same path left by dead processes, and keeps live ones") {
+  const auto dir = scratch_dir("targets_stale");
+  const std::string target = "model.safetensors", path = (dir / target).string();
+  nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+  save(model, path);
+  // A process killed in the middle of its saves leaves its temporary, as large as the file.
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    SafetensorsFile big;
+    big.add("w", Array(xt::zeros<float>({std::size_t{1} << 20})));
+    for (;;) save_safetensors(path, big);
+  }
+  for (int i = 0; i < 200 && !has_temporary(dir, target); ++i) ::usleep(5000);
+  ::kill(writer, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(writer, &status, 0) == writer);
+  const pid_t dead = dead_pid();
+  write_bytes(dir / temp_name(target, dead, 0), "left by a dead save");
+  write_bytes(dir / temp_name(target, dead, 17), "another");
+  // Live processes: this one, and a child kept alive until the end.
+  const pid_t sleeper = ::fork();
+  REQUIRE(sleeper >= 0);
+  if (sleeper == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const std::string mine = temp_name(target, ::getpid(), 999), sleepers = temp_name(target, sleeper, 0);
+  write_bytes(dir / mine, "a save of this process in progress");
+  write_bytes(dir / sleepers, "a save of a live process in progress");
+  if (is_running(writer) || is_running(dead)) {
+    MESSAGE("skipped: the system gave a dead child's PID to a new process at once");
+  } else {
+    save(model, path);
+    CHECK(folder_listing(dir) == std::vector<std::string>{mine, sleepers, target});
+  }
+  ::kill(sleeper, SIGKILL);
+  REQUIRE(::waitpid(sleeper, &status, 0) == sleeper);
+  if (!is_running(sleeper)) {                        // now dead: the next save removes its temporary
+    save(model, path);
+    CHECK(folder_listing(dir) == std::vector<std::string>{mine, target});
+  }
+}
+
+TEST_CASE("files that merely look like stale temporaries are never touched") {
+  const auto dir = scratch_dir("targets_lookalikes");
+  const std::string target = "model.safetensors";
+  const pid_t dead = dead_pid();
+  const std::string d = std::to_string(dead);
+  const std::vector<std::string> others = {
+      temp_name("other.safetensors", dead, 0),          // another target's
+      temp_name("model.safetensors.bak", dead, 0),
+      temp_name("model", dead, 0),
+      "model.safetensors.tmp-" + d + "-0",              // not hidden
+      ".model.safetensors.tmp-" + d,                     // no counter
+      ".model.safetensors.tmp-" + d + "-",
+      ".model.safetensors.tmp-" + d + "-0x",
+      ".model.safetensors.tmp-" + d + "-0.bak",
+      ".model.safetensors.tmp-+" + d + "-0",
+      ".model.safetensors.tmp-0" + d + "-0",             // a leading zero: not the writer's form
+      ".model.safetensors.tmp--1-0",
+      ".model.safetensors.tmp-0-0",
+      ".model.safetensors.tmp-99999999999999999999-0",
+      ".model.safetensors.tmp-" + d + "-1-2",
+      ".Model.safetensors.tmp-" + d + "-0",
+  };
+  for (const std::string& name : others) write_bytes(dir / name, "keep me");
+  // Named exactly like a stale temporary, but a folder and a symbolic link: not the writer's files.
+  fs::create_directory(dir / temp_name(target, dead, 1));
+  write_bytes(dir / "linked", "keep me too");
+  fs::create_symlink("linked", dir / temp_name(target, dead, 2));
+  if (is_running(dead)) {
+    MESSAGE("skipped: the system gave a dead child's PID to a new process at once");
+    return;
+  }
+  const auto before = folder_listing(dir);
+  nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+  save(model, (dir / target).string());
+  auto expected = before;
+  expected.push_back(target);
+  std::sort(expected.begin(), expected.end());
+  CHECK(folder_listing(dir) == expected);
+  for (const std::string& name : others) CHECK(read_bytes(dir / name) == "keep me");
+  CHECK(read_bytes(dir / "linked") == "keep me too");
+}
+
+TEST_CASE("the temporaries of a long file name are told apart from those of another with the same start") {
+  const auto dir = scratch_dir("targets_long_names");
+  const std::string a = std::string(220, 'a') + ".safetensors", b = std::string(220, 'a') + "_other.safetensors";
+  const auto prefix = [](const std::string& name) {        // the writer's rule for names over 200 bytes
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", crc32c(name));
+    return "." + name.substr(0, 180) + "~" + crc + ".tmp-";
+  };
+  const pid_t dead = dead_pid();
+  const std::string stale_a = prefix(a) + std::to_string(dead) + "-0", stale_b = prefix(b) + std::to_string(dead) + "-0";
+  REQUIRE(stale_a.size() < 255);
+  write_bytes(dir / stale_a, "a's");
+  write_bytes(dir / stale_b, "b's");
+  if (is_running(dead)) {
+    MESSAGE("skipped: the system gave a dead child's PID to a new process at once");
+    return;
+  }
+  nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+  save(model, (dir / a).string());
+  auto expected = std::vector<std::string>{a, stale_b};
+  std::sort(expected.begin(), expected.end());
+  CHECK(folder_listing(dir) == expected);
 }
 
 }  // TEST_SUITE
