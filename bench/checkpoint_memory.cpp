@@ -14,10 +14,13 @@
 //
 //     io::save   file 200.0 MB  extra peak 201.3 MB  1.01x
 //
-// Operations: io::save / io::load of the model; TrainingCheckpoint save / load of the model and
-// Adam's state (after one step, so the moments exist before the load as in a resumed run), which
-// makes a file about three times the model's size, so the model is built a third as large there.
+// Operations: io::save / io::load of the model; save_optimizer / load_optimizer of Adam's state
+// and TrainingCheckpoint save / load of model and Adam (after one step, so the moments exist
+// before the load as in a resumed run), the model built a half or a third as large so that each
+// file is about --mb; and io::load_safetensors of a 2 GiB file (sparse: no disk space) whose
+// header is refused, which must not cost its size.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,16 +132,46 @@ int main(int argc, char** argv) {
     measure("io::save (model)", model_path, [&] { io::save(model, model_path); });
     measure("io::load (model)", model_path, [&] { io::load(model, model_path); });
   }
+  const std::string optim_path = dir + "/checkpoint_memory_optim.safetensors";
+  {
+    BigModel model(mb * 1e6 / 2.0);          // Adam's two moments: about mb
+    optim::Adam adam(model.parameters(), optim::AdamOptions(1e-3));
+    for (const Parameter& p : model.parameters()) p.set_grad(xt::ones<float>(p.shape()));
+    adam.step();                             // the moments exist, as in a run that resumes
+    adam.zero_grad();
+    measure("io::save_optimizer", optim_path, [&] { io::save_optimizer(adam, optim_path); });
+    measure("io::load_optimizer", optim_path, [&] { io::load_optimizer(adam, optim_path); });
+  }
   {
     BigModel model(mb * 1e6 / 3.0);          // parameters + Adam's two moments: about mb in all
     optim::Adam adam(model.parameters(), optim::AdamOptions(1e-3));
     for (const Parameter& p : model.parameters()) p.set_grad(xt::ones<float>(p.shape()));
-    adam.step();                             // the moments exist, as in a run that resumes
+    adam.step();
     adam.zero_grad();
     io::TrainingCheckpoint ckpt(model, adam);
     measure("TrainingCheckpoint::save", run_path, [&] { ckpt.save(run_path, {1}); });
     measure("TrainingCheckpoint::load", run_path, [&] { ckpt.load(run_path); });
   }
+  // 2 GiB whose 8-byte length announces a 2 GiB header (over the 100 MB limit): refused at once.
+  const std::string huge_path = dir + "/checkpoint_memory_huge.safetensors";
+  {
+    const std::uint64_t size = std::uint64_t{1} << 31, n = size - 8;
+    const int fd = ::open(huge_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::write(fd, &n, 8) != 8 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      std::perror("checkpoint_memory: cannot make the 2 GiB file");
+      return 2;
+    }
+    ::close(fd);
+    measure("load_safetensors (bad header)", huge_path, [&] {
+      try {
+        io::load_safetensors(huge_path);
+      } catch (const CheckpointError& e) {
+        std::printf("  refused: %.60s...\n", e.what());
+      }
+    });
+  }
+  std::filesystem::remove(huge_path);
+  std::filesystem::remove(optim_path);
   std::filesystem::remove(model_path);
   std::filesystem::remove(run_path);
   return 0;

@@ -3,7 +3,8 @@
 // Models, optimizers and whole training runs in safetensors files, on top of the file layer
 // (safetensors.hpp) and the optimizer-state layout (optimizer_state.cpp). Two rules shape every
 // function here:
-//   * a save builds the file's contents, then replaces the old file atomically;
+//   * a save moves the state's arrays into the file's contents (no copy) and streams them to a
+//     temporary that replaces the old file atomically;
 //   * a load reads and checks everything (the file, then what it would change) before changing
 //     anything, and when a later part is refused after an earlier one was applied (the scheduler
 //     after the optimizer, say), the earlier part is put back from a snapshot taken first. A
@@ -15,6 +16,7 @@
 
 #include "checkpoint_errors.hpp"
 #include "checkpoint_names.hpp"
+#include "float_values.hpp"
 #include "optimizer_state.hpp"
 
 namespace tapegrad::io {
@@ -30,16 +32,19 @@ void set_informative_metadata(SafetensorsFile& file, const std::string& key, con
   if (!file.contains(key) && !file.contains(value)) file.set_metadata(key, value);
 }
 
-// read_state_dict, with two choices left to the caller: the message's start, and which keys must
-// hold floats. A non-float tensor whose key `must_be_float` rejects is kept as a placeholder, so
-// that load_state_dict reports it as unexpected (a PyTorch integer buffer a tapegrad model lacks).
-nn::StateDict state_dict_from(const SafetensorsFile& file, const std::string& prefix, const std::string& where,
-                              const std::function<bool(const std::string&)>& must_be_float) {
+// read_state_dict, with three choices left to the caller: the message's start, which keys must
+// hold floats, and whether the values may be moved out of the file (`owned`: the same file, which
+// the caller reads once) instead of copied. A non-float tensor whose key `must_be_float` rejects
+// is kept as a placeholder, so that load_state_dict reports it as unexpected (a PyTorch integer
+// buffer a tapegrad model lacks).
+nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owned, const std::string& prefix,
+                              const std::string& where, const std::function<bool(const std::string&)>& must_be_float) {
   nn::StateDict sd;
   std::unordered_set<std::string> with_values;
+  const FloatValues values(file, owned);
   const auto value_of = [&](const std::string& name, const std::string& key) -> Array {
     const TensorRecord& r = file.record(name);
-    if (is_float(r.dtype)) return file.to_float(name);
+    if (is_float(r.dtype)) return values(name);
     if (must_be_float && !must_be_float(key)) return Array();
     fail<TypeError>(where, ": expected tensor ", in_quotes(key), " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
                     dtype_name(r.dtype), "; tapegrad models hold float32 only");
@@ -63,16 +68,20 @@ nn::StateDict state_dict_from(const SafetensorsFile& file, const std::string& pr
   return sd;
 }
 
-// Loads `state` into `optimizer`, then `scheduler_state` into `scheduler`: both or neither.
+// Loads `scheduler_state` into `scheduler` (when there is one), then `state` into `optimizer`:
+// both or neither. The scheduler goes first because its snapshot is a few numbers, while the
+// optimizer's would copy every moment; the optimizer's load is atomic by itself.
 void load_optimizer_and_scheduler(optim::Optimizer& optimizer, const optim::OptimizerState& state,
                                   optim::LambdaLR* scheduler, const std::optional<optim::LambdaLRState>& scheduler_state) {
-  const optim::OptimizerState before = optimizer.state_dict();
-  optimizer.load_state_dict(state);                // atomic by itself
-  if (scheduler == nullptr) return;
+  std::optional<optim::LambdaLRState> scheduler_before;
+  if (scheduler != nullptr) {
+    scheduler_before = scheduler->state_dict();
+    scheduler->load_state_dict(*scheduler_state);   // atomic by itself
+  }
   try {
-    scheduler->load_state_dict(*scheduler_state);
+    optimizer.load_state_dict(state);
   } catch (...) {
-    optimizer.load_state_dict(before);
+    if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_before);
     throw;
   }
 }
@@ -82,16 +91,16 @@ std::string optimizer_prefix(std::size_t k) { return "optim." + std::to_string(k
 
 // ---- building blocks ------------------------------------------------------------------------------
 
-void add_state_dict(SafetensorsFile& file, const nn::StateDict& state, const std::string& prefix) {
+void add_state_dict(SafetensorsFile& file, nn::StateDict state, const std::string& prefix) {
   std::unordered_set<std::string> tied;
   for (const auto& [alias, target] : state.aliases()) tied.insert(alias);
-  for (const auto& [key, value] : state)
-    if (!tied.contains(key)) file.add(prefix + key, value);
+  for (const std::string& key : state.keys())
+    if (!tied.contains(key) && state.find(key) != nullptr) file.add(prefix + key, std::move(state.at(key)));
   for (const auto& [alias, target] : state.aliases()) file.add_alias(prefix + alias, prefix + target);
 }
 
 nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& prefix) {
-  return state_dict_from(file, prefix, "read_state_dict", nullptr);
+  return state_dict_from(file, nullptr, prefix, "read_state_dict", nullptr);
 }
 
 // ---- a model's weights ------------------------------------------------------------------------------
@@ -105,7 +114,7 @@ void save(const nn::Module& module, const std::string& path) {
 }
 
 nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("io::load", path);
   const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
   // Which keys must be floats: the module's own. Computed only when the file holds something else.
@@ -117,7 +126,7 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
     }
     return own_keys->contains(key);
   };
-  const nn::StateDict sd = state_dict_from(file, prefix, where, is_module_key);
+  const nn::StateDict sd = state_dict_from(file, &file, prefix, where, is_module_key);
   try {
     return module.load_state_dict(sd, strict);
   } catch (const StateDictError& e) {           // PyTorch's text, then which file it was
@@ -127,9 +136,9 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
 }
 
 nn::StateDict load_state_dict(const std::string& path) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
-  return state_dict_from(file, prefix, where_in("io::load_state_dict", path), nullptr);
+  return state_dict_from(file, &file, prefix, where_in("io::load_state_dict", path), nullptr);
 }
 
 // ---- an optimizer's state ------------------------------------------------------------------------
@@ -144,9 +153,9 @@ void save_optimizer(const optim::Optimizer& optimizer, const std::string& path, 
 }
 
 void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("load_optimizer", path);
-  const optim::OptimizerState state = optimizer_state_from(file, "", where);
+  const optim::OptimizerState state = optimizer_state_from(file, &file, "", where);
   const std::optional<optim::LambdaLRState> scheduler_state = lambda_lr_state_from(file, "", where);
   if (scheduler != nullptr && !scheduler_state)
     invalid_checkpoint(where, "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was saved "
@@ -212,6 +221,10 @@ void TrainingCheckpoint::save(const std::string& path, const TrainingProgress& p
 TrainingProgress TrainingCheckpoint::load(const std::string& path) { return restore(load_safetensors(path), path); }
 
 TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const std::string& source) {
+  return restore(SafetensorsFile(file), source);
+}
+
+TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::string& source) {
   const std::string where = where_in("TrainingCheckpoint::load", source);
 
   // 1. The layout: a training checkpoint of exactly the tracked optimizers and generators.
@@ -253,12 +266,12 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
                 "; track it with add_generator(", in_quotes(name), ", ...) to resume exactly");
 
   // 2. Everything read and checked into local values; nothing tracked has changed yet.
-  const nn::StateDict model_state = state_dict_from(file, kModelPrefix, where, nullptr);
+  nn::StateDict model_state = state_dict_from(file, &file, kModelPrefix, where, nullptr);
   std::vector<optim::OptimizerState> optimizer_states;
   std::vector<std::optional<optim::LambdaLRState>> scheduler_states;
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
     const std::string prefix = optimizer_prefix(k);
-    optimizer_states.push_back(optimizer_state_from(file, prefix, where));
+    optimizer_states.push_back(optimizer_state_from(file, &file, prefix, where));
     scheduler_states.push_back(lambda_lr_state_from(file, prefix, where));
     const bool tracked = optimizers_[k].scheduler != nullptr, saved = scheduler_states.back().has_value();
     if (tracked != saved)
@@ -289,13 +302,13 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
 
   // 3. Apply, all or nothing. Each load below is atomic by itself; if a later one refuses, the
   //    ones already applied are put back from snapshots (a snapshot always loads into its source).
-  const nn::StateDict model_before = model_.state_dict();
+  //    Only what a later load could undo is snapshotted (the last optimizer needs none: nothing
+  //    after it can fail), and each loaded state is freed once applied, so that a load's memory
+  //    stays near the size of the file.
+  std::optional<nn::StateDict> model_before;
+  if (!optimizers_.empty()) model_before = model_.state_dict();
   std::vector<optim::OptimizerState> optimizers_before;
   std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
-  for (const TrackedOptimizer& t : optimizers_) {
-    optimizers_before.push_back(t.optimizer->state_dict());
-    schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
-  }
   bool model_loaded = false;
   std::size_t optimizers_loaded = 0;
   try {
@@ -306,17 +319,23 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
                            e.mismatches);
     }
     model_loaded = true;
+    model_state = nn::StateDict();
     for (; optimizers_loaded < optimizers_.size(); ++optimizers_loaded) {
       const TrackedOptimizer& t = optimizers_[optimizers_loaded];
+      if (optimizers_loaded + 1 < optimizers_.size()) {
+        optimizers_before.push_back(t.optimizer->state_dict());
+        schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
+      }
       load_optimizer_and_scheduler(*t.optimizer, optimizer_states[optimizers_loaded], t.scheduler,
                                    scheduler_states[optimizers_loaded]);
+      optimizer_states[optimizers_loaded] = optim::OptimizerState();
     }
   } catch (...) {
     for (std::size_t k = 0; k < optimizers_loaded; ++k) {
       optimizers_[k].optimizer->load_state_dict(optimizers_before[k]);
       if (optimizers_[k].scheduler) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
     }
-    if (model_loaded) model_.load_state_dict(model_before);
+    if (model_loaded && model_before) model_.load_state_dict(*model_before);
     throw;
   }
   for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];

@@ -18,6 +18,7 @@
 
 #include "checkpoint_errors.hpp"
 #include "checkpoint_names.hpp"
+#include "float_values.hpp"
 #include "json_util.hpp"
 #include "tapegrad/io/checkpoint.hpp"
 
@@ -176,7 +177,7 @@ std::int64_t step_count(const SafetensorsFile& file, const TensorRecord& r, cons
   }
   if ((r.dtype == Dtype::F32 || r.dtype == Dtype::F64) && r.shape.empty()) {
     double x;
-    if (r.dtype == Dtype::F64) std::memcpy(&x, r.bytes.data(), 8);
+    if (r.dtype == Dtype::F64) std::memcpy(&x, r.bytes().data(), 8);
     else x = double(file.to_float(r.name)());
     if (!(std::isfinite(x) && std::trunc(x) == x && x >= 0 && x < 0x1p63)) refuse(x);
     return static_cast<std::int64_t>(x);
@@ -199,9 +200,10 @@ void check_second_moment(const std::string& name, const Array& v, const std::str
 
 // ---- the state in the file -------------------------------------------------------------------------
 
-optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, const std::string& prefix,
-                                           const std::string& where) {
+optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, SafetensorsFile* owned,
+                                           const std::string& prefix, const std::string& where) {
   optim::OptimizerState out;
+  const FloatValues values(file, owned);
   const auto type = file.metadata_value(prefix + "optimizer");
   if (!type)
     invalid_checkpoint(where, "expected __metadata__ ", in_quotes(prefix + "optimizer"), " naming the optimizer's type, "
@@ -232,7 +234,7 @@ optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, const st
       if (!is_float(r.dtype))
         fail<TypeError>(where, ": expected optimizer state ", in_quotes(name),
                         " to hold floating-point data (F32, F64, F16 or BF16), got dtype ", dtype_name(r.dtype));
-      Array value = file.to_float(name);
+      Array value = values(name);
       if (what == "exp_avg_sq" || what == "max_exp_avg_sq") check_second_moment(name, value, where);
       s.tensors.emplace_back(what, std::move(value));
     }
@@ -247,12 +249,12 @@ std::optional<optim::LambdaLRState> lambda_lr_state_from(const SafetensorsFile& 
   return lambda_lr_from_json(*text, where);
 }
 
-void add_optimizer_state(SafetensorsFile& file, const optim::OptimizerState& state,
-                         const optim::LambdaLRState* scheduler, const std::string& prefix) {
-  for (const auto& [id, s] : state.state) {
+void add_optimizer_state(SafetensorsFile& file, optim::OptimizerState state, const optim::LambdaLRState* scheduler,
+                         const std::string& prefix) {
+  for (auto& [id, s] : state.state) {
     const std::string base = prefix + "state." + std::to_string(id) + ".";
     if (s.step) file.add(base + "step", IndexArray(*s.step));       // rank 0, as PyTorch's
-    for (const auto& [name, value] : s.tensors) file.add(base + name, value);
+    for (auto& [name, value] : s.tensors) file.add(base + name, std::move(value));
   }
   file.set_metadata(prefix + "optimizer", state.optimizer);
   file.set_metadata(prefix + "param_groups", param_groups_to_json(state.param_groups));
@@ -261,7 +263,7 @@ void add_optimizer_state(SafetensorsFile& file, const optim::OptimizerState& sta
 
 optim::OptimizerState read_optimizer_state(const SafetensorsFile& file, const std::string& prefix,
                                            const std::string& source) {
-  return optimizer_state_from(file, prefix, where_in("read_optimizer_state", source));
+  return optimizer_state_from(file, nullptr, prefix, where_in("read_optimizer_state", source));
 }
 
 std::optional<optim::LambdaLRState> read_lambda_lr_state(const SafetensorsFile& file, const std::string& prefix,

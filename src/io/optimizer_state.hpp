@@ -15,9 +15,10 @@
 
 namespace tapegrad::io {
 
-/// The optimizer state stored under `prefix` (see add_optimizer_state).
-optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, const std::string& prefix,
-                                           const std::string& where);
+/// The optimizer state stored under `prefix` (see add_optimizer_state). `owned`: the same file,
+/// when the caller reads it once and the tensors may be moved out of it instead of copied.
+optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, SafetensorsFile* owned,
+                                           const std::string& prefix, const std::string& where);
 /// The scheduler state stored under `prefix`, or nullopt when there is none.
 std::optional<optim::LambdaLRState> lambda_lr_state_from(const SafetensorsFile& file, const std::string& prefix,
                                                          const std::string& where);

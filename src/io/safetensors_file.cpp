@@ -4,6 +4,7 @@
 #include "tapegrad/io/safetensors.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "checkpoint_errors.hpp"
 #include "dtypes.hpp"
@@ -22,6 +23,23 @@ void SafetensorsFile::check_new_name(const std::string& name, const char* what) 
                     ", which is already ", tensor_index_.contains(name) ? "a tensor" : "an alias");
 }
 
+std::span<const std::uint8_t> TensorRecord::bytes() const {
+  const auto as_bytes = [](const auto& values) {
+    return std::span(reinterpret_cast<const std::uint8_t*>(values.data()), values.size() * sizeof(*values.data()));
+  };
+  if (const auto* a = std::get_if<Array>(&data_)) return as_bytes(*a);
+  if (const auto* i = std::get_if<IndexArray>(&data_)) return as_bytes(*i);
+  if (const auto* b = std::get_if<std::vector<std::uint8_t>>(&data_)) return *b;
+  fail<ValueError>("SafetensorsFile: expected tensor ", in_quotes(name), " to hold data, got none: take_float moved "
+                   "its values out");
+}
+
+// Adds a record whose name is new and whose data fits its dtype and shape.
+void SafetensorsFile::store(TensorRecord record) {
+  tensor_index_.emplace(record.name, tensors_.size());
+  tensors_.push_back(std::move(record));
+}
+
 void SafetensorsFile::add_raw(std::string name, Dtype dtype, Shape shape, std::vector<std::uint8_t> bytes) {
   check_new_name(name, "tensor");
   const auto expected = byte_count(shape, dtype_size(dtype));
@@ -31,20 +49,38 @@ void SafetensorsFile::add_raw(std::string name, Dtype dtype, Shape shape, std::v
                     "), got ", bytes.size());
   check<ValueError>(strides_fit(shape), "SafetensorsFile: expected tensor ", in_quotes(name),
                     "'s non-zero dimensions to multiply to less than 2^63, got shape ", shape);
-  tensor_index_.emplace(name, tensors_.size());
-  tensors_.push_back(TensorRecord{std::move(name), dtype, std::move(shape), std::move(bytes)});
+  TensorRecord r;
+  r.name = std::move(name);
+  r.dtype = dtype;
+  r.shape = std::move(shape);
+  const auto array_of = [&](auto values) {              // F32 and I64 are kept as add() keeps them
+    if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  };
+  if (dtype == Dtype::F32) r.data_ = array_of(Array::from_shape(r.shape));
+  else if (dtype == Dtype::I64) r.data_ = array_of(IndexArray::from_shape(r.shape));
+  else r.data_ = std::move(bytes);
+  store(std::move(r));
 }
 
-void SafetensorsFile::add(std::string name, const Array& values) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(values.data());
-  add_raw(std::move(name), Dtype::F32, values.shape(),
-          std::vector<std::uint8_t>(p, p + values.size() * sizeof(float)));
+void SafetensorsFile::add(std::string name, Array values) {
+  check_new_name(name, "tensor");
+  TensorRecord r;
+  r.name = std::move(name);
+  r.dtype = Dtype::F32;
+  r.shape = values.shape();
+  r.data_ = std::move(values);
+  store(std::move(r));
 }
 
-void SafetensorsFile::add(std::string name, const IndexArray& values) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(values.data());
-  add_raw(std::move(name), Dtype::I64, Shape(values.shape().begin(), values.shape().end()),
-          std::vector<std::uint8_t>(p, p + values.size() * sizeof(std::int64_t)));
+void SafetensorsFile::add(std::string name, IndexArray values) {
+  check_new_name(name, "tensor");
+  TensorRecord r;
+  r.name = std::move(name);
+  r.dtype = Dtype::I64;
+  r.shape = Shape(values.shape().begin(), values.shape().end());
+  r.data_ = std::move(values);
+  store(std::move(r));
 }
 
 void SafetensorsFile::add_alias(std::string alias, std::string target) {
@@ -87,11 +123,27 @@ const TensorRecord& SafetensorsFile::record(std::string_view name) const {
   return tensors_[it->second];
 }
 
+TensorRecord& SafetensorsFile::mutable_record(std::string_view name) {
+  return const_cast<TensorRecord&>(std::as_const(*this).record(name));
+}
+
+namespace {
+bool converts_to_float(Dtype d) { return d == Dtype::F32 || d == Dtype::F64 || d == Dtype::F16 || d == Dtype::BF16; }
+
+void check_float(const TensorRecord& r, std::string_view name) {
+  check<TypeError>(converts_to_float(r.dtype), "load_safetensors: expected tensor ", in_quotes(name),
+                   " to be a float tensor (F32, F64, F16 or BF16), got dtype ", dtype_name(r.dtype),
+                   "; tapegrad converts only floating-point data to float32");
+}
+}  // namespace
+
 Array SafetensorsFile::to_float(std::string_view name) const {
   const TensorRecord& r = record(name);
+  check_float(r, name);
+  const std::span<const std::uint8_t> bytes = r.bytes();
   Array out = Array::from_shape(r.shape);
   float* dst = out.data();
-  const std::uint8_t* src = r.bytes.data();
+  const std::uint8_t* src = bytes.data();
   const std::size_t n = out.size();
   switch (r.dtype) {
     case Dtype::F32:
@@ -103,14 +155,21 @@ Array SafetensorsFile::to_float(std::string_view name) const {
     case Dtype::F16:
       for (std::size_t i = 0; i < n; ++i) dst[i] = half_to_float(load_le<std::uint16_t>(src + 2 * i));
       break;
-    case Dtype::BF16:
+    default:            // BF16
       for (std::size_t i = 0; i < n; ++i) dst[i] = bfloat16_to_float(load_le<std::uint16_t>(src + 2 * i));
       break;
-    default:
-      detail::raise<TypeError>("load_safetensors: expected tensor ", in_quotes(name),
-                               " to be a float tensor (F32, F64, F16 or BF16), got dtype ",
-                               dtype_name(r.dtype), "; tapegrad converts only floating-point data to float32");
   }
+  return out;
+}
+
+Array SafetensorsFile::take_float(std::string_view name) {
+  TensorRecord& r = mutable_record(name);
+  check_float(r, name);
+  (void)r.bytes();                                   // a ValueError if taken already
+  Array out;
+  if (auto* a = std::get_if<Array>(&r.data_)) out = std::move(*a);
+  else out = to_float(name);
+  r.data_ = std::monostate{};                        // frees converted bytes too
   return out;
 }
 
@@ -118,9 +177,8 @@ IndexArray SafetensorsFile::to_int64(std::string_view name) const {
   const TensorRecord& r = record(name);
   check<TypeError>(r.dtype == Dtype::I64, "load_safetensors: expected tensor ", in_quotes(name),
                    " to be an integer tensor of dtype I64, got dtype ", dtype_name(r.dtype));
-  IndexArray out = IndexArray::from_shape(r.shape);
-  if (out.size() != 0) std::memcpy(out.data(), r.bytes.data(), out.size() * sizeof(std::int64_t));
-  return out;
+  (void)r.bytes();                                     // a ValueError if its data was taken
+  return std::get<IndexArray>(r.data_);               // I64 is always kept as an IndexArray
 }
 
 std::optional<std::string> SafetensorsFile::metadata_value(std::string_view key) const {

@@ -17,9 +17,13 @@
 //   11 a tensor's bytes do not have the CRC-32C its entry gives   ChecksumMismatch
 // Message shape:
 //    load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
+// From a file, the reader reads the 8-byte length, then the header, and only when every check
+// passed, each tensor straight into the array it is returned in (F32 into an Array, I64 into an
+// IndexArray): a damaged 2 GiB file costs 8 + N bytes to refuse, and a good one its own size.
 #include "tapegrad/io/safetensors.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -29,6 +33,7 @@
 #include "checkpoint_errors.hpp"
 #include "checksums.hpp"
 #include "dtypes.hpp"
+#include "input_file.hpp"
 #include "json_util.hpp"
 #include "shape_limits.hpp"
 #include "utf8.hpp"
@@ -39,6 +44,37 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::uint64_t kMaxHeaderSize = 100'000'000;
+
+// Where the bytes come from: a file read by parts, or a buffer in memory.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual std::uint64_t size() const = 0;
+  /// Exactly n bytes at offset (the checks keep every read within size()).
+  virtual void read(std::uint64_t offset, void* dst, std::size_t n) const = 0;
+};
+
+class MemorySource final : public Source {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  std::uint64_t size() const override { return bytes_.size(); }
+  void read(std::uint64_t offset, void* dst, std::size_t n) const override {
+    if (n != 0) std::memcpy(dst, bytes_.data() + offset, n);
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+class FileSource final : public Source {
+ public:
+  FileSource(const std::string& path, std::string_view where) : file_(path, where) {}
+  std::uint64_t size() const override { return file_.size(); }
+  void read(std::uint64_t offset, void* dst, std::size_t n) const override { file_.read(offset, dst, n); }
+
+ private:
+  InputFile file_;
+};
 
 // Builds "load_safetensors: 'file': Kind: message[; zip hint]" and throws it.
 class Refusal {
@@ -94,15 +130,17 @@ struct Header {
 // ---- the checks, in order ----------------------------------------------------------------------
 
 // 1-3: the 8-byte length prefix, and that the header it announces fits in the file.
-std::uint64_t check_header_length(const std::string_view bytes, const Refusal& refuse) {
-  if (bytes.size() < 8)
-    refuse.fail("HeaderTooSmall", "expected at least 8 bytes (the header length), got ", bytes.size());
-  const auto n = load_le<std::uint64_t>(reinterpret_cast<const std::uint8_t*>(bytes.data()));
+std::uint64_t check_header_length(const Source& src, const Refusal& refuse) {
+  if (src.size() < 8)
+    refuse.fail("HeaderTooSmall", "expected at least 8 bytes (the header length), got ", src.size());
+  std::uint8_t prefix[8];
+  src.read(0, prefix, 8);
+  const auto n = load_le<std::uint64_t>(prefix);
   if (n > kMaxHeaderSize)
     refuse.fail("HeaderTooLarge", "expected a header length of at most ", kMaxHeaderSize, " bytes, got ", n);
-  if (n > bytes.size() - 8)
+  if (n > src.size() - 8)
     refuse.fail("InvalidHeaderLength", "expected the ", n, "-byte header to fit in the file after "
-                "its 8-byte length, got a file of ", bytes.size(), " bytes");
+                "its 8-byte length, got a file of ", src.size(), " bytes");
   return n;
 }
 
@@ -306,6 +344,43 @@ void check_checksum(const Entry& e, std::uint32_t actual, const std::map<std::st
 
 // ---- after the checks ----------------------------------------------------------------------------
 
+// Reads a tensor's bytes into `dst` by pieces, computing their CRC-32C on the way while each piece
+// is still in cache.
+std::uint32_t read_bytes(const Source& src, std::uint64_t offset, void* dst, std::size_t n) {
+  constexpr std::size_t kPiece = std::size_t{4} << 20;
+  auto* p = static_cast<std::uint8_t*>(dst);
+  std::uint32_t crc = 0;
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t piece = std::min(kPiece, n - done);
+    src.read(offset + done, p + done, piece);
+    crc = crc32c(p + done, piece, crc);
+    done += piece;
+  }
+  return crc;
+}
+
+// Reads each tensor (in file order) into the array it is kept in, and checks its checksum (11).
+void read_tensors(const Source& src, std::uint64_t data_start, std::vector<Entry>& entries,
+                  const std::map<std::string, std::uint32_t>& checksums, SafetensorsFile& file, const Refusal& refuse) {
+  for (Entry& e : entries) {
+    const std::uint64_t at = data_start + e.begin;
+    const std::size_t n = e.end - e.begin;
+    if (e.dtype == Dtype::F32) {
+      Array values = Array::from_shape(e.shape);
+      check_checksum(e, read_bytes(src, at, values.data(), n), checksums, refuse);
+      file.add(std::move(e.name), std::move(values));
+    } else if (e.dtype == Dtype::I64) {
+      IndexArray values = IndexArray::from_shape(e.shape);
+      check_checksum(e, read_bytes(src, at, values.data(), n), checksums, refuse);
+      file.add(std::move(e.name), std::move(values));
+    } else {
+      std::vector<std::uint8_t> bytes(n);
+      check_checksum(e, read_bytes(src, at, bytes.data(), n), checksums, refuse);
+      file.add_raw(std::move(e.name), e.dtype, std::move(e.shape), std::move(bytes));
+    }
+  }
+}
+
 // An entry whose key is not a tensor and whose value is names a tied copy (safetensors'
 // save_model convention); a checksum entry never does. ("__metadata__" cannot name a tensor, so
 // such an entry stays metadata.) Checksum entries stay in the metadata, so that writing the file
@@ -318,33 +393,37 @@ void add_metadata_and_aliases(SafetensorsFile& file, std::vector<std::pair<std::
       file.set_metadata(std::move(key), std::move(value));
   }
 }
-}  // namespace
 
-SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source) {
-  const Refusal refuse(source, bytes.substr(0, 2) == "PK");
-  const std::uint64_t n = check_header_length(bytes, refuse);                    // 1-3
-  const std::string_view header_text = bytes.substr(8, n);
-  check_utf8(header_text, refuse);                                                // 4
-  ParsedHeader parsed = parse_json(header_text, refuse);                          // 5
-  Header header = read_entries(parsed.root, refuse);                              // 5
-  const auto checksums = check_checksum_entries(header, refuse);                  // 5b
-  check_no_duplicate(parsed.duplicate, refuse);                                   // 6
-  const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);     // 7-9
-  check_buffer_end(bytes.size() - 8 - n, last_end, refuse);                       // 10
+// The checks in order, then the data.
+SafetensorsFile read_safetensors(const Source& src, std::string_view source) {
+  char magic[2] = {0, 0};
+  if (src.size() >= 2) src.read(0, magic, 2);
+  const Refusal refuse(source, magic[0] == 'P' && magic[1] == 'K');
+  const std::uint64_t n = check_header_length(src, refuse);                         // 1-3
+  std::string header_text(n, '\0');
+  src.read(8, header_text.data(), n);
+  check_utf8(header_text, refuse);                                                  // 4
+  const ParsedHeader parsed = parse_json(header_text, refuse);                      // 5
+  Header header = read_entries(parsed.root, refuse);                                // 5
+  const auto checksums = check_checksum_entries(header, refuse);                    // 5b
+  check_no_duplicate(parsed.duplicate, refuse);                                     // 6
+  const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);       // 7-9
+  check_buffer_end(src.size() - 8 - n, last_end, refuse);                           // 10
 
-  // Every check passed: every range lies inside the buffer. Copy the tensors out.
+  // Every check passed: every range lies inside the data, and the data is the file's size.
   SafetensorsFile file;
-  const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data()) + 8 + n;
-  for (Entry& e : header.entries) {
-    check_checksum(e, crc32c(data + e.begin, e.end - e.begin), checksums, refuse);   // 11
-    file.add_raw(std::move(e.name), e.dtype, std::move(e.shape), std::vector<std::uint8_t>(data + e.begin, data + e.end));
-  }
+  read_tensors(src, 8 + n, header.entries, checksums, file, refuse);                // 11
   add_metadata_and_aliases(file, std::move(header.metadata));
   return file;
 }
+}  // namespace
+
+SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source) {
+  return read_safetensors(MemorySource(bytes), source);
+}
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  return parse_safetensors(read_file(path, "load_safetensors"), path);
+  return read_safetensors(FileSource(path, "load_safetensors"), path);
 }
 
 }  // namespace tapegrad::io

@@ -91,7 +91,7 @@ Layout layout(const SafetensorsFile& file, const char* version) {
   if (version != nullptr) {
     add_entry("tapegrad.version", version);
     for (const Written& w : written)
-      add_checksum(checksum_key(w.name), checksum_text(crc32c(w.record->bytes.data(), w.record->bytes.size())));
+      add_checksum(checksum_key(w.name), checksum_text(crc32c(w.record->bytes().data(), w.record->bytes().size())));
   }
 
   std::sort(written.begin(), written.end(), [](const Written& a, const Written& b) {
@@ -112,7 +112,7 @@ Layout layout(const SafetensorsFile& file, const char* version) {
   Layout out;
   std::uint64_t offset = 0;
   for (const Written& w : written) {
-    const std::uint64_t end = offset + w.record->bytes.size();
+    const std::uint64_t end = offset + w.record->bytes().size();
     ordered_json entry = ordered_json::object();
     entry["dtype"] = std::string(dtype_name(w.record->dtype));
     entry["shape"] = ordered_json::array();
@@ -136,11 +136,11 @@ Layout layout(const SafetensorsFile& file, const char* version) {
 std::string serialize_safetensors(const SafetensorsFile& file) {
   const Layout l = layout(file, nullptr);
   std::size_t size = l.head.size();
-  for (const TensorRecord* r : l.data) size += r->bytes.size();
+  for (const TensorRecord* r : l.data) size += r->bytes().size();
   std::string out;
   out.reserve(size);
   out += l.head;
-  for (const TensorRecord* r : l.data) out.append(reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size());
+  for (const TensorRecord* r : l.data) out.append(reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size());
   return out;
 }
 
@@ -148,7 +148,7 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   const Layout l = layout(file, TAPEGRAD_VERSION);
   AtomicFile out(path, "save_safetensors");
   out.write(l.head);
-  for (const TensorRecord* r : l.data) out.write({reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size()});
+  for (const TensorRecord* r : l.data) out.write({reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size()});
   out.commit();
 }
 

@@ -62,8 +62,8 @@ std::vector<Span> data_spans(const std::string& bytes) {
   std::vector<Span> spans;
   std::size_t at = 8 + n;
   for (const TensorRecord& r : f.tensors()) {     // after reading: data order
-    spans.push_back({r.name, at, at + r.bytes.size()});
-    at += r.bytes.size();
+    spans.push_back({r.name, at, at + r.bytes().size()});
+    at += r.bytes().size();
   }
   return spans;
 }
@@ -109,7 +109,7 @@ TEST_CASE("save_safetensors stores each tensor's CRC-32C, serialize_safetensors 
   save_safetensors(path, small_file());
   const SafetensorsFile g = load_safetensors(path);
   for (const TensorRecord& r : g.tensors()) {
-    const std::string bytes(reinterpret_cast<const char*>(r.bytes.data()), r.bytes.size());
+    const std::string bytes(reinterpret_cast<const char*>(r.bytes().data()), r.bytes().size());
     CHECK(g.metadata_value("tapegrad.crc32c." + r.name) == hex8(crc32c(bytes)));
   }
   CHECK(g.tensors().size() == 3);

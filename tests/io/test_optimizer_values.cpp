@@ -36,7 +36,7 @@ SafetensorsFile replaced(const SafetensorsFile& file, const std::string& name,
                          const std::function<void(SafetensorsFile&)>& add) {
   SafetensorsFile f;
   for (const TensorRecord& r : file.tensors())
-    if (r.name != name) f.add_raw(r.name, r.dtype, r.shape, r.bytes);
+    if (r.name != name) f.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
   add(f);
   for (const auto& [k, v] : file.metadata()) f.set_metadata(k, v);
   return f;

@@ -21,10 +21,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tapegrad/tensor.hpp"
@@ -39,21 +41,30 @@ std::size_t dtype_size(Dtype dtype);
 std::string_view dtype_name(Dtype dtype);                 ///< "F32"
 std::optional<Dtype> dtype_from_name(std::string_view name);   ///< nullopt for "C64", "F4", ...
 
-/// One tensor as the file stores it: row-major, little-endian bytes, no strides.
+/// One tensor as the file stores it: row-major, little-endian bytes, no strides. F32 data is kept
+/// in an Array and I64 data in an IndexArray (other dtypes as bytes), so that a loader can hand
+/// them on without a copy (SafetensorsFile::take_float).
 struct TensorRecord {
   std::string name;
   Dtype dtype = Dtype::F32;
   Shape shape;                       ///< {} for a rank-0 tensor (one element)
-  std::vector<std::uint8_t> bytes;   ///< exactly numel(shape) * dtype_size(dtype) of them
+  /// Exactly numel(shape) * dtype_size(dtype) bytes. ValueError once take_float took the data.
+  std::span<const std::uint8_t> bytes() const;
+
+ private:
+  friend class SafetensorsFile;
+  std::variant<std::monostate, std::vector<std::uint8_t>, Array, IndexArray> data_;   // monostate: taken
 };
 
 /// The contents of one safetensors file: tensors in insertion order (after reading: data order),
 /// tied-tensor aliases, and string metadata. Names are unique across tensors and aliases.
 class SafetensorsFile {
  public:
-  void add(std::string name, const Array& values);        ///< stored as F32
-  void add(std::string name, const IndexArray& values);   ///< stored as I64
+  void add(std::string name, Array values);        ///< stored as F32 (pass an rvalue: no copy)
+  void add(std::string name, IndexArray values);   ///< stored as I64
   /// Any dtype, given as the file's bytes; throws ValueError when their count does not fit shape.
+  /// (To copy a record r of another file: add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(),
+  /// r.bytes().end()}).)
   void add_raw(std::string name, Dtype dtype, Shape shape, std::vector<std::uint8_t> bytes);
   /// Records that `alias` is the same tensor as `target` (a tied parameter): the data is stored
   /// once. `target` must be a tensor already added; `alias` must be a new name.
@@ -70,6 +81,10 @@ class SafetensorsFile {
   Array to_float(std::string_view name) const;
   /// The values of an I64 tensor; any other dtype throws TypeError naming the key and the dtype.
   IndexArray to_int64(std::string_view name) const;
+  /// to_float, moving the values out of the file instead of copying them (F32: no copy at all):
+  /// for loaders that hand a checkpoint's tensors on and need their memory once. Afterwards the
+  /// tensor, and every alias of it, has no data: reading it throws ValueError.
+  Array take_float(std::string_view name);
   std::optional<std::string> metadata_value(std::string_view key) const;
 
   const std::vector<TensorRecord>& tensors() const { return tensors_; }
@@ -81,6 +96,8 @@ class SafetensorsFile {
 
  private:
   void check_new_name(const std::string& name, const char* what) const;
+  void store(TensorRecord record);
+  TensorRecord& mutable_record(std::string_view name);
   std::vector<TensorRecord> tensors_;
   std::vector<std::pair<std::string, std::string>> aliases_;
   std::vector<std::pair<std::string, std::string>> metadata_;
