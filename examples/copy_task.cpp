@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--batches", s.batches, "training batches per epoch")->check(CLI::PositiveNumber);
   app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")->check(CLI::NonNegativeNumber);
   // Upper bounds where a larger value could only exhaust memory: the tutorial's model is d-model
-  // 512, d-ff 2048, 6 layers, 8 heads, batches of 80; these allow 8x that and no more.
+  // 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096 rows.
   app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::Range(1, 4096));
   app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::Range(1, 48));
   app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::Range(1, 4096));
