@@ -133,8 +133,12 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_
     if ((existing->st_uid != ::geteuid() || existing->st_gid != ::getegid()) &&
         ::fchown(fd_, existing->st_uid, existing->st_gid) != 0)
       (void)::fchown(fd_, static_cast<uid_t>(-1), existing->st_gid);
-    if (::fchmod(fd_, existing->st_mode & 07777) != 0)
-      io_error(where_, path_, "cannot give the temporary file the permissions of the file it replaces", errno);
+    if (::fchmod(fd_, existing->st_mode & 07777) != 0) {
+      const int err = errno;
+      ::close(fd_);                                // a constructor that throws runs no destructor
+      ::unlink(temp_.c_str());
+      io_error(where_, path_, "cannot give the temporary file the permissions of the file it replaces", err);
+    }
   }
 }
 
