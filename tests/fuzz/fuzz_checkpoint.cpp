@@ -107,9 +107,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   add_state_dict(model, run.model.state_dict());
   write_seed(folder, "model", serialize_safetensors(model));
   // The same three as save() writes them, with a CRC-32C per tensor in the metadata.
-  run.ckpt.save(folder + "/training_checked", {3, 12});
-  save_optimizer(run.adam, folder + "/optimizer_checked", &run.sched);
-  save(run.model, folder + "/model_checked");
+  run.ckpt.save(std::string(folder) + "/training_checked", {3, 12});
+  save_optimizer(run.adam, std::string(folder) + "/optimizer_checked", &run.sched);
+  save(run.model, std::string(folder) + "/model_checked");
   // Values no run can produce, which the loaders refuse (unchecked, so that mutations of the
   // data reach those checks instead of the checksums').
   const auto with_tensor = [&](const std::string& name, const std::function<void(SafetensorsFile&)>& add) {
