@@ -93,7 +93,7 @@ IndexArray draw_batch(Generator& data) {
   return ids;
 }
 
-// The toy model of SPEC 2.14 in small: its dropout draws from the DEFAULT generator, its data
+// The toy training program's model in small: its dropout draws from the DEFAULT generator, its data
 // from a generator of its own, so an exact resume needs both.
 struct ToyModel : nn::Module {
   ToyModel(std::shared_ptr<Generator> init, bool sparse)
@@ -396,7 +396,7 @@ TEST_CASE("an optimizer and its scheduler round trip through a file and then tak
   save(a.model, model_path);
   save_optimizer(a.adam, opt_path, &a.sched);
 
-  // The file: SPEC 2.13.5's layout.
+  // The file: the optimizer layout (tensors state.{id}.{name}, JSON texts in the metadata).
   const SafetensorsFile f = load_safetensors(opt_path);
   CHECK(f.metadata_value("optimizer") == "Adam");
   CHECK(f.metadata_value("lr_scheduler") == R"({"base_lrs":[1.0],"last_epoch":3})");

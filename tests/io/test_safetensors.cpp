@@ -255,7 +255,7 @@ TEST_CASE("check 6: a name twice, which JSON parsers keep silently, is refused")
 }
 
 TEST_CASE("check 7: tensors must be packed back to back from byte 0, each ending after it starts") {
-  // The message of SPEC 2.13.3, exactly.
+  // The documented message, exactly.
   const std::string gap = file_of(R"({"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[28,32]}})", std::string(32, '\0'));
   CHECK(std::string(rejection(gap).what()) ==
@@ -315,7 +315,7 @@ TEST_CASE("check 10: data after the last tensor, or missing data, is MetadataInc
   check_rejected(file_of("{}", "x"), "MetadataIncompleteBuffer", "expected 0 bytes");
 }
 
-TEST_CASE("the checks run in SPEC order: a file failing two reports the earlier one") {
+TEST_CASE("the checks run in the documented order: a file failing two reports the earlier one") {
   // Invalid UTF-8 (4) in a header that is also not JSON (5).
   CHECK(rejection(file_of("{\xFF")).kind == "InvalidHeader");
   // A bad shape (5) in a file whose data is also the wrong length (10).
@@ -453,7 +453,7 @@ TEST_CASE("every known dtype name maps to its size and back") {
   CHECK_FALSE(dtype_from_name("F6_E2M3").has_value());
 }
 
-// ---- tied tensors (SPEC 2.13.2 item 6) ----------------------------------------------------------
+// ---- tied tensors (safetensors' save_model convention) ------------------------------------------
 
 TEST_CASE("a tied tensor is stored once, under its smallest name, the other name in __metadata__") {
   SafetensorsFile f;
@@ -514,7 +514,7 @@ TEST_CASE("aliases and metadata that would not read back the same are refused by
                        ValueError);
 }
 
-TEST_CASE("an optimizer file in SPEC 2.13.5's layout round trips: I64 steps, F32 moments, JSON text") {
+TEST_CASE("an optimizer file in the optimizer layout round trips: I64 steps, F32 moments, JSON text") {
   SafetensorsFile f;
   f.add("state.0.step", IndexArray(std::int64_t{3}));
   f.add("state.0.exp_avg", Array{{0.1f, -0.2f}});
