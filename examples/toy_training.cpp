@@ -267,8 +267,9 @@ io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& g
   return file;
 }
 
-// A number as the checkpoint stores a loss: strtod's whole text ("nan" and "inf" included, so a
-// diverged run resumes too), or nullopt.
+// A number as the checkpoint stores a loss: strtod's whole text, or nullopt. "inf" and "nan" read
+// back too (a loss can overflow while the weights are still finite); a run whose optimizer
+// moments went NaN is refused by the checkpoint's own value checks.
 std::optional<double> stored_number(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
