@@ -97,11 +97,13 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", s.epochs, "training epochs")->check(CLI::PositiveNumber);
   app.add_option("--batches", s.batches, "training batches per epoch")->check(CLI::PositiveNumber);
   app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::PositiveNumber);
-  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::PositiveNumber);
-  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::PositiveNumber);
-  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")->check(CLI::PositiveNumber);
-  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")->check(CLI::PositiveNumber);
+  // Upper bounds where a larger value could only exhaust memory: the tutorial's model is d-model
+  // 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096 rows.
+  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::Range(1, 4096));
+  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::Range(1, 48));
+  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::Range(1, 4096));
+  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")->check(CLI::Range(1, 16384));
+  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")->check(CLI::Range(1, 64));
   app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
   app.add_option("--warmup", s.warmup, "Noam warm-up steps")->check(CLI::PositiveNumber);
   app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")->check(CLI::PositiveNumber);
