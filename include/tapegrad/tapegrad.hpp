@@ -22,6 +22,7 @@
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
 #include "tapegrad/ops/attention.hpp"
+#include "tapegrad/ops/causal_attention.hpp"
 #include "tapegrad/ops/activation.hpp"
 #include "tapegrad/ops/kl_div.hpp"
 #include "tapegrad/optim/optimizer.hpp"
