@@ -59,9 +59,11 @@ Array&& chain_(Array& dy, F f) {
 Tensor add(const Tensor& a, const Tensor& b) {
   // y = a + b        da = dy        db = dy        (each summed back to its input's shape)
   Tensor y(binary("add", a.data(), b.data(), [](const auto& x, const auto& z) { return x + z; }));
-  autograd::record("add", y, {a, b}, {}, [a, b](const Array& dy) {
-    if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "add");
+  autograd::record("add", y, {a, b}, {}, [a, b](Array dy) {
+    // b gets a copy (or its broadcast sum); a then takes dy's own buffer when the shapes agree.
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
+    if (a.requires_grad())
+      a.accumulate_grad(a.shape() == dy.shape() ? std::move(dy) : sum_to_shape(dy, a.shape()), "add");
   });
   return y;
 }
