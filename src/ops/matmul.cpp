@@ -71,6 +71,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 }  // namespace detail
 
 namespace {
+// Elements worth a thread in the bias loops of linear (a copy or an add costs well under a
+// nanosecond per element; waking a thread, microseconds).
+constexpr std::size_t kCopyGrain = std::size_t{1} << 15;
+
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
 // (M, K), or (K, M) when ta (then op(A) = A^T); likewise op(B) is (K, N), stored (N, K) when tb.
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
@@ -160,11 +164,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.back() = out_f;
   Array out = Array::from_shape(out_shape);
   if (has_bias)                                  // every row starts as b; the GEMM adds x W^T (beta = 1)
-    for (std::size_t r = 0; r < N; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+    ::tapegrad::detail::parallel_for(N, std::max<std::size_t>(1, kCopyGrain / std::max<std::size_t>(out_f, 1)),
+                                     [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = first; r < last; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+    });
   gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs = has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
-  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](const Array& dy) {
+  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](Array dy) {
     if (x.requires_grad()) {
       Array dx = Array::from_shape(x.shape());
       gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
@@ -176,9 +183,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       weight.accumulate_grad(std::move(dweight), "linear");
     }
     if (bias.requires_grad()) {
-      std::vector<double> sums(out_f, 0.0);      // column sums, row by row: sequential, in double
-      for (std::size_t r = 0; r < N; ++r)
-        for (std::size_t j = 0; j < out_f; ++j) sums[j] += dy.data()[r * out_f + j];
+      // Column sums in double, each column down the rows in order; the columns are split over the
+      // threads (a column is summed by one thread, the same way whatever their number).
+      std::vector<double> sums(out_f, 0.0);
+      const float* g = dy.data();
+      ::tapegrad::detail::parallel_for(out_f, std::max<std::size_t>(8, kCopyGrain / std::max<std::size_t>(N, 1)),
+                                       [&](std::size_t first, std::size_t last) {
+        for (std::size_t r = 0; r < N; ++r)
+          for (std::size_t j = first; j < last; ++j) sums[j] += g[r * out_f + j];
+      });
       Array dbias = Array::from_shape({out_f});
       std::copy(sums.begin(), sums.end(), dbias.data());
       bias.accumulate_grad(std::move(dbias), "linear");
