@@ -11,7 +11,8 @@
 // Backward reads the saved operands; a side that needs no gradient costs no work.
 // Threads (threads.hpp): each product is cut into up to 2 blocks of rows (or of columns, when it
 // is wider than tall), the same blocks whatever the thread count, and the threads of tapegrad's
-// pool share them out, each calling single-threaded sgemm on its blocks.
+// pool share them out, each calling single-threaded sgemm on its blocks. A product with one row
+// (generating one token at a time) calls sgemv instead, which reads B once and packs nothing.
 #include "tapegrad/ops/matmul.hpp"
 
 #include <algorithm>
@@ -59,7 +60,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     for (std::size_t b = first; b < last; ++b) {
       const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
       const int len = static_cast<int>(end - begin);
-      if (by_rows)        // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+      if (M == 1) {       // one row: a matrix-vector product, C^T = op(B)^T op(A)^T; sgemm would pack all of B
+        const float* x = A;                       // op(A) (1, K): a row of A, or a column when trans_a
+        const int incx = trans_a ? int(lda) : 1;  // (with M == 1, any second block is of columns)
+        if (trans_b)      // B stored (N, K): C[j] = B[j, :] . x
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, len, int(K), alpha, B + begin * ldb, int(ldb), x, incx, beta,
+                      C + begin, 1);
+        else              // B stored (K, N): C[j] = B[:, j] . x
+          cblas_sgemv(CblasRowMajor, CblasTrans, int(K), len, alpha, B + begin, int(ldb), x, incx, beta, C + begin, 1);
+      } else if (by_rows) // rows [begin, end) of C and of op(A); A^T's rows are columns of A
         cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
                     int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
       else                // columns [begin, end) of C and of op(B); B^T's columns are rows of B
