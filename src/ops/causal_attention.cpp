@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -75,16 +76,20 @@ float row_max(const float* x, std::size_t n) {   // n >= 1; the same value in an
 
 // Row i of the (T, T) block S holds q_i . k_j for j <= i; it becomes softmax over j <= i, then 0:
 //   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j / sum_j e_j   (sum in double)
+// The loops run over a whole number of vectors, n8 = i + 1 rounded up to 8 (at most T): the scores
+// between i + 1 and n8 are set to -inf, so their exponentials are 0 and change neither the maximum
+// nor the sum, and the loops never fall back to one float at a time for the rest of a row.
 void causal_softmax_rows(float* S, std::size_t T, float scale) {
   for (std::size_t i = 0; i < T; ++i) {
     float* row = S + i * T;
-    const std::size_t n = i + 1;                   // the mask: only keys 0 .. i
-    for (std::size_t j = 0; j < n; ++j) row[j] = row[j] * scale;
-    const float m = row_max(row, n);
-    for (std::size_t j = 0; j < n; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
-    const auto total = static_cast<float>(lane_sum(row, n));
-    for (std::size_t j = 0; j < n; ++j) row[j] /= total;
-    std::fill(row + n, row + T, 0.0f);
+    const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);   // the mask: only keys 0 .. i
+    std::fill(row + n, row + n8, -std::numeric_limits<float>::infinity());
+    for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * scale;
+    const float m = row_max(row, n8);
+    for (std::size_t j = 0; j < n8; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
+    const auto total = static_cast<float>(lane_sum(row, n8));
+    for (std::size_t j = 0; j < n8; ++j) row[j] /= total;
+    std::fill(row + n8, row + T, 0.0f);
   }
 }
 
@@ -111,7 +116,7 @@ void apply_keep_mask(const Saved& s, std::size_t at, std::size_t n, const float*
 // place; the right operand B has contiguous rows (keys and values are transposed into scratch where a
 // product needs them by column). Each element of C is summed over k ascending in one tile, so the
 // result depends on the sizes only, never on the thread that computes it.
-constexpr std::size_t kR = 4, kW = 16;
+constexpr std::size_t kR = 6, kW = 16;   // 12 vector sums: most of the 16 AVX registers
 
 // Eight floats as one value, GCC's and Clang's vector extension: an AVX register, or two SSE ones
 // on a CPU without AVX. VecU is the same type for unaligned memory that may alias floats.
@@ -121,27 +126,28 @@ inline Vec load(const float* p) { return *reinterpret_cast<const VecU*>(p); }
 inline void store(float* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
 inline Vec splat(float x) { return Vec{x, x, x, x, x, x, x, x}; }
 
-// C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for a whole tile (kR rows, kW columns): the
-// kR x kW sums live in registers while k runs.
-void full_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, std::size_t k0,
-               std::size_t k1, float* C, std::size_t ldc) {
-  static_assert(kW == 16, "two vectors of eight per row");
-  Vec acc[kR][2] = {};
+// C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and kW columns: the R x kW
+// sums live in registers while k runs.
+template <std::size_t R>
+void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, std::size_t k0,
+                 std::size_t k1, float* C, std::size_t ldc) {
+  static_assert(kW == 16 && R <= kR, "two vectors of eight per row");
+  Vec acc[R][2] = {};
   for (std::size_t k = k0; k < k1; ++k) {
     const Vec b0 = load(B + k * ldb), b1 = load(B + k * ldb + 8);
-    for (std::size_t r = 0; r < kR; ++r) {
+    for (std::size_t r = 0; r < R; ++r) {
       const Vec a = splat(A[r * ar + k * ak]);
       acc[r][0] += a * b0;
       acc[r][1] += a * b1;
     }
   }
-  for (std::size_t r = 0; r < kR; ++r) {
+  for (std::size_t r = 0; r < R; ++r) {
     store(C + r * ldc, acc[r][0]);
     store(C + r * ldc + 8, acc[r][1]);
   }
 }
 
-// The same for a tile cut short at the edge of C (rows <= kR, cols <= kW), one float at a time.
+// The same for a tile narrower than kW columns (rows <= kR), one float at a time.
 void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, std::size_t k0,
                std::size_t k1, float* C, std::size_t ldc, std::size_t rows, std::size_t cols) {
   float acc[kR][kW] = {};
@@ -165,8 +171,18 @@ void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, cons
       const std::size_t n = std::min(kW, N - c0);
       const float* a = A + r0 * ar;
       float* c = C + r0 * ldc + c0;
-      if (rows == kR && n == kW) full_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-      else edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc, rows, n);
+      if (n < kW) {
+        edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc, rows, n);
+        continue;
+      }
+      switch (rows) {                            // a tile of kR rows, or the last, shorter one
+        case 6: vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 5: vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 4: vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 3: vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 2: vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        default: vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+      }
     }
   }
 }
@@ -226,13 +242,13 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
   transpose_into(V, ld, T, hs, vt);
   product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs));        // dP' = dO V^T, for j <= i
   if (!s.keep.empty()) apply_keep_mask(s, at, d.block(), dS, dS);
-  for (std::size_t i = 0; i < T; ++i) {
-    float* g = dS + i * T;
+  for (std::size_t i = 0; i < T; ++i) {                                    // over n8 as in the softmax:
+    float* g = dS + i * T;                                                 // P is 0 beyond the diagonal
     const float* p = P + i * T;
-    const std::size_t n = i + 1;
-    const auto c = static_cast<float>(lane_dot(g, p, n));
-    for (std::size_t j = 0; j < n; ++j) g[j] = (p[j] * (g[j] - c)) * s.scale;
-    std::fill(g + n, g + T, 0.0f);                                         // the products below read it
+    const std::size_t n8 = std::min(T, (i + 8) / 8 * 8);
+    const auto c = static_cast<float>(lane_dot(g, p, n8));
+    for (std::size_t j = 0; j < n8; ++j) g[j] = (p[j] * (g[j] - c)) * s.scale;
+    std::fill(g + n8, g + T, 0.0f);                                        // the products below read it
   }
   product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile);        // dQ = dS K
   product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T));         // dK = dS^T Q
