@@ -10,6 +10,7 @@
 // "none" (PyTorch's GeluKernel and GeluBackwardKernel, same order of operations):
 //   y  = (x * 0.5) * (1 + erf(x * sqrt(1/2)))
 //   dx = dy * (cdf + x * pdf),   cdf = 0.5 * (1 + erf(x * sqrt(1/2))),  pdf = exp(-x^2 / 2) / sqrt(2 pi)
+//   (the pdf's exponential is the one erf_f32 computes for its large branch, exp(-(x sqrt(1/2))^2))
 // "tanh" (u = sqrt(2/pi) * (x + 0.044715 x^3)):
 //   y  = 0.5 x (1 + tanh(u))
 //   dx = dy * (0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2))
@@ -58,9 +59,10 @@ void gelu_forward(const float* x, float* y, float* d, std::size_t n, bool tanh_f
       for (std::size_t i = first; i < last; ++i) y[i] = x[i] * tanh_form_r(x[i]);
     } else if (d) {
       for (std::size_t i = first; i < last; ++i) {
-        const float erf = ::tapegrad::detail::erf_f32(x[i] * kSqrtHalf);
+        float gauss;                                   // exp(-x^2 / 2), which erf_f32 computes anyway
+        const float erf = ::tapegrad::detail::erf_f32(x[i] * kSqrtHalf, gauss);
         const float cdf = 0.5f * (1.0f + erf);
-        const float pdf = kInvSqrt2Pi * ::tapegrad::detail::exp_f32(x[i] * x[i] * -0.5f);
+        const float pdf = kInvSqrt2Pi * gauss;
         y[i] = (x[i] * 0.5f) * (1.0f + erf);
         d[i] = cdf + x[i] * pdf;
       }
