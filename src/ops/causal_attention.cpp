@@ -14,7 +14,7 @@
 // Saved for backward: qkv (as a tensor, version-checked), the softmax P (B, nh, T, T) and, with
 // dropout, the keep mask and the weights actually applied.
 // Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is computed
-// by one thread with the same calls whatever the thread count, so results never depend on it.
+// by one thread in the same way whatever the thread count, so results never depend on it.
 #include "tapegrad/ops/causal_attention.hpp"
 
 #include <algorithm>
@@ -49,9 +49,9 @@ struct Saved {
   const float* weights() const { return keep.empty() ? p.data() : p_used.data(); }
 };
 
-// Sums and maxima of a row in four interleaved lanes (j % 4), combined at the end: a fixed order
-// (so results depend on the length only) that the compiler vectorises, where one running sum in
-// double waits four cycles for every element.
+// Row sums (and the backward's row dot products) in four interleaved double lanes (j % 4), added
+// at the end: a fixed order (so results depend on the length only) that the compiler vectorises,
+// where one running sum waits four cycles for every element. A maximum is exact in any order.
 double lane_sum(const float* x, std::size_t n) {
   double lane[4] = {0.0, 0.0, 0.0, 0.0};
   std::size_t j = 0;
