@@ -199,6 +199,15 @@ TEST_CASE("a run stopped and resumed ends with the same bits as a run straight t
   CHECK(other.text.find("was made with another dropout") != std::string::npos);
 }
 
+TEST_CASE("the same seed gives the same bits on one thread and on two") {
+  const fs::path dir = folder("threads");
+  const std::string data = " --data '" + tiny_corpus(dir).string() + "' --steps 20 --eval-every 10 --sample-tokens 0" +
+                           kTiny + " --dropout 0.1";
+  REQUIRE(run(TAPEGRAD_GPT, data + " --threads 1 --out '" + (dir / "one").string() + "'").status == 0);
+  REQUIRE(run(TAPEGRAD_GPT, data + " --threads 2 --out '" + (dir / "two").string() + "'").status == 0);
+  CHECK(same_tensors((dir / "one" / "last.safetensors").string(), (dir / "two" / "last.safetensors").string()));
+}
+
 TEST_CASE("gpt_sample: the same seed gives the same text, and the cache changes nothing but the speed") {
   const fs::path dir = folder("sample");
   REQUIRE(run(TAPEGRAD_GPT, "--data '" + tiny_corpus(dir).string() + "' --steps 30 --eval-every 30 --sample-tokens 0" +
