@@ -75,7 +75,7 @@ float row_max(const float* x, std::size_t n) {   // n >= 1; the same value in an
 }
 
 // Row i of the (T, T) block S holds q_i . k_j for j <= i; it becomes softmax over j <= i, then 0:
-//   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j / sum_j e_j   (sum in double)
+//   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j * (1 / sum_j e_j)   (sum in double)
 // The loops run over a whole number of vectors, n8 = i + 1 rounded up to 8 (at most T): the scores
 // between i + 1 and n8 are set to -inf, so their exponentials are 0 and change neither the maximum
 // nor the sum, and the loops never fall back to one float at a time for the rest of a row.
@@ -87,8 +87,8 @@ void causal_softmax_rows(float* S, std::size_t T, float scale) {
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * scale;
     const float m = row_max(row, n8);
     for (std::size_t j = 0; j < n8; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
-    const auto total = static_cast<float>(lane_sum(row, n8));
-    for (std::size_t j = 0; j < n8; ++j) row[j] /= total;
+    const float inverse = 1.0f / static_cast<float>(lane_sum(row, n8));   // times 1/sum, as PyTorch's kernel
+    for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
     std::fill(row + n8, row + T, 0.0f);
   }
 }
