@@ -35,6 +35,13 @@ inline bool numel_fits(const Shape& shape, std::size_t* numel) {
   return true;
 }
 
+/// Whether the non-zero sizes of `shape` multiply to at most 2^63 - 1, so that xtensor's strides
+/// fit: what a reader checks before a shape read from a file reaches xtensor.
+inline bool fits_in_strides(const Shape& shape) {
+  std::size_t numel = 0;
+  return numel_fits(shape, &numel);
+}
+
 /// The number of elements of `shape`. ShapeError naming `where` and the shape when its sizes
 /// multiply past 2^63 - 1, or when its non-zero sizes do (xtensor multiplies those into strides
 /// even when another size is 0 and the array is empty).

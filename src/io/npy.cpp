@@ -17,7 +17,7 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xnpy.hpp>
 
-#include "shape_limits.hpp"
+#include "tapegrad/sizes.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::io {
@@ -188,7 +188,7 @@ Array parse_npy(std::string_view bytes, std::string_view source) {
       reader.fail("expected a shape whose size fits in 64 bits, got ", header->shape);
   if (__builtin_mul_overflow(numel, static_cast<std::uint64_t>(item), &size))
     reader.fail("expected a shape whose size fits in 64 bits, got ", header->shape);
-  if (!strides_fit(header->shape))
+  if (!fits_in_strides(header->shape))
     reader.fail("expected a shape whose non-zero dimensions multiply to less than 2^63, got ", header->shape);
   if (size != bytes.size() - data_start)
     reader.fail("expected ", size, " data bytes for shape ", header->shape, " of '", header->descr, "', got ",

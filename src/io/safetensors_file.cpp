@@ -8,7 +8,7 @@
 
 #include "checkpoint_errors.hpp"
 #include "dtypes.hpp"
-#include "shape_limits.hpp"
+#include "tapegrad/sizes.hpp"
 #include "utf8.hpp"
 
 namespace tapegrad::io {
@@ -47,7 +47,7 @@ void SafetensorsFile::add_raw(std::string name, Dtype dtype, Shape shape, std::v
                     expected ? std::to_string(*expected) : std::string("an impossible number of"),
                     " bytes for tensor ", in_quotes(name), " (", dtype_name(dtype), ", shape ", shape,
                     "), got ", bytes.size());
-  check<ValueError>(strides_fit(shape), "SafetensorsFile: expected tensor ", in_quotes(name),
+  check<ValueError>(fits_in_strides(shape), "SafetensorsFile: expected tensor ", in_quotes(name),
                     "'s non-zero dimensions to multiply to less than 2^63, got shape ", shape);
   TensorRecord r;
   r.name = std::move(name);

@@ -35,7 +35,7 @@
 #include "dtypes.hpp"
 #include "input_file.hpp"
 #include "json_util.hpp"
-#include "shape_limits.hpp"
+#include "tapegrad/sizes.hpp"
 #include "utf8.hpp"
 
 namespace tapegrad::io {
@@ -297,7 +297,7 @@ std::uint64_t check_no_overflow(const Entry& e, const Refusal& refuse) {
   if (!size)
     refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s size in bytes to fit in 64 bits, got "
                 "shape ", e.shape, " of ", dtype_name(e.dtype));
-  if (!strides_fit(e.shape))
+  if (!fits_in_strides(e.shape))
     refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s non-zero dimensions to multiply to "
                 "less than 2^63, got shape ", e.shape);
   return *size;
