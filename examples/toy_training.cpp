@@ -13,8 +13,11 @@
 //     build/examples/toy_training --steps 400 --checkpoint half.safetensors
 //     build/examples/toy_training --resume half.safetensors       # continues to --steps (800)
 //
-// Read it top to bottom: the settings, the optimizers, one training step, the run, the report.
-// The toy language, the model, the measurements and the pictures are in examples/toy_training/.
+// Read it top to bottom. First what trains: the settings, the model, the optimizers, one training
+// step, the training loop. Then the plumbing: the flags, the checkpoint and --resume, and run(),
+// which puts it all together (data, model, training, checkpoint, report, pictures) for main().
+// The toy language, the model's class, the measurements, the report and the pictures are in
+// examples/toy_training/.
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -50,6 +53,7 @@ constexpr std::size_t kTrainSentences = 2000, kHeldOutSentences = 500;
 
 // ---- the settings ------------------------------------------------------------------------------
 
+// What the flags set (add_flags, below, has the help text of each).
 struct Settings {
   std::int64_t steps = 800;
   double lr = 1.0;
@@ -66,53 +70,20 @@ struct Settings {
   std::string resume;
 };
 
-// The rule of each setting, for its flag and for the text a checkpoint stores when the run is
-// resumed: a hand-edited file cannot get past what the command line refuses. The upper bounds
-// stop values that could only exhaust memory or time: a batch of 4096 sentences of 12 words at
-// d-model 4096 already needs 800 MB per activation; the toy's vocabulary is at most 200 words.
-CLI::Validator rule(const std::string& setting) {
-  if (setting == "steps" || setting == "warmup") return integer_in(1, 10'000'000);
-  if (setting == "lr") return positive_number();
-  if (setting == "batch-size" || setting == "d-model") return integer_in(1, 4096);
-  if (setting == "vocab") return integer_in(4, 200);
-  if (setting == "synonyms") return integer_in(2, 1000);
-  if (setting == "seed") return unsigned_integer();
-  if (setting == "threads") return integer_in(1, 256);
-  if (setting == "sparse") return zero_or_one();
-  throw std::logic_error("toy_training: no rule for the setting " + setting);
-}
+// ---- the model ---------------------------------------------------------------------------------
 
-void add_flags(CLI::App& app, Settings& s) {
-  app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
-      ->capture_default_str()->check(rule("steps"));
-  app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
-      ->capture_default_str()->check(rule("lr"));
-  app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
-      ->capture_default_str()->check(rule("warmup"));
-  app.add_option("--batch-size", s.batch_size, "sentences per training batch")
-      ->capture_default_str()->check(rule("batch-size"));
-  app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
-      ->capture_default_str()->check(rule("d-model"));
-  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
-      ->capture_default_str()->check(rule("vocab"));
-  app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
-      ->capture_default_str()->check(rule("synonyms"));
-  app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
-      ->capture_default_str()->check(rule("seed"));
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
-      ->capture_default_str()->check(rule("threads"));
-  app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
-  app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
-  app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
-                                               "(default: <out>/checkpoint.safetensors)");
-  app.add_option("--resume", s.resume, "continue the run saved in this checkpoint (its settings are used)");
-}
-
-// Checks that need more than one flag; each flag has passed its rule.
-void check_settings(const Settings& s) {
-  if (s.vocab - 1 < s.synonyms + 1)
-    throw CLI::ValidationError("--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
-                                              std::to_string(s.synonyms + 2) + ", got " + std::to_string(s.vocab));
+// The tutorials' pipeline, class ToyModel in toy_training/model.hpp (tape_of_a_training_step.cpp
+// builds a small one too):
+//
+//     ids (B, T) -> embed: Embeddings, lut(ids) * sqrt(d_model), padding_idx 0  -> (B, T, d_model)
+//                -> pos:   PositionalEncoding, x + pe[:, :T], then Dropout(0.1) -> (B, T, d_model)
+//                -> out:   Linear(d_model, tags)                                -> (B, T, tags)
+//                -> reshaped to logits (B*T, tags) for the cross-entropy
+//
+// Its state: embed.lut.weight, pos.pe (a buffer, never trained), out.weight, out.bias. Every
+// random draw, the initial weights and then the dropout masks, comes from one seeded generator.
+ModelOptions model_options(const Settings& s, const Language& lang) {
+  return {s.vocab, s.d_model, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/64, s.sparse};
 }
 
 // ---- the optimizers ----------------------------------------------------------------------------
@@ -191,6 +162,57 @@ void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& 
     progress.update(step + 1, run.loss.train.back(), tokens, lr);
   }
   run.seconds = progress.seconds();
+}
+
+// ---- the flags ---------------------------------------------------------------------------------
+
+// The rule of each setting, for its flag and for the text a checkpoint stores when the run is
+// resumed: a hand-edited file cannot get past what the command line refuses. The upper bounds
+// stop values that could only exhaust memory or time: a batch of 4096 sentences of 12 words at
+// d-model 4096 already needs 800 MB per activation; the toy's vocabulary is at most 200 words.
+CLI::Validator rule(const std::string& setting) {
+  if (setting == "steps" || setting == "warmup") return integer_in(1, 10'000'000);
+  if (setting == "lr") return positive_number();
+  if (setting == "batch-size" || setting == "d-model") return integer_in(1, 4096);
+  if (setting == "vocab") return integer_in(4, 200);
+  if (setting == "synonyms") return integer_in(2, 1000);
+  if (setting == "seed") return unsigned_integer();
+  if (setting == "threads") return integer_in(1, 256);
+  if (setting == "sparse") return zero_or_one();
+  throw std::logic_error("toy_training: no rule for the setting " + setting);
+}
+
+void add_flags(CLI::App& app, Settings& s) {
+  app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
+      ->capture_default_str()->check(rule("steps"));
+  app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
+      ->capture_default_str()->check(rule("lr"));
+  app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
+      ->capture_default_str()->check(rule("warmup"));
+  app.add_option("--batch-size", s.batch_size, "sentences per training batch")
+      ->capture_default_str()->check(rule("batch-size"));
+  app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
+      ->capture_default_str()->check(rule("d-model"));
+  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
+      ->capture_default_str()->check(rule("vocab"));
+  app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
+      ->capture_default_str()->check(rule("synonyms"));
+  app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
+      ->capture_default_str()->check(rule("seed"));
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
+      ->capture_default_str()->check(rule("threads"));
+  app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
+  app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
+  app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
+                                               "(default: <out>/checkpoint.safetensors)");
+  app.add_option("--resume", s.resume, "continue the run saved in this checkpoint (its settings are used)");
+}
+
+// Checks that need more than one flag; each flag has passed its rule.
+void check_settings(const Settings& s) {
+  if (s.vocab - 1 < s.synonyms + 1)
+    throw CLI::ValidationError("--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
+                                              std::to_string(s.synonyms + 2) + ", got " + std::to_string(s.vocab));
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------
@@ -316,7 +338,7 @@ std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile file, con
   return progress.step;
 }
 
-// ---- main --------------------------------------------------------------------------------------
+// ---- the run -----------------------------------------------------------------------------------
 
 void describe(const Settings& s, const Language& lang, const ToyModel& model, std::int64_t first_step) {
   std::cout << "toy_training: tag each word with its meaning and its role (open: the first "
@@ -342,7 +364,7 @@ int run(Settings s, const std::set<std::string>& given) {
   const std::vector<Batch> held_out = held_out_batches(lang, corpus, 64);
 
   const auto generator = std::make_shared<Generator>(s.seed);   // initial weights, then dropout masks
-  const ModelOptions options{s.vocab, s.d_model, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/64, s.sparse};
+  const ModelOptions options = model_options(s, lang);
   ToyModel model(options, generator);
   Optimizers opt(model, s);
   // Step 0, as built from the seed (a resumed run's model was built the same way).
