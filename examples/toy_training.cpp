@@ -13,33 +13,35 @@
 //     build/examples/toy_training --steps 400 --checkpoint half.safetensors
 //     build/examples/toy_training --resume half.safetensors       # continues to --steps (800)
 //
-// Read it top to bottom: the settings, the optimizers, one training step, the run, the report.
-// The toy language, the model, the measurements and the pictures are in examples/toy_training/.
+// Read it top to bottom: the model, the optimizers, one training step and the training loop come
+// first; then what a checkpoint saves, and run(), which puts it all together (data, model,
+// training, checkpoint, report, pictures) for main(). The plumbing is in examples/toy_training/:
+// the settings and their flags (settings.hpp), saving and resuming (checkpoint.hpp), the toy
+// language, the model's class, the measurements, the report, the progress line and the pictures.
+#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <stdexcept>
 #include <string>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "toy_training/flag_checks.hpp"
+#include "toy_training/checkpoint.hpp"
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
 #include "toy_training/model.hpp"
 #include "toy_training/pictures.hpp"
 #include "toy_training/progress.hpp"
 #include "toy_training/report.hpp"
+#include "toy_training/settings.hpp"
 
 using namespace tapegrad;
 using namespace toy;
@@ -48,71 +50,20 @@ namespace {
 
 constexpr std::size_t kTrainSentences = 2000, kHeldOutSentences = 500;
 
-// ---- the settings ------------------------------------------------------------------------------
+// ---- the model ---------------------------------------------------------------------------------
 
-struct Settings {
-  std::int64_t steps = 800;
-  double lr = 1.0;
-  std::int64_t warmup = 40;
-  std::int64_t batch_size = 16;
-  std::int64_t d_model = 16;
-  std::int64_t vocab = 25;
-  std::int64_t synonyms = 4;
-  std::uint64_t seed = 1;
-  int threads = 1;
-  bool sparse = false;
-  std::string out = "out/toy_training";
-  std::string checkpoint;   // default: <out>/checkpoint.safetensors
-  std::string resume;
-};
-
-// The rule of each setting, for its flag and for the text a checkpoint stores when the run is
-// resumed: a hand-edited file cannot get past what the command line refuses. The upper bounds
-// stop values that could only exhaust memory or time: a batch of 4096 sentences of 12 words at
-// d-model 4096 already needs 800 MB per activation; the toy's vocabulary is at most 200 words.
-CLI::Validator rule(const std::string& setting) {
-  if (setting == "steps" || setting == "warmup") return integer_in(1, 10'000'000);
-  if (setting == "lr") return positive_number();
-  if (setting == "batch-size" || setting == "d-model") return integer_in(1, 4096);
-  if (setting == "vocab") return integer_in(4, 200);
-  if (setting == "synonyms") return integer_in(2, 1000);
-  if (setting == "seed") return unsigned_integer();
-  if (setting == "threads") return integer_in(1, 256);
-  if (setting == "sparse") return zero_or_one();
-  throw std::logic_error("toy_training: no rule for the setting " + setting);
-}
-
-void add_flags(CLI::App& app, Settings& s) {
-  app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
-      ->capture_default_str()->check(rule("steps"));
-  app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
-      ->capture_default_str()->check(rule("lr"));
-  app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
-      ->capture_default_str()->check(rule("warmup"));
-  app.add_option("--batch-size", s.batch_size, "sentences per training batch")
-      ->capture_default_str()->check(rule("batch-size"));
-  app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
-      ->capture_default_str()->check(rule("d-model"));
-  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
-      ->capture_default_str()->check(rule("vocab"));
-  app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
-      ->capture_default_str()->check(rule("synonyms"));
-  app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
-      ->capture_default_str()->check(rule("seed"));
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
-      ->capture_default_str()->check(rule("threads"));
-  app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
-  app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
-  app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
-                                               "(default: <out>/checkpoint.safetensors)");
-  app.add_option("--resume", s.resume, "continue the run saved in this checkpoint (its settings are used)");
-}
-
-// Checks that need more than one flag; each flag has passed its rule.
-void check_settings(const Settings& s) {
-  if (s.vocab - 1 < s.synonyms + 1)
-    throw CLI::ValidationError("--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
-                                              std::to_string(s.synonyms + 2) + ", got " + std::to_string(s.vocab));
+// The tutorials' pipeline, class ToyModel in toy_training/model.hpp (tape_of_a_training_step.cpp
+// builds a small one too):
+//
+//     ids (B, T) -> embed: Embeddings, lut(ids) * sqrt(d_model), padding_idx 0  -> (B, T, d_model)
+//                -> pos:   PositionalEncoding, x + pe[:, :T], then Dropout(0.1) -> (B, T, d_model)
+//                -> out:   Linear(d_model, tags)                                -> (B, T, tags)
+//                -> reshaped to logits (B*T, tags) for the cross-entropy
+//
+// Its state: embed.lut.weight, pos.pe (a buffer, never trained), out.weight, out.bias. Every
+// random draw, the initial weights and then the dropout masks, comes from one seeded generator.
+ModelOptions model_options(const Settings& s, const Language& lang) {
+  return {s.vocab, s.d_model, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/64, s.sparse};
 }
 
 // ---- the optimizers ----------------------------------------------------------------------------
@@ -193,12 +144,11 @@ void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& 
   run.seconds = progress.seconds();
 }
 
-// ---- checkpoints -------------------------------------------------------------------------------
+// ---- the checkpoint ----------------------------------------------------------------------------
 
-// Everything an exact resume needs goes into ONE safetensors file: tapegrad's TrainingCheckpoint
-// saves the model, the optimizers with their schedules, the generator of the dropout masks and the
-// step; this program adds its settings and the loss history as "extra" text, so that a resumed
-// run is the same run and its report and loss curve cover all of it.
+// What a checkpoint saves for an exact resume: the model, the optimizers with their schedules and
+// the generator of the dropout masks (with the step, the settings and the loss history, which
+// save_checkpoint adds: toy_training/checkpoint.hpp).
 io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt, std::shared_ptr<Generator> generator) {
   io::TrainingCheckpoint state(model, *opt.adam, opt.adam_schedule.get());
   if (opt.sparse_adam) state.add_optimizer(*opt.sparse_adam, opt.sparse_schedule.get());
@@ -206,117 +156,7 @@ io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt, std::shar
   return state;
 }
 
-std::string exact(double v) {
-  std::ostringstream os;
-  os.precision(17);                        // enough digits to read back the same double
-  os << v;
-  return os.str();
-}
-
-std::map<std::string, std::string> settings_text(const Settings& s) {
-  return {{"seed", std::to_string(s.seed)},         {"vocab", std::to_string(s.vocab)},
-          {"synonyms", std::to_string(s.synonyms)}, {"d-model", std::to_string(s.d_model)},
-          {"batch-size", std::to_string(s.batch_size)}, {"lr", exact(s.lr)},
-          {"warmup", std::to_string(s.warmup)},     {"sparse", s.sparse ? "1" : "0"}};
-}
-
-void save_checkpoint(const io::TrainingCheckpoint& state, const Settings& s, const LossHistory& loss) {
-  std::map<std::string, std::string> extra = settings_text(s);
-  std::string train, held_out;
-  for (const double l : loss.train) train += exact(l) + " ";
-  for (const auto& [step, l] : loss.held_out) held_out += std::to_string(step) + ":" + exact(l) + " ";
-  extra["loss"] = train;
-  extra["held-out-loss"] = held_out;
-  fs::create_directories(fs::absolute(s.checkpoint).parent_path());
-  state.save(s.checkpoint, io::TrainingProgress(s.steps, s.steps, extra));
-}
-
-// Reads --resume's file, checking all of it, and takes the run's settings from it: a resumed run
-// continues the same run. Each stored setting passes the rule of its flag, and the settings
-// together pass check_settings, as if they had been given on the command line. A flag given with
-// another value is an error, not a silent change.
-io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& given) {
-  io::SafetensorsFile file;
-  try {
-    file = io::load_safetensors(s.resume);   // reads and checks the whole file before anything else
-  } catch (const CheckpointError& e) {
-    throw std::runtime_error(std::string("--resume: ") + e.what());
-  }
-  const std::string where = "--resume '" + s.resume + "'";
-  auto adopt = [&](const std::string& flag, auto& setting) {
-    const std::optional<std::string> saved = file.metadata_value("progress.extra." + flag);
-    if (!saved)
-      throw std::runtime_error(where + ": expected a toy_training checkpoint, got a file without the setting --" + flag);
-    std::string text = *saved;
-    if (const std::string why = rule(flag)(text); !why.empty())
-      throw std::runtime_error(where + ": the checkpoint's setting --" + flag + " is refused: " + why);
-    std::remove_reference_t<decltype(setting)> value{};
-    CLI::detail::lexical_cast(text, value);   // cannot fail: the rule accepted the text
-    if (given.count("--" + flag) && value != setting)
-      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " +
-                               *saved + "; leave the flag out to continue that run");
-    setting = value;
-  };
-  adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms), adopt("d-model", s.d_model);
-  adopt("batch-size", s.batch_size), adopt("lr", s.lr), adopt("warmup", s.warmup), adopt("sparse", s.sparse);
-  try {
-    check_settings(s);
-  } catch (const CLI::ValidationError& e) {
-    throw std::runtime_error(where + ": the checkpoint's settings are refused: " + e.what());
-  }
-  return file;
-}
-
-// A number as the checkpoint stores a loss: strtod's whole text, or nullopt. "inf" and "nan" read
-// back too (a loss can overflow while the weights are still finite); a run whose optimizer
-// moments went NaN is refused by the checkpoint's own value checks.
-std::optional<double> stored_number(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size()) return std::nullopt;
-  return v;
-}
-
-// Restores the tracked state from the file (all or nothing) and the loss history; returns the step.
-std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile file, const Settings& s, RunRecord& run) {
-  const std::string where = "--resume '" + s.resume + "'";
-  io::TrainingProgress progress;
-  try {
-    progress = state.restore(std::move(file), s.resume);   // all or nothing
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("--resume: ") + e.what());
-  }
-  if (progress.step < 1)
-    throw std::runtime_error(where + ": expected the number of steps the run took (at least 1), got " +
-                             std::to_string(progress.step));
-  if (progress.step >= s.steps)
-    throw std::runtime_error(where + ": the run is at step " + std::to_string(progress.step) +
-                             " already; ask for more with --steps");
-  std::istringstream train(progress.extra.count("loss") ? progress.extra.at("loss") : "");
-  for (std::string l; train >> l;) {
-    const auto loss = stored_number(l);
-    if (!loss)
-      throw std::runtime_error(where + ": expected the loss of step " + std::to_string(run.loss.train.size() + 1) +
-                               " as a number, got '" + l + "'");
-    run.loss.train.push_back(*loss);
-  }
-  std::istringstream held_out(progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
-  for (std::string item; held_out >> item;) {
-    const std::size_t colon = item.find(':');
-    std::int64_t step = -1;
-    const auto loss = colon == std::string::npos ? std::nullopt : stored_number(item.substr(colon + 1));
-    if (!loss || !parse_integer(item.substr(0, colon), step) || step < 0 || step > progress.step)
-      throw std::runtime_error(where + ": expected held-out losses as step:loss with a step in [0, " +
-                               std::to_string(progress.step) + "], got '" + item + "'");
-    run.loss.held_out.push_back({step, *loss});
-  }
-  if (std::int64_t(run.loss.train.size()) != progress.step || run.loss.held_out.empty())
-    throw std::runtime_error(where + ": expected the loss of each of its " + std::to_string(progress.step) +
-                             " steps, got " + std::to_string(run.loss.train.size()));
-  return progress.step;
-}
-
-// ---- main --------------------------------------------------------------------------------------
+// ---- the run -----------------------------------------------------------------------------------
 
 void describe(const Settings& s, const Language& lang, const ToyModel& model, std::int64_t first_step) {
   std::cout << "toy_training: tag each word with its meaning and its role (open: the first "
@@ -342,7 +182,7 @@ int run(Settings s, const std::set<std::string>& given) {
   const std::vector<Batch> held_out = held_out_batches(lang, corpus, 64);
 
   const auto generator = std::make_shared<Generator>(s.seed);   // initial weights, then dropout masks
-  const ModelOptions options{s.vocab, s.d_model, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/64, s.sparse};
+  const ModelOptions options = model_options(s, lang);
   ToyModel model(options, generator);
   Optimizers opt(model, s);
   // Step 0, as built from the seed (a resumed run's model was built the same way).

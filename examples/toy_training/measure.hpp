@@ -162,8 +162,10 @@ struct LossHistory {
 };
 
 /// Rows of the embedding that a step's batch did not use: do they stay put? Under Adam they do
-/// not — its momentum keeps moving a row after its gradient is zero (pytorch/pytorch#18404);
-/// under SparseAdam they must, bit for bit (SPEC 2.14, assertion 8).
+/// not: their gradient is zero, not absent, so Adam still updates them, and the momentum left from
+/// earlier steps keeps moving them. Under SparseAdam they must, bit for bit: it updates only the
+/// rows present in the gradient, their moments included
+/// (https://docs.pytorch.org/docs/stable/generated/torch.optim.SparseAdam.html).
 struct UnusedRows {
   std::int64_t unused = 0, moved = 0;   // (step, word) pairs: unused by the batch, and moved anyway
 
