@@ -1,7 +1,7 @@
 // bench/bench_common.hpp
 //
-// What every W1-W5 program shares (BENCHMARKS.md): a monotonic clock, warm-up then counted runs,
-// and one machine-readable line per figure in the shape the PyTorch peer prints:
+// What every W1-W5 program (docs/benchmarks.md) shares: a monotonic clock, warm-up then counted
+// runs, and one machine-readable line per figure in the shape the PyTorch peer prints:
 //     W1-S threads=1 median_ms=0.1234 min_ms=... max_ms=... n=20 warmup=5 ...
 // Threads: `--threads N` sets tapegrad's pool (threads.hpp) to N before anything else runs;
 // bench/compare also sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to N, as for the peer.

@@ -1,5 +1,5 @@
-// bench/w1_training_step.cpp: BENCHMARKS.md W1, the toy model's training step, built from the
-// real modules exactly as a user would write it:
+// bench/w1_training_step.cpp: W1 (docs/benchmarks.md), the toy model's training step, built from
+// the real modules exactly as a user would write it:
 //   Embeddings(V, D, padding_idx 0) * sqrt(D) -> PositionalEncoding(D, dropout 0.1, max_len 5000)
 //   -> Linear(D, C) -> mean cross-entropy over the non-padding positions (ignore_index -100)
 //   Adam(lr 1e-3, betas (0.9, 0.98), eps 1e-9); one step = zero_grad, forward, loss, backward, step.

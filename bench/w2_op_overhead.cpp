@@ -1,4 +1,4 @@
-// bench/w2_op_overhead.cpp: BENCHMARKS.md W2, the per-op overhead of the autograd engine.
+// bench/w2_op_overhead.cpp: W2 (docs/benchmarks.md), the per-op overhead of the autograd engine.
 // x: 16 elements requiring grad; y = x, then 100 times y = y * 1.0001 + 0.0001 (200 recorded
 // ops); loss = sum(y); backward. Figure: median microseconds per recorded op, forward + backward.
 #include <tapegrad/tapegrad.hpp>

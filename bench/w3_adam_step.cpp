@@ -1,5 +1,5 @@
-// bench/w3_adam_step.cpp: BENCHMARKS.md W3, one Adam step over P = 10,000,000 parameters with a
-// dense gradient, with W1's options Adam(lr = 1e-3, betas = (0.9, 0.98), eps = 1e-9), as the peer.
+// bench/w3_adam_step.cpp: W3 (docs/benchmarks.md), one Adam step over P = 10,000,000 parameters
+// with a dense gradient, as the peer: W1's options Adam(lr = 1e-3, betas = (0.9, 0.98), eps = 1e-9).
 // The step reads θ, g, m, v once and writes θ, m, v once: effective GB/s = 28 · P / seconds.
 // The first (warm-up) step also allocates m and v.
 #include <tapegrad/tapegrad.hpp>

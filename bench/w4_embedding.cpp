@@ -1,4 +1,5 @@
-// bench/w4_embedding.cpp: BENCHMARKS.md W4, embedding forward + backward into a dense gradient.
+// bench/w4_embedding.cpp: W4 (docs/benchmarks.md), embedding forward + backward into a dense
+// gradient.
 // V = 32000, D = 512, ids (64, 256) from [0, V) with exactly 10 % of them equal to padding_idx 0;
 // forward gather, then backward of sum(out * G) for a fixed random G, i.e. out.backward(G), as the
 // peer does. Like the peer, the gradient is dropped before each run (set_to_none), so allocating

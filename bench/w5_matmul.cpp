@@ -1,4 +1,4 @@
-// bench/w5_matmul.cpp: BENCHMARKS.md W5, matmul forward + backward at 1024.
+// bench/w5_matmul.cpp: W5 (docs/benchmarks.md), matmul forward + backward at 1024.
 // A (1024, 1024) @ B (1024, 1024), both requiring grad; C.backward(G) for a fixed random G gives
 // dA = G B^T and dB = A^T G: three GEMMs, GFLOP/s = 3 * 2 * 1024^3 / seconds. The gradients are
 // dropped before each run, as the peer does.

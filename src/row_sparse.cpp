@@ -1,4 +1,5 @@
-// src/row_sparse.cpp: coalescing and densifying row-sparse gradients (SPEC 2.2.3).
+// src/row_sparse.cpp: coalescing and densifying row-sparse gradients
+// (docs/semantics.md#gradients-dense-and-row-sparse).
 #include "tapegrad/row_sparse.hpp"
 
 #include <algorithm>

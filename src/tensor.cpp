@@ -1,7 +1,8 @@
 // src/tensor.cpp
 //
-// The Tensor handle: data access with version counting, gradient accumulation (SPEC 2.2.3's
-// table), backward's entry point, clone/detach, and the learner's summary printout.
+// The Tensor handle: data access with version counting, gradient accumulation (the table of
+// docs/semantics.md#gradients-dense-and-row-sparse), backward's entry point, clone/detach, and the
+// learner's summary printout.
 #include "tapegrad/tensor.hpp"
 
 #include <algorithm>

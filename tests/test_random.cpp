@@ -1,4 +1,4 @@
-// tests/test_random.cpp: the portable generator of SPEC 2.1.4.
+// tests/test_random.cpp: the portable generator (docs/semantics.md#randomness).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,7 +14,7 @@ using namespace tapegrad;
 
 TEST_SUITE("random") {
 
-TEST_CASE("draws follow the raw engine as SPEC 2.1.4 defines them") {
+TEST_CASE("draws follow the raw engine: u24, u53 and Box-Muller on 1 - u53 and u53") {
   Generator g(42);
   std::mt19937_64 raw(42);
   CHECK(g.uniform_float() == static_cast<float>(raw() >> 40) * 0x1.0p-24f);

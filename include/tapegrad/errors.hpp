@@ -1,6 +1,7 @@
 // include/tapegrad/errors.hpp
 //
-// The exception types of tapegrad (SPEC 2.1.2) and check(), the one helper that raises them.
+// The exception types of tapegrad (docs/semantics.md#errors) and check(), the one helper that
+// raises them.
 // Every mistake a user can make is checked by tapegrad itself, in every build type, before
 // xtensor sees the data (xtensor checks nothing in Release). Messages have the shape
 //
@@ -63,7 +64,8 @@ struct StateDictError : std::runtime_error {
         unexpected(std::move(unexpected_keys)), mismatches(std::move(size_mismatches)) {}
   std::vector<std::string> missing, unexpected, mismatches;
 };
-/// A file that cannot be read or is not valid safetensors; kind names the check (SPEC 2.13.3).
+/// A file that cannot be read or written, or is not valid safetensors; kind names the check that
+/// failed, e.g. "InvalidOffset" (the list: docs/checkpoints.md).
 struct CheckpointError : std::runtime_error {
   CheckpointError(const std::string& what, std::string error_kind)
       : std::runtime_error(what), kind(std::move(error_kind)) {}

@@ -4,8 +4,9 @@
 // reallocates the same large arrays every step (activations, their gradients, dropout masks).
 // glibc's malloc serves a block above its mmap threshold (128 KiB, adapting up to 32 MiB) with a
 // fresh mmap() and hands it back to the kernel on free(), so each step page-faults its buffers in
-// again, and first touch of fresh pages runs at a fraction of the memory bandwidth (limits.c
-// "firsttouch" against "fill"). That was most of a W1-L step before this policy.
+// again, and writing to freshly mapped pages (a page fault and a zeroed page each) runs at a
+// fraction of the speed of writing to pages already mapped. That was most of a W1-L step before
+// this policy.
 //
 // So, by default, before the first Tensor is made, tapegrad tells glibc to serve every block from
 // the heap and never to shrink it (mallopt M_MMAP_MAX = 0, M_TRIM_THRESHOLD = max): freed buffers

@@ -1,6 +1,7 @@
 // include/tapegrad/parameter.hpp
 //
-// Parameter and Buffer: the two kinds of state a Module owns (SPEC 2.2.2).
+// Parameter and Buffer: the two kinds of state a Module owns
+// (docs/semantics.md#tensors-parameters-and-buffers).
 //   Parameter  a leaf the optimizer trains (Embedding's weight, Linear's weight and bias).
 //   Buffer     state saved with the model but never trained (PositionalEncoding's `pe`).
 // Both are Tensor handles with no extra data, so copying one shares it. They are distinct types

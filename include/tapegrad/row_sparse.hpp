@@ -1,8 +1,9 @@
 // include/tapegrad/row_sparse.hpp
 //
 // The gradient of a 2-D tensor that touches few rows: what Embedding(sparse = true) produces
-// (SPEC 2.2.3). Row p of `values` belongs to row `indices[p]` of the dense tensor; ids may repeat
-// (their rows add up) and come in the order they were produced.
+// (docs/semantics.md#gradients-dense-and-row-sparse). Row p of `values` belongs to row
+// `indices[p]` of the dense tensor; ids may repeat (their rows add up) and come in the order
+// they were produced.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,8 @@
 // clone() gives an independent copy (recorded, so gradients flow through it); detach() shares
 // the data and the version counter but leaves the graph. Every op returns a new tensor with its
 // own storage: there are no views. `const Tensor&` is shallow const: it does not make the data
-// read-only. Leaves accumulate gradients (+=) until zero_grad(). The full rule: SPEC 2.2.
+// read-only. Leaves accumulate gradients (+=) until zero_grad(). The full rule:
+// docs/semantics.md#tensors-parameters-and-buffers.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +53,7 @@ class Tensor {
   const Tensor& requires_grad_(bool on = true) const;
   bool is_leaf() const;                         ///< not the output of a recorded op
 
-  // ---- gradients: absent, dense, or row-sparse (SPEC 2.2.3) ----
+  // ---- gradients: absent, dense, or row-sparse (row_sparse.hpp) ----
   bool has_grad() const;
   bool grad_is_sparse() const;
   const Array& grad() const;                    ///< a leaf's dense gradient; throws otherwise

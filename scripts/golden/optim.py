@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Golden values for tests/optim (SPEC 2.10-2.12), printed as C++ arrays to paste.
+"""Golden values for tests/optim (optimizers, schedules, clip_grad_norm_), printed as C++ arrays
+to paste.
 
 Run by hand with Debian's PyTorch (1.13.1): /usr/bin/python3 scripts/golden/optim.py
 Tests never need PyTorch.
@@ -9,7 +10,8 @@ configuration below with PyTorch's single-tensor (foreach=False) code; the param
 is printed. PyTorch 1.13 computes Adam's m as m*b1 + (1-b1)*g where 2.x (and tapegrad) use lerp;
 the two differ by about one ulp per step, well inside the tests' 1e-6 relative tolerance.
 SparseAdam: a (5, 3) parameter and row-sparse gradients with a repeated id and untouched rows.
-Also checks SPEC's worked values (float64) and prints the Noam and clip_grad_norm_ vectors.
+Also checks the worked values the tests quote (float64) and prints the Noam and clip_grad_norm_
+vectors.
 """
 import math
 
@@ -68,7 +70,7 @@ for k, (ids, vals) in enumerate(sparse_steps):
         print("const float kSparseValues%d[%d] = {%s};" % (k + 1, vals.numel(), fmt(vals)))
     p.grad = torch.sparse_coo_tensor(torch.tensor([ids], dtype=torch.int64).reshape(1, -1), vals, (5, 3))
     if len(ids) == 0:
-        # 1.13 fails on an empty sparse gradient; 2.x (and SPEC) advance the step count and
+        # 1.13 fails on an empty sparse gradient; 2.x (and tapegrad) advance the step count and
         # stop. Emulate 2.x: theta, m and v unchanged, step + 1.
         opt.state[p]["step"] += 1
     else:
@@ -76,7 +78,7 @@ for k, (ids, vals) in enumerate(sparse_steps):
     print("const float kSparseAfter%d[15] = {%s};" % (k + 1, fmt(p.detach())))
 print("// SparseAdam step counts after three steps: %s" % [opt.state[p]["step"]])
 
-# SPEC's worked values in float64.
+# The worked values the tests quote, in float64.
 def run(cls, steps, **kw):
     p = torch.nn.Parameter(torch.ones(1, dtype=torch.float64))
     opt = cls([p], foreach=False, **kw) if cls is not torch.optim.SparseAdam else cls([p], **kw)

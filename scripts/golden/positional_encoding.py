@@ -1,6 +1,7 @@
 # scripts/golden/positional_encoding.py: the tutorials' float32 PositionalEncoding table, for the
 # parity check in tests/nn/test_positional_encoding.cpp (tapegrad computes the table in double,
-# so the two agree within atol(pos) = 1e-6 + 1.2e-7 * pos, SPEC 2.6), and the exact double values.
+# so the two agree within atol(pos) = 1e-6 + 1.2e-7 * pos, about one float32 ulp of the angle),
+# and the exact double values.
 # Run by hand with Debian's PyTorch: /usr/bin/python3 scripts/golden/positional_encoding.py
 import math
 import struct

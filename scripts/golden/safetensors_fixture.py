@@ -11,11 +11,11 @@ step with only the standard library and NumPy:
      then each tensor as {"dtype", "shape", "data_offsets"} in data order;
   4. pad the header with spaces to a multiple of 8; prefix its length as a little-endian uint64;
   5. append each tensor's little-endian, row-major bytes.
-Tied tensors follow `safetensors.torch.save_model`: the data is stored once, under the smallest name,
-and the other name maps to it in "__metadata__". With two or more metadata entries the Rust writer
-emits them in hash-map order (not fixed); this script sorts them, which is one of its possible
-outputs and the order SPEC 2.13.2 pins for tapegrad's writer. The files the Python package writes
-for the tensors below differ from this one at most in that order.
+Tied tensors follow `safetensors.torch.save_model`: the data is stored once, under the smallest
+name, and the other name maps to it in "__metadata__". With two or more metadata entries the Rust
+writer emits them in hash-map order (not fixed); this script sorts them, which is one of its
+possible outputs and the order tapegrad's writer uses (docs/checkpoints.md). The files the Python
+package writes for the tensors below differ from this one at most in that order.
 
 Run by hand with Debian's Python: /usr/bin/python3 scripts/golden/safetensors_fixture.py
 (numpy 1.24). The output is committed; tests never run this script.

@@ -5,7 +5,8 @@
 // computed, as the tutorials' div_term, as angle = pos * exp(2i * -(ln 10000 / d_model)).
 // The table is fixed, not learned: a BUFFER, saved with the model, never given to an optimizer,
 // never given a gradient. It is computed in double and stored as float32, which is more accurate
-// than the tutorials' float32 table (SPEC section 3); an odd d_model simply ends with a sine column.
+// than the tutorials' float32 table (one of tapegrad's deliberate differences from PyTorch,
+// docs/semantics.md); an odd d_model simply ends with a sine column.
 //
 // forward:  y = dropout(x + pe[:, :L])      x (B, L, d_model)
 //           dx = dropout's backward of dy   (pe is a constant and receives nothing)

@@ -1,13 +1,13 @@
 // src/nn/state_dict.cpp
 //
-// StateDict, Module::state_dict() and the ATOMIC Module::load_state_dict() (SPEC 2.9), and
-// diff_state_dicts() (SPEC L8).
+// StateDict, Module::state_dict() and the ATOMIC Module::load_state_dict()
+// (docs/semantics.md#module-and-state_dict), and diff_state_dicts().
 //
 // Both walks follow PyTorch's: every module in pre-order, including a shared module once per
 // place it appears; for each, its parameters then its persistent buffers. load_state_dict first
 // decides everything (missing keys, unexpected keys, size mismatches) and only then copies, so a
 // refused checkpoint leaves the model exactly as it was. PyTorch copies as it goes and may leave
-// a half-loaded model behind when it raises (SPEC section 3).
+// a half-loaded model behind when it raises.
 #include "tapegrad/nn/state_dict.hpp"
 
 #include <algorithm>

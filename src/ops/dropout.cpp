@@ -86,7 +86,7 @@ void check_inplace(const Tensor& x, bool inplace) {
 }  // namespace
 
 void check_dropout_probability(double p) {
-  // NaN fails both comparisons: rejected, unlike PyTorch's `p < 0 or p > 1` (SPEC section 3).
+  // NaN fails both comparisons: rejected, unlike PyTorch's `p < 0 or p > 1`, which lets it through.
   check<ValueError>(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
 }
 

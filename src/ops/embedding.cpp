@@ -1,10 +1,11 @@
 // src/ops/embedding.cpp
 //
-// The embedding lookup (SPEC 2.4) and its fused, scaled form (SPEC 2.5, the tutorials'
-// lut(x) * sqrt(d_model)). ids: any shape S, weight: (num, dim), output: S + (dim,).
-// Backward never reads weight, so nothing is saved: the closure keeps the ids (and the
-// options) alive. Everything a user can get wrong is checked before the weight is touched;
-// the max_norm renorm is the one in-place write, and it bumps weight's version.
+// The embedding lookup (docs/semantics.md#embedding) and its fused, scaled form (the tutorials'
+// lut(x) * sqrt(d_model), docs/semantics.md#embeddings-the-scaled-lookup-of-the-tutorials). ids:
+// any shape S, weight: (num, dim), output: S + (dim,). Backward never reads weight, so nothing is
+// saved: the closure keeps the ids (and the options) alive. Everything a user can get wrong is
+// checked before the weight is touched; the max_norm renorm is the one in-place write, and it bumps
+// weight's version.
 // Threads (threads.hpp): the gather splits positions; the dense scatter splits the gradient's
 // rows, each thread writing its rows in order from the positions of each id (sorted once), so
 // every row receives its contributions in position order whatever the thread count.
@@ -80,11 +81,11 @@ double row_norm(const float* row, std::size_t dim, double p) {
   return std::pow(acc, 1.0 / p);
 }
 
-// PyTorch's embedding_renorm_ (SPEC 2.4.3): each distinct referenced row, in ascending id order,
-// is scaled down to norm max_norm when it exceeds it. Rows not referenced are untouched.
-// An in-place write like PyTorch's: the version goes up (once) even if no row needed scaling,
-// so an entry that saved weight earlier in the graph fails at backward instead of using the
-// new values silently.
+// PyTorch's embedding_renorm_: each distinct referenced row, in ascending id order, is scaled by
+// max_norm / (norm + 1e-7) when its norm (in double) exceeds max_norm. Rows not referenced are
+// untouched. An in-place write like PyTorch's: the version goes up (once) even if no row needed
+// scaling, so an entry that saved weight earlier in the graph fails at backward instead of using
+// the new values silently.
 void renorm_rows_(const Tensor& weight, const IndexArray& ids, double max_norm, double norm_type) {
   autograd::NoGradGuard no_grad;
   std::vector<std::int64_t> rows(ids.data(), ids.data() + ids.size());
@@ -156,7 +157,7 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   return out;
 }
 
-// SPEC 2.4.4, with the fused scale c: for each position p in ascending order, unless it holds
+// Dense backward with the fused scale c: for each position p in ascending order, unless it holds
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
 // by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
 // is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
@@ -229,7 +230,7 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
   return dweight;
 }
 
-// The row-sparse gradient (SPEC 2.2.3): one row per non-pad position, in position order,
+// The row-sparse gradient (row_sparse.hpp): one row per non-pad position, in position order,
 // duplicates kept; every position being padding gives an empty (not an absent) gradient.
 RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
                               std::optional<std::int64_t> pad, const float* c, const DropoutMask* mask = nullptr) {

@@ -1,7 +1,8 @@
 // src/ops/loss.cpp
 //
-// cross_entropy = log_softmax + negative log-likelihood, fused into one op (SPEC 2.8), because
-// it is the hot path of every training step (W1: N = 16384 rows of C = 64 logits):
+// cross_entropy = log_softmax + negative log-likelihood, fused into one op (PyTorch's
+// CrossEntropyLoss, docs/semantics.md#linear-and-the-loss), because it is the hot path of every
+// training step (W1: N = 16384 rows of C = 64 logits):
 //   forward, per kept row i (target t_i != ignore_index):
 //     m_i = max_j x[i, j]        log_s_i = log(sum_j exp(x[i, j] - m_i))      (sum in double)
 //     (exp is exp_f32, src/exp_f32.hpp: the row's exponentials are one vectorised loop)

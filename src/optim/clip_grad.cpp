@@ -1,9 +1,9 @@
 // src/optim/clip_grad.cpp
 //
-// clip_grad_norm_ (SPEC 2.12). The total norm is the p-norm of the per-parameter p-norms, which
-// equals the p-norm of all gradients concatenated. Accumulated in double, so that 10M squared
-// float32 values do not lose the small ones; the scale is cast to float once, as PyTorch's
-// float32 clip coefficient is.
+// clip_grad_norm_ (PyTorch's torch.nn.utils.clip_grad_norm_). The total norm is the p-norm of the
+// per-parameter p-norms, which equals the p-norm of all gradients concatenated. Accumulated in
+// double, so that 10M squared float32 values do not lose the small ones; the scale is cast to float
+// once, as PyTorch's float32 clip coefficient is.
 #include "tapegrad/optim/clip_grad.hpp"
 
 #include <algorithm>

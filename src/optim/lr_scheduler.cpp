@@ -1,8 +1,8 @@
 // src/optim/lr_scheduler.cpp
 //
-// LambdaLR (PyTorch's torch.optim.lr_scheduler.LambdaLR), the Noam rate (SPEC 2.11) and nanoGPT's
-// cosine schedule with warm-up. Rates are
-// computed in double; the optimizer casts lr to float where it meets the data.
+// LambdaLR (PyTorch's torch.optim.lr_scheduler.LambdaLR), the Noam rate (The Annotated
+// Transformer's) and nanoGPT's cosine schedule with warm-up. Rates are computed in double; the
+// optimizer casts lr to float where it meets the data.
 #include "tapegrad/optim/lr_scheduler.hpp"
 
 #include <algorithm>

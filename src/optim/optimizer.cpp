@@ -1,7 +1,7 @@
 // src/optim/optimizer.cpp
 //
-// The optimizer base: checking the parameter groups, zero_grad, and the state-dict machinery
-// shared by every optimizer (SPEC 2.10.1, 2.10.6). load_state_dict validates everything first and
+// The optimizer base: checking the parameter groups, zero_grad, and the state-dict machinery shared
+// by every optimizer (docs/semantics.md#optimizers). load_state_dict validates everything first and
 // only then changes the optimizer, so a refused load leaves it exactly as it was.
 #include "tapegrad/optim/optimizer.hpp"
 

@@ -1,5 +1,5 @@
 // tests/nn/models.hpp: two small models built from the real layers, shared by the nn tests.
-//   TinyLM         SPEC 2.14's toy model: embed (Embeddings) -> pos (PositionalEncoding) -> out (Linear)
+//   TinyLM         the toy training's model: embed (Embeddings) -> pos (PositionalEncoding) -> out (Linear)
 //   TutorialModel  the seed tutorials' nesting: src_embed = ModuleList [Embeddings, PositionalEncoding]
 #pragma once
 

@@ -1,7 +1,7 @@
-// tests/nn/test_embedding.cpp: the Embedding module (SPEC 2.4, module-level parts) — options and
-// their validation, padding_idx normalisation, N(0, 1) initialisation from the generator with the
-// pad row zeroed, _weight / _freeze / from_pretrained, reset_parameters, forward through
-// ops::embedding with the module's path in errors, gradcheck, printing. The lookup's own
+// tests/nn/test_embedding.cpp: the Embedding module (torch.nn.Embedding's module-level parts) —
+// options and their validation, padding_idx normalisation, N(0, 1) initialisation from the
+// generator with the pad row zeroed, _weight / _freeze / from_pretrained, reset_parameters, forward
+// through ops::embedding with the module's path in errors, gradcheck, printing. The lookup's own
 // semantics (max_norm, sparse, scale_grad_by_freq) are tested in tests/ops/test_embedding.cpp.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,7 @@
-// tests/nn/test_embeddings.cpp: the scaled Embeddings of the seed tutorials (SPEC 2.5): the seed's
-// own example bit for bit, the fused op against embedding-then-mul, the scaled gradient, keys,
-// printing; and, with the whole toy model, same seed -> same model and save -> load -> same outputs.
+// tests/nn/test_embeddings.cpp: the scaled Embeddings of the seed tutorials,
+// lut(x) * sqrt(d_model): the seed's own example bit for bit, the fused op against
+// embedding-then-mul, the scaled gradient, keys, printing; and, with the whole toy model, same
+// seed -> same model and save -> load -> same outputs.
 #include <doctest/doctest.h>
 
 #include <cmath>

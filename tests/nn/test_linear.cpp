@@ -1,5 +1,5 @@
-// tests/nn/test_linear.cpp: the Linear module (SPEC 2.8) — layout, initialisation bounds and
-// draw order, values, gradcheck, the shape error naming the module, printing.
+// tests/nn/test_linear.cpp: the Linear module (PyTorch's nn.Linear) — layout, initialisation bounds
+// and draw order, values, gradcheck, the shape error naming the module, printing.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// tests/nn/test_module.cpp: Module and ModuleList (SPEC 2.9) with small test modules, so that
+// tests/nn/test_module.cpp: Module and ModuleList (PyTorch's rules) with small test modules, so that
 // the module system is checked independently of any layer.
 #include <doctest/doctest.h>
 

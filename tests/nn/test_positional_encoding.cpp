@@ -1,5 +1,5 @@
-// tests/nn/test_positional_encoding.cpp: SPEC 2.6 — the table (double reference, float32 bit
-// patterns, PyTorch parity), odd d_model, the forward contract and its errors, the buffer's
+// tests/nn/test_positional_encoding.cpp: PositionalEncoding — the table (double reference, float32
+// bit patterns, PyTorch parity), odd d_model, the forward contract and its errors, the buffer's
 // immutability (not a parameter, no gradient, fingerprint stable, verify), and the state dict.
 #include <doctest/doctest.h>
 
@@ -43,7 +43,7 @@ TEST_CASE("position 0 encodes as 0, 1, 0, 1, ...") {
   for (std::size_t j = 0; j < 6; ++j) CHECK(pe(0, 0, j) == (j % 2 == 0 ? 0.0f : 1.0f));
 }
 
-TEST_CASE("the table matches SPEC's test vectors bit for bit") {
+TEST_CASE("the table matches the double-precision reference vectors bit for bit") {
   const Array pe4 = sinusoid_table(3, 4);
   CHECK(row_bits(pe4, 1) == std::vector<std::uint32_t>{0x3F576AA4, 0x3F0A5140, 0x3C23D657, 0x3F7FFCB9});
   CHECK(row_bits(pe4, 2) == std::vector<std::uint32_t>{0x3F68C7B7, 0xBED51133, 0x3CA3D43E, 0x3F7FF2E5});
@@ -74,7 +74,8 @@ TEST_CASE("the table agrees with an independent double reference within 1e-7") {
 
 TEST_CASE("the table agrees with PyTorch's float32 table within about one ulp of the angle") {
   // scripts/golden/positional_encoding.py, torch 1.13.1: the tutorials' table, d_model = 512,
-  // columns 0, 1, 9, 10, 255, 256, 510, 511. Tolerance atol(pos) = 1e-6 + 1.2e-7 * pos (SPEC 2.6).
+  // columns 0, 1, 9, 10, 255, 256, 510, 511. Tolerance atol(pos) = 1e-6 + 1.2e-7 * pos, about one
+  // float32 ulp of the angle: PyTorch's table is computed in float32, tapegrad's in double.
   const std::size_t cols[] = {0, 1, 9, 10, 255, 256, 510, 511};
   const std::pair<std::size_t, Array> golden[] = {
       {1, {8.414709568e-01f, 5.403023362e-01f, 6.479058862e-01f, 7.415397763e-01f, 9.999462962e-01f,
@@ -181,7 +182,7 @@ TEST_CASE("nothing is recorded under NoGradGuard") {
   CHECK_FALSE(y.requires_grad());
 }
 
-TEST_CASE("forward checks rank, width and length with SPEC's texts") {
+TEST_CASE("forward checks rank, width and length with PyTorch's text first") {
   testing::TutorialModel model(8, 20, 6);
   auto pos = model.src_embed->ptr<PositionalEncoding>(1);
   CHECK_THROWS_WITH_AS(pos->forward(Tensor(xt::zeros<float>({2, 7, 4}))),

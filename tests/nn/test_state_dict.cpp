@@ -1,5 +1,5 @@
 // tests/nn/test_state_dict.cpp: state_dict(), the atomic load_state_dict() and its exact error
-// text (SPEC 2.9), StateDict itself and diff_state_dicts() (SPEC L8). The model-level round
+// text (PyTorch's), StateDict itself and diff_state_dicts(). The model-level round
 // trips with real layers are in the layer tests.
 #include <doctest/doctest.h>
 

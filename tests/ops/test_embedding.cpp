@@ -1,4 +1,4 @@
-// tests/ops/test_embedding.cpp: ops::embedding and ops::embedding_scaled (SPEC 2.4.6, 2.5):
+// tests/ops/test_embedding.cpp: ops::embedding and ops::embedding_scaled:
 // lookup values and shapes, padding_idx, scatter-add and frequency scaling, max_norm renorm,
 // row-sparse gradients and their accumulation, error texts, and the tape contract.
 // PyTorch goldens come from scripts/golden/embedding.py (Debian python3-torch 1.13).
@@ -45,7 +45,7 @@ Array weight_grad(const IndexArray& ids, const Array& w0, const EmbeddingFuncOpt
   y.backward(upstream(y.shape()));
   return w.grad_dense();
 }
-const IndexArray kIds = {{1, 2, 1}, {0, 1, 3}};   // the scatter-add example of SPEC 2.4.6
+const IndexArray kIds = {{1, 2, 1}, {0, 1, 3}};   // with pad 0: row 1 sums 3 rows, row 0 gets nothing
 
 // y with the rows at padding positions set to 0 (a constant). padding_idx deliberately withholds
 // the pad row's gradient although the lookup reads that row, so finite differences only agree
@@ -145,7 +145,7 @@ TEST_CASE("repeated ids add their gradient rows, and padding positions add nothi
 }
 
 TEST_CASE("ids 0, 2, 2 with padding 0 and loss sum(y) give row 0 a zero gradient and row 2 twos") {
-  // Golden: scripts/golden/embedding.py, torch 1.13 (SPEC 2.4.6).
+  // Golden: scripts/golden/embedding.py, torch 1.13.
   Tensor w = random_weight(5, 3, 3);
   ops::sum(ops::embedding(IndexArray{0, 2, 2}, w, EmbeddingFuncOptions().padding_idx(0))).backward();
   CHECK(bit_equal(w.grad(), Array{{0.f, 0.f, 0.f}, {0.f, 0.f, 0.f}, {2.f, 2.f, 2.f}, {0.f, 0.f, 0.f}, {0.f, 0.f, 0.f}}));
@@ -155,7 +155,7 @@ TEST_CASE("ids 0, 2, 2 with padding 0 and loss sum(y) give row 0 a zero gradient
 TEST_CASE("scale_grad_by_freq makes a row's gradient the mean of its rows, and the pad row stays 0") {
   // Golden (scripts/golden/embedding.py, torch 1.13): row 1 = (G[0] + G[2] + G[4]) / 3.
   // PyTorch's CPU kernel fuses the multiply-add, so its last element is 1.49e-08 = 2^-26 where
-  // tapegrad, which rounds the product first (SPEC 2.4.4), gets 0: compare to 1e-7.
+  // tapegrad, which rounds the product first (no FMA contraction), gets 0: compare to 1e-7.
   const Array golden = {{0.f, 0.f, 0.f}, {-0.5f, -0.25f, 1.49011612e-08f}, {-1.25f, -1.f, -0.75f},
                         {1.75f, 2.f, 2.25f}, {0.f, 0.f, 0.f}};
   const auto o = EmbeddingFuncOptions().padding_idx(0).scale_grad_by_freq(true);
@@ -421,7 +421,7 @@ TEST_CASE("sparse with scale_grad_by_freq is refused at the call, with PyTorch's
   CHECK(autograd::tape().empty());
 }
 
-TEST_CASE("gradients accumulate across backwards following SPEC 2.2.3's table") {
+TEST_CASE("gradients accumulate across backwards following PyTorch's AccumulateGrad table") {
   const IndexArray first = {1, 3}, second = {3, 0};
   auto run = [](const Tensor& w, const IndexArray& ids, bool sparse) {
     Tensor y = ops::embedding(ids, w, EmbeddingFuncOptions().sparse(sparse));

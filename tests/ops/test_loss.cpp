@@ -1,5 +1,5 @@
-// tests/ops/test_loss.cpp: cross_entropy (SPEC 2.8) — values, ignore_index, each reduction,
-// PyTorch goldens, gradients, errors.
+// tests/ops/test_loss.cpp: cross_entropy (PyTorch's CrossEntropyLoss) — values, ignore_index, each
+// reduction, PyTorch goldens, gradients, errors.
 #include <doctest/doctest.h>
 
 #include <cmath>

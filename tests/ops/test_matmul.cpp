@@ -125,7 +125,7 @@ TEST_CASE("linear passes gradcheck with and without bias, and with leading dims"
   CHECK_FALSE(frozen_x.has_grad());
 }
 
-TEST_CASE("linear errors: the SPEC text, naming the module when inside one") {
+TEST_CASE("linear errors: PyTorch's text, naming the module when inside one") {
   Tensor x(Array::from_shape({2, 5, 8})), w(Array::from_shape({11, 16}));
   CHECK_THROWS_WITH_AS(ops::linear(x, w),
                        doctest::Contains("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | linear: expected input "

@@ -4,10 +4,11 @@
 // printed. A (2, 3) parameter kTheta0 is stepped five times with the gradients kGrads by each
 // configuration (PyTorch's single-tensor code); k_<config>[s] is the parameter after step s + 1.
 // 1.13 computes Adam's m as m*b1 + (1-b1)*g, 2.x and tapegrad as a lerp: the tests compare at a
-// relative tolerance of 1e-6, which covers the one-ulp-per-step difference (SPEC 2.10.3).
-// PyTorch's vectorised kernels also fuse a·x + b (FMA) where tapegrad rounds twice, as SPEC's
-// order says; after cancellation near zero that is ~1e-8 absolute (SGD, Nesterov, step 4: -0.0305547416
-// vs -0.0305547845, and a float32 numpy run of SPEC's formulas gives tapegrad's value), hence kAtol.
+// relative tolerance of 1e-6, which covers the one-ulp-per-step difference.
+// PyTorch's vectorised kernels also fuse a·x + b (FMA) where tapegrad rounds twice, as its order of
+// operations says; after cancellation near zero that is ~1e-8 absolute (SGD, Nesterov, step 4:
+// -0.0305547416 vs -0.0305547845, and a float32 numpy run of the update formulas gives tapegrad's
+// value), hence kAtol.
 // SparseAdam(lr=0.05): a (5, 3) parameter, row-sparse gradients with a repeated id, an empty one
 // (1.13 fails on it; the script emulates 2.x: step + 1, nothing else) and rows never touched.
 #pragma once

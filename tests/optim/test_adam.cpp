@@ -1,4 +1,4 @@
-// tests/optim/test_adam.cpp: Adam and AdamW (SPEC 2.10.3, 2.10.4, 2.10.7).
+// tests/optim/test_adam.cpp: Adam and AdamW (PyTorch's torch.optim.Adam and AdamW).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -43,7 +43,7 @@ void check_parity(const Options& options, const float (&expected)[5][6]) {
 
 TEST_SUITE("optim.adam") {
 
-TEST_CASE("Adam's first two steps match SPEC's worked values and the first moves by about lr") {
+TEST_CASE("Adam's first two steps match the values worked out in double and the first moves by about lr") {
   Parameter p(Array{1.f});
   Adam opt({p});
   const std::vector<float> theta = constant_gradient_run(opt, p, 0.5f, 2);
@@ -131,7 +131,7 @@ TEST_CASE("maximize is descent on the negated gradient, bit for bit") {
   }
 }
 
-TEST_CASE("a null gradient skips the parameter entirely but an all-zero one still moves it (pytorch#18404)") {
+TEST_CASE("a null gradient skips the parameter entirely but an all-zero one still moves it (pytorch/pytorch#18404)") {
   Parameter skipped(Array{1.f, 2.f}), zeroed(Array{1.f, 2.f});
   Adam opt({skipped, zeroed}, AdamOptions(0.1));
   skipped.set_grad(Array{0.5f, 0.5f});

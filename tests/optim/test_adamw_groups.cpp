@@ -35,7 +35,7 @@ TEST_CASE("AdamW with a decayed and an undecayed group under the cosine schedule
     b.set_grad(Array(xt::view(gb, step)));
     opt.step();
     sched.step();
-    CHECK(all_close(w.data(), Array(xt::view(ws, step)), 1e-7, 1e-6));   // SPEC's Adam tolerance
+    CHECK(all_close(w.data(), Array(xt::view(ws, step)), 1e-7, 1e-6));   // the Adam goldens' tolerance
     CHECK(all_close(b.data(), Array(xt::view(bs, step)), 1e-7, 1e-6));
   }
 }

@@ -1,4 +1,4 @@
-// tests/optim/test_clip_grad.cpp: clip_grad_norm_ (SPEC 2.12).
+// tests/optim/test_clip_grad.cpp: clip_grad_norm_ (PyTorch's torch.nn.utils.clip_grad_norm_).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// tests/optim/test_lr_scheduler.cpp: LambdaLR and the Noam rate (SPEC 2.11).
+// tests/optim/test_lr_scheduler.cpp: LambdaLR and the Noam rate (The Annotated Transformer's).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -12,8 +12,9 @@ using namespace tapegrad::optim;
 
 TEST_SUITE("optim.lr_scheduler") {
 
-TEST_CASE("noam matches SPEC's vectors and step 0 counts as step 1") {
-  // float64 values from SPEC 2.11, confirmed by scripts/golden/optim.py
+TEST_CASE("noam matches the float64 vectors and step 0 counts as step 1") {
+  // float64 values of factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), confirmed by
+  // scripts/golden/optim.py
   CHECK(noam(0, 512, 1.0, 4000) == doctest::Approx(1.746928107421711e-07).epsilon(1e-12));
   CHECK(noam(1, 512, 1.0, 4000) == doctest::Approx(1.746928107421711e-07).epsilon(1e-12));
   CHECK(noam(100, 512, 1.0, 4000) == doctest::Approx(1.746928107421711e-05).epsilon(1e-12));

@@ -1,4 +1,4 @@
-// tests/optim/test_optimizer.cpp: what every optimizer shares (SPEC 2.10.1, 2.10.6): parameter
+// tests/optim/test_optimizer.cpp: what every optimizer shares (torch.optim's rules): parameter
 // groups and their checks, zero_grad, hyper-parameters per group, and the state dict.
 #include <doctest/doctest.h>
 
@@ -135,7 +135,7 @@ TEST_CASE("state_dict mirrors PyTorch: state by id across groups, param_groups w
   CHECK(s0.find("exp_avg")->shape() == w.shape());
   CHECK(sd.state.at(2).tensors.size() == 2);        // no amsgrad in group 1
 
-  // A snapshot: later steps do not change it (SPEC section 3, divergence 3).
+  // A snapshot: later steps do not change it (PyTorch's state dict shares storage with the state).
   const Array m_saved = *s0.find("exp_avg");
   w.set_grad(Array{{5.f, 5.f}});
   opt.step();

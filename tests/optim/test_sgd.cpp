@@ -1,4 +1,4 @@
-// tests/optim/test_sgd.cpp: SGD with dense and row-sparse gradients (SPEC 2.10.2, 2.10.7).
+// tests/optim/test_sgd.cpp: SGD with dense and row-sparse gradients (PyTorch's torch.optim.SGD).
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -30,7 +30,7 @@ Parameter table() { return Parameter(Array{{1.f, 1.f}, {2.f, 2.f}, {3.f, 3.f}, {
 
 TEST_SUITE("optim.sgd") {
 
-TEST_CASE("momentum and Nesterov momentum match SPEC's worked values") {
+TEST_CASE("momentum and Nesterov momentum match the values worked out in double") {
   SUBCASE("momentum 0.9") {
     Parameter p(Array{1.f});
     SGD opt({p}, SGDOptions(0.1).momentum(0.9));

@@ -1,4 +1,4 @@
-// tests/optim/test_sparse_adam.cpp: SparseAdam, the lazy Adam (SPEC 2.10.5, 2.10.7).
+// tests/optim/test_sparse_adam.cpp: SparseAdam, the lazy Adam (PyTorch's torch.optim.SparseAdam).
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -25,7 +25,7 @@ Array row(const Array& a, std::size_t r) {
 
 TEST_SUITE("optim.sparse_adam") {
 
-TEST_CASE("the first two steps on a touched row match SPEC's worked values") {
+TEST_CASE("the first two steps on a touched row match the values worked out in double") {
   Parameter p(Array{{1.f, 1.f}});
   SparseAdam opt({p});
   std::vector<float> theta;
@@ -66,7 +66,7 @@ TEST_CASE("three steps match PyTorch: repeated ids summed first, an empty gradie
   }
 }
 
-TEST_CASE("rows absent from a step are bit-identical after it, moments included (no #18404 drift)") {
+TEST_CASE("rows absent from a step are bit-identical after it, moments included (no pytorch/pytorch#18404 drift)") {
   Generator gen(3);
   Parameter p(randn({6, 4}, &gen));
   SparseAdam opt({p}, SparseAdamOptions(0.01));

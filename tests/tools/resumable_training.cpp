@@ -8,7 +8,7 @@
 //   resumable_training --checkpoint run.safetensors --final final.safetensors
 //                      [--steps 120] [--every 3] [--die-after-step S]
 //
-// The model is SPEC 2.14's toy (Embeddings -> PositionalEncoding with dropout -> Linear) trained
+// The model is the toy training's (Embeddings -> PositionalEncoding with dropout -> Linear), trained
 // with Adam and the Noam schedule on random batches; dropout and data draw from their own
 // generators, both tracked by the checkpoint. --die-after-step S makes the process SIGKILL itself
 // right after step S (a crash at a known moment). A checkpoint that cannot be loaded stops the

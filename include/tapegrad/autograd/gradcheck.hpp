@@ -1,6 +1,7 @@
 // include/tapegrad/autograd/gradcheck.hpp
 //
-// gradcheck: does an op's backward agree with finite differences of its forward? (SPEC 2.3.7)
+// gradcheck: does an op's backward agree with finite differences of its forward?
+// (PyTorch's torch.autograd.gradcheck; docs/semantics.md#gradcheck)
 // It scalarises the output with a fixed random weighting R, L(x) = sum(R * fn(x)) accumulated
 // in double, takes the analytic gradient of L by backward(), and the numeric one by central
 // differences, (L(x + eps) - L(x - eps)) / (2 eps), one input element at a time. It passes when

@@ -29,7 +29,7 @@ namespace tapegrad::nn {
 class DropoutOptions {
  public:
   DropoutOptions(double p = 0.5) : p_(p) {}    // implicit, as libtorch's: Dropout(DropoutOptions(0.1))
-  /// Probability of zeroing an element, in [0, 1] (NaN is refused: SPEC section 3).
+  /// Probability of zeroing an element, in [0, 1] (NaN is refused; PyTorch lets it through).
   DropoutOptions& p(double v) { p_ = v; return *this; }
   double p() const { return p_; }
   /// Overwrite the input instead of allocating the output (refused on a leaf that requires grad).

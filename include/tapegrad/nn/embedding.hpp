@@ -1,9 +1,11 @@
 // include/tapegrad/nn/embedding.hpp
 //
-// Embedding: one learned row per token id (SPEC 2.4). weight: (num_embeddings, embedding_dim);
-// ids of any shape S -> S + (embedding_dim,). The lookup and its scatter-add backward are
-// ops::embedding; this module owns the weight, validates the options once, initialises the
-// weight from N(0, 1) (PyTorch's reset_parameters) and zeroes the padding row.
+// Embedding: one learned row per token id, as PyTorch's torch.nn.Embedding
+// (https://pytorch.org/docs/stable/generated/torch.nn.Embedding.html; docs/semantics.md#embedding).
+// weight: (num_embeddings, embedding_dim); ids of any shape S -> S + (embedding_dim,). The lookup
+// and its scatter-add backward are ops::embedding; this module owns the weight, validates the
+// options once, initialises the weight from N(0, 1) (PyTorch's reset_parameters) and zeroes the
+// padding row.
 //
 //     Embedding emb(EmbeddingOptions(10, 3).padding_idx(0));
 //     Tensor y = emb.forward(IndexArray{{1, 2, 0}});     // (1, 3, 3); row 0 is zeros

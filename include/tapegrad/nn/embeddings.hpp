@@ -1,6 +1,6 @@
 // include/tapegrad/nn/embeddings.hpp
 //
-// Embeddings: the scaled embedding of the seed tutorials and The Annotated Transformer (SPEC 2.5),
+// Embeddings: the scaled embedding of the seed tutorials and The Annotated Transformer,
 //
 //     y = lut(ids) * sqrt(d_model)        ids (B, T) -> y (B, T, d_model)
 //

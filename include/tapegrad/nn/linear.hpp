@@ -3,7 +3,8 @@
 // Linear: y = x W^T + b, PyTorch's layout. weight (out_features, in_features), bias
 // (out_features); x (*, in_features) -> y (*, out_features). Both are initialised from
 // U(-1/sqrt(in_features), 1/sqrt(in_features)) — what PyTorch's kaiming_uniform_(a = sqrt(5)) and
-// its bias rule reduce to — weight first, then bias, from the module's Generator (SPEC 2.8).
+// its bias rule reduce to — weight first, then bias, from the module's Generator
+// (https://pytorch.org/docs/stable/generated/torch.nn.Linear.html).
 #pragma once
 
 #include <cstdint>

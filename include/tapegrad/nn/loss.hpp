@@ -1,8 +1,8 @@
 // include/tapegrad/nn/loss.hpp
 //
-// CrossEntropyLoss: the module form of ops::cross_entropy (SPEC 2.8), as PyTorch's
-// nn.CrossEntropyLoss for class-index targets. logits (N, C), target (N) -> a loss of shape ()
-// ("mean", "sum") or (N) ("none"). Targets equal to ignore_index count for nothing.
+// CrossEntropyLoss: the module form of ops::cross_entropy (docs/semantics.md#linear-and-the-loss),
+// as PyTorch's nn.CrossEntropyLoss for class-index targets. logits (N, C), target (N) -> a loss of
+// shape () ("mean", "sum") or (N) ("none"). Targets equal to ignore_index count for nothing.
 #pragma once
 
 #include "tapegrad/nn/module.hpp"

@@ -11,7 +11,8 @@
 // Everything is kept in registration order (vectors, never std::map), so named_parameters(),
 // state_dict() and printing list things in the order the constructor registered them. Children
 // are held by std::shared_ptr and called with child->forward(x). A parameter shared by two
-// modules (a tied weight) is listed once, under its first name. SPEC 2.9.
+// modules (a tied weight) is listed once, under its first name. The rules, PyTorch's:
+// docs/semantics.md#module-and-state_dict.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // include/tapegrad/nn/positional_encoding.hpp
 //
 // The sinusoidal positional encoding of the seed tutorials and The Annotated Transformer
-// (SPEC 2.6): y = dropout(x + pe[:, :L]) for x (B, L, d_model), with the fixed table
+// (docs/semantics.md#positionalencoding): y = dropout(x + pe[:, :L]) for x (B, L, d_model), with
+// the fixed table
 //
 //     pe[0, pos, 2i]   = sin(pos / 10000^(2i / d_model))
 //     pe[0, pos, 2i+1] = cos(pos / 10000^(2i / d_model))

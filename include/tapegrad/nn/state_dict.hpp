@@ -1,12 +1,12 @@
 // include/tapegrad/nn/state_dict.hpp
 //
 // StateDict: what Module::state_dict() returns and load_state_dict() reads — an insertion-ordered
-// map from dotted keys ("src_embed.0.lut.weight") to arrays. The arrays are COPIES (a divergence
-// from PyTorch, SPEC section 3): a saved state dict never changes under later training.
+// map from dotted keys ("src_embed.0.lut.weight") to arrays. The arrays are COPIES (PyTorch's
+// share storage with the live parameters): a saved state dict never changes under later training.
 // A tied parameter appears under each of its keys; `aliases()` records each later key -> the
 // first key, so a checkpoint writer can store the tensor once. Lookups follow an alias whose key
 // holds no value of its own. Also here: IncompatibleKeys (what a load reports) and
-// diff_state_dicts() (SPEC L8), which says how two state dicts differ, key by key.
+// diff_state_dicts(), which says how two state dicts differ, key by key.
 #pragma once
 
 #include <cstddef>
@@ -91,7 +91,7 @@ struct StateDictDiff {
 };
 std::ostream& operator<<(std::ostream& os, const StateDictDiff& d);
 
-/// Compares two state dicts key by key (SPEC L8): what load_state_dict(b) into a model whose
+/// Compares two state dicts key by key: what load_state_dict(b) into a model whose
 /// state dict is `a` would report, and how far apart the common values are.
 StateDictDiff diff_state_dicts(const StateDict& a, const StateDict& b);
 

@@ -1,7 +1,8 @@
 // include/tapegrad/ops/embedding.hpp
 //
-// The embedding lookup (SPEC 2.4): a gather of rows in forward, a scatter-add of gradient rows
-// in backward. Positions holding padding_idx send no gradient, so the padding row never learns.
+// The embedding lookup (PyTorch's torch.nn.functional.embedding; docs/semantics.md#embedding): a
+// gather of rows in forward, a scatter-add of gradient rows in backward. Positions holding
+// padding_idx send no gradient, so the padding row never learns.
 #pragma once
 
 #include <cstdint>

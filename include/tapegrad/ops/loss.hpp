@@ -1,7 +1,8 @@
 // include/tapegrad/ops/loss.hpp
 //
 // cross_entropy with the semantics of PyTorch's CrossEntropyLoss for class-index targets
-// (SPEC 2.8): log_softmax and the negative log-likelihood fused into one op.
+// (https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html): log_softmax and
+// the negative log-likelihood fused into one op.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // include/tapegrad/optim/clip_grad.hpp
 //
-// clip_grad_norm_ (SPEC 2.12; PyTorch's torch.nn.utils.clip_grad_norm_): rescales the gradients
-// of a set of parameters so that their total norm — as if every gradient were one long vector —
-// is at most max_norm. Called between backward() and the optimizer's step():
+// clip_grad_norm_ (PyTorch's torch.nn.utils.clip_grad_norm_; docs/semantics.md#clip_grad_norm_):
+// rescales the gradients of a set of parameters so that their total norm — as if every gradient
+// were one long vector — is at most max_norm. Called between backward() and the optimizer's step():
 //
 //     loss.backward();
 //     optim::clip_grad_norm_(model.parameters(), 1.0);

@@ -1,9 +1,10 @@
 // include/tapegrad/optim/lr_scheduler.hpp
 //
-// LambdaLR, the Noam schedule of "Attention Is All You Need" (SPEC 2.11), and the cosine schedule
-// with linear warm-up that GPT training uses (nanoGPT's get_lr). LambdaLR sets each
-// group's lr = base_lr · f(e), where base_lr is the group's lr when the scheduler was built and e
-// counts scheduler steps (0 at construction). The tutorials' loop and schedule:
+// LambdaLR, the Noam schedule of "Attention Is All You Need", and the cosine schedule with linear
+// warm-up that GPT training uses (nanoGPT's get_lr); docs/semantics.md#learning-rate-schedules.
+// LambdaLR sets each group's lr = base_lr · f(e), where base_lr is the group's lr when the
+// scheduler was built and e counts scheduler steps (0 at construction). The tutorials' loop and
+// schedule:
 //
 //     optim::Adam opt(params, optim::AdamOptions(0.5).betas({0.9, 0.98}).eps(1e-9));
 //     optim::LambdaLR sched(opt, [](std::int64_t e) { return optim::noam(e, 512, 1.0, 400); });

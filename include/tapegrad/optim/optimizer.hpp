@@ -1,9 +1,9 @@
 // include/tapegrad/optim/optimizer.hpp
 //
-// The base of every optimizer (SPEC 2.10.1, 2.10.6). An optimizer holds parameter groups: lists of
-// Parameters, each with its own hyper-parameters (one group when built from a plain list). A
-// parameter's integer id is its position across the groups, in construction order; state and
-// state dicts are keyed by it, as in PyTorch. The training loop (SPEC 2.11):
+// The base of every optimizer (docs/semantics.md#optimizers). An optimizer holds parameter groups:
+// lists of Parameters, each with its own hyper-parameters (one group when built from a plain list).
+// A parameter's integer id is its position across the groups, in construction order; state and
+// state dicts are keyed by it, as in PyTorch. The training loop (the tutorials' order):
 //
 //     loss.backward();  opt.step();  opt.zero_grad();  sched.step();
 //
@@ -33,7 +33,7 @@ using HyperParams = std::map<std::string, HyperValue>;
 
 /// PyTorch's optimizer.state[p] for one parameter: its step count (Adam family; SGD keeps none)
 /// and its state tensors ("exp_avg", "exp_avg_sq", ..., or "momentum_buffer"), each of the
-/// parameter's shape. On disk (SPEC 2.13.5): `state.{id}.step` (I64, shape ()) and
+/// parameter's shape. On disk (docs/checkpoints.md): `state.{id}.step` (I64, shape ()) and
 /// `state.{id}.{name}` (F32).
 struct ParamState {
   std::optional<std::int64_t> step;
@@ -51,7 +51,7 @@ struct ParamGroupState {
 
 /// What Optimizer::state_dict() returns and load_state_dict() takes: a snapshot (copies), shaped
 /// like PyTorch's {"state": {id: {...}}, "param_groups": [...]}, plus the optimizer's type name
-/// (on disk: `__metadata__` "optimizer" and "param_groups", SPEC 2.13.5).
+/// (on disk: `__metadata__` "optimizer" and "param_groups", docs/checkpoints.md).
 struct OptimizerState {
   std::string optimizer;                        ///< "Adam", "AdamW", "SGD", "SparseAdam"
   std::map<std::size_t, ParamState> state;      ///< only parameters that have state
@@ -87,7 +87,8 @@ class Optimizer {
   virtual double lr(std::size_t group) const = 0;
   virtual void set_lr(std::size_t group, double lr) = 0;
 
-  /// A copy of the hyper-parameters and of every parameter's state (SPEC 2.10.6).
+  /// A copy of the hyper-parameters and of every parameter's state, shaped like PyTorch's
+  /// Optimizer.state_dict() (https://pytorch.org/docs/stable/optim.html).
   OptimizerState state_dict() const;
   /// Replaces hyper-parameters and state. Checks, before changing anything, with PyTorch's texts
   /// where it has them: the optimizer type, the number and sizes of the groups, every group's
@@ -96,8 +97,8 @@ class Optimizer {
   void load_state_dict(const OptimizerState& state);
 
  protected:
-  /// Checks the groups (SPEC 2.10.1): at least one group, no parameter twice in a group or in
-  /// two groups, no undefined handle.
+  /// Checks the groups (PyTorch's rules; PyTorch only warns about a duplicate within a group): at
+  /// least one group, no parameter twice in a group or in two groups, no undefined handle.
   Optimizer(std::string type_name, std::vector<std::vector<Parameter>> groups);
   /// The list of a single-group optimizer, checked to be non-empty (PyTorch's first check).
   static std::vector<Parameter> non_empty(std::vector<Parameter> params);
