@@ -69,22 +69,14 @@ nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owne
   return sd;
 }
 
-// Loads `scheduler_state` into `scheduler` (when there is one), then `state` into `optimizer`:
-// both or neither. The scheduler goes first because its snapshot is a few numbers, while the
-// optimizer's would copy every moment; the optimizer's load is atomic by itself.
-void load_optimizer_and_scheduler(optim::Optimizer& optimizer, const optim::OptimizerState& state,
+// Loads `scheduler_state` into `scheduler` (when there is one) and `state` into `optimizer`:
+// both or neither. The optimizer's state is checked first; then the scheduler's load (atomic by
+// itself) is the only one that can refuse, and the optimizer takes the moments without a copy.
+void load_optimizer_and_scheduler(optim::Optimizer& optimizer, optim::OptimizerState&& state,
                                   optim::LambdaLR* scheduler, const std::optional<optim::LambdaLRState>& scheduler_state) {
-  std::optional<optim::LambdaLRState> scheduler_before;
-  if (scheduler != nullptr) {
-    scheduler_before = scheduler->state_dict();
-    scheduler->load_state_dict(*scheduler_state);   // atomic by itself
-  }
-  try {
-    optimizer.load_state_dict(state);
-  } catch (...) {
-    if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_before);
-    throw;
-  }
+  optimizer.check_state_dict(state);
+  if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_state);
+  optimizer.load_state_dict(std::move(state));   // checked: nothing left to refuse
 }
 
 std::string optimizer_prefix(std::size_t k) { return "optim." + std::to_string(k) + "."; }
@@ -156,12 +148,12 @@ void save_optimizer(const optim::Optimizer& optimizer, const std::string& path, 
 void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler) {
   SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("load_optimizer", path);
-  const optim::OptimizerState state = optimizer_state_from(file, &file, "", where);
+  optim::OptimizerState state = optimizer_state_from(file, &file, "", where);
   const std::optional<optim::LambdaLRState> scheduler_state = lambda_lr_state_from(file, "", where);
   if (scheduler != nullptr && !scheduler_state)
     invalid_checkpoint(where, "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was saved "
             "without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
-  load_optimizer_and_scheduler(optimizer, state, scheduler, scheduler_state);
+  load_optimizer_and_scheduler(optimizer, std::move(state), scheduler, scheduler_state);
 }
 
 // ---- TrainingCheckpoint ---------------------------------------------------------------------------
@@ -338,43 +330,40 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
   for (const auto& [key, value] : file.metadata())
     if (key.starts_with("progress.extra.")) progress.extra.emplace(key.substr(15), value);
 
-  // 3. Apply, all or nothing. Each load below is atomic by itself; if a later one refuses, the
-  //    ones already applied are put back from snapshots (a snapshot always loads into its source).
-  //    Only what a later load could undo is snapshotted (the last optimizer needs none: nothing
-  //    after it can fail), and each loaded state is freed once applied, so that a load's memory
-  //    stays near the size of the file.
-  std::optional<nn::StateDict> model_before;
-  if (!optimizers_.empty()) model_before = model_.state_dict();
-  std::vector<optim::OptimizerState> optimizers_before;
-  std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
-  bool model_loaded = false;
-  std::size_t optimizers_loaded = 0;
+  // 3. Apply, all or nothing, without copying what was read. The model's state and every
+  //    optimizer's are checked first (check_state_dict), model first so that a file of another
+  //    model is reported by its keys and shapes. Then the schedulers load (a few numbers each,
+  //    snapshotted to be put back if a later one refuses), the model (checked), and the
+  //    optimizers take their checked moments by move. So nothing is snapshotted but the
+  //    schedulers, and a load's memory stays near the size of the file.
   try {
-    try {
-      model_.load_state_dict(model_state, /*strict=*/true);
-    } catch (const StateDictError& e) {         // PyTorch's text, then which file it was
-      throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing, e.unexpected,
-                           e.mismatches);
-    }
-    model_loaded = true;
-    model_state = nn::StateDict();
-    for (; optimizers_loaded < optimizers_.size(); ++optimizers_loaded) {
-      const TrackedOptimizer& t = optimizers_[optimizers_loaded];
-      if (optimizers_loaded + 1 < optimizers_.size()) {
-        optimizers_before.push_back(t.optimizer->state_dict());
-        schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
+    model_.check_state_dict(model_state, /*strict=*/true);
+  } catch (const StateDictError& e) {           // PyTorch's text, then which file it was
+    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing, e.unexpected,
+                         e.mismatches);
+  }
+  for (std::size_t k = 0; k < optimizers_.size(); ++k) optimizers_[k].optimizer->check_state_dict(optimizer_states[k]);
+  std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
+  try {
+    for (std::size_t k = 0; k < optimizers_.size(); ++k) {
+      const TrackedOptimizer& t = optimizers_[k];
+      if (t.scheduler == nullptr) {
+        schedulers_before.emplace_back();
+        continue;
       }
-      load_optimizer_and_scheduler(*t.optimizer, optimizer_states[optimizers_loaded], t.scheduler,
-                                   scheduler_states[optimizers_loaded]);
-      optimizer_states[optimizers_loaded] = optim::OptimizerState();
+      schedulers_before.push_back(t.scheduler->state_dict());
+      t.scheduler->load_state_dict(*scheduler_states[k]);   // atomic by itself
     }
+    model_.load_state_dict(model_state, /*strict=*/true);   // checked above; atomic by itself
   } catch (...) {
-    for (std::size_t k = 0; k < optimizers_loaded; ++k) {
-      optimizers_[k].optimizer->load_state_dict(optimizers_before[k]);
-      if (optimizers_[k].scheduler) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
-    }
-    if (model_loaded && model_before) model_.load_state_dict(*model_before);
+    for (std::size_t k = 0; k < schedulers_before.size(); ++k)
+      if (schedulers_before[k]) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
     throw;
+  }
+  model_state = nn::StateDict();
+  for (std::size_t k = 0; k < optimizers_.size(); ++k) {
+    optimizers_[k].optimizer->load_state_dict(std::move(optimizer_states[k]));   // checked above
+    optimizer_states[k] = optim::OptimizerState();
   }
   for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];
   for (const DropoutState& d : dropout_states) d.layer->set_stream_state(d.seed, d.calls, d.reseed);   // after

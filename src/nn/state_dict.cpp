@@ -158,7 +158,14 @@ std::string load_hint(const std::vector<std::string>& missing, const std::vector
 }
 }  // namespace
 
-IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) {
+IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) { return load_or_check(sd, strict, true); }
+
+IncompatibleKeys Module::check_state_dict(const StateDict& sd, bool strict) const {
+  return load_or_check(sd, strict, false);
+}
+
+// const: the copy writes through the Tensor handles the walk collected, never through the modules.
+IncompatibleKeys Module::load_or_check(const StateDict& sd, bool strict, bool copy) const {
   // 1. The local state, in PyTorch's order; the names each module owns.
   std::vector<LocalState> local;
   std::vector<std::string> unexpected;
@@ -210,6 +217,8 @@ IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) {
     what += "\n\thint: " + load_hint(missing, unexpected, mismatched);
     throw StateDictError(what, missing, unexpected, mismatched);
   }
+
+  if (!copy) return IncompatibleKeys{std::move(missing), std::move(unexpected)};   // check_state_dict
 
   // 4. Copy. Not part of any graph; each write bumps the tensor's version, so a graph that saved
   //    the old values fails loudly at backward instead of using the new ones.

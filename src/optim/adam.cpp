@@ -150,14 +150,16 @@ Optimizer::StateLayout AdamState::layout() { return {true, {"exp_avg", "exp_avg_
 ParamState AdamState::to_param_state() const {
   ParamState out;
   out.step = step;
-  out.tensors = {{"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}};
+  out.tensors.reserve(3);   // emplace, not an initializer list: that would copy each moment twice
+  out.tensors.emplace_back("exp_avg", exp_avg);
+  out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
   if (max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *max_exp_avg_sq);
   return out;
 }
 
-AdamState AdamState::from_param_state(const ParamState& s) {
-  AdamState out{*s.step, *s.find("exp_avg"), *s.find("exp_avg_sq"), std::nullopt};
-  if (const Array* vmax = s.find("max_exp_avg_sq")) out.max_exp_avg_sq = *vmax;
+AdamState AdamState::from_param_state(ParamState&& s) {
+  AdamState out{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq")), std::nullopt};
+  if (Array* vmax = s.find("max_exp_avg_sq")) out.max_exp_avg_sq = std::move(*vmax);
   return out;
 }
 

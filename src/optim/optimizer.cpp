@@ -16,6 +16,9 @@ const Array* ParamState::find(const std::string& name) const {
     if (key == name) return &value;
   return nullptr;
 }
+Array* ParamState::find(const std::string& name) {
+  return const_cast<Array*>(static_cast<const ParamState&>(*this).find(name));
+}
 
 // ---- construction --------------------------------------------------------------------------------
 
@@ -110,7 +113,18 @@ OptimizerState Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const OptimizerState& loaded) {
+void Optimizer::load_state_dict(const OptimizerState& state) { load_state_dict(OptimizerState(state)); }
+
+void Optimizer::check_state_dict(const OptimizerState& state) const { checked_state_ids(state); }
+
+void Optimizer::load_state_dict(OptimizerState&& loaded) {
+  const std::vector<std::optional<std::size_t>> ids = checked_state_ids(loaded);
+  // Everything is checked: nothing below throws.
+  for (std::size_t g = 0; g < groups_.size(); ++g) set_hyper_params(g, loaded.param_groups[g].options);
+  for (std::size_t i = 0; i < num_params_; ++i) set_param_state(i, ids[i] ? &loaded.state.at(*ids[i]) : nullptr);
+}
+
+std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(const OptimizerState& loaded) const {
   const std::string where = type_name_ + ".load_state_dict";
   check<ValueError>(loaded.optimizer == type_name_, where, ": expected the state dict of an optimizer of type '",
                     type_name_, "', got '", loaded.optimizer, "'");
@@ -139,7 +153,7 @@ void Optimizer::load_state_dict(const OptimizerState& loaded) {
     }
 
   const StateLayout layout = state_layout();
-  std::vector<const ParamState*> incoming(num_params_, nullptr);
+  std::vector<std::optional<std::size_t>> incoming(num_params_);
   for (const auto& [saved, s] : loaded.state) {
     const auto it = id_map.find(saved);
     check<ValueError>(it != id_map.end(), where, ": the state has an entry for param ", saved,
@@ -166,12 +180,9 @@ void Optimizer::load_state_dict(const OptimizerState& loaded) {
     }
     for (const std::string& name : layout.required)
       check<ValueError>(names.count(name) == 1, where, ": expected state '", name, "' for ", who, ", got none");
-    incoming[i] = &s;
+    incoming[i] = saved;
   }
-
-  // Everything is checked: nothing below throws.
-  for (std::size_t g = 0; g < groups_.size(); ++g) set_hyper_params(g, loaded.param_groups[g].options);
-  for (std::size_t i = 0; i < num_params_; ++i) set_param_state(i, incoming[i]);
+  return incoming;
 }
 
 // ---- hyper-parameter helpers ---------------------------------------------------------------------

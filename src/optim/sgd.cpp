@@ -89,10 +89,10 @@ SGDOptions SGDOptions::from_hyper(const HyperParams& h, const std::string& where
 
 ParamState SGDState::to_param_state() const {
   ParamState out;
-  out.tensors = {{"momentum_buffer", momentum_buffer}};
+  out.tensors.emplace_back("momentum_buffer", momentum_buffer);   // one copy (an initializer list makes two)
   return out;
 }
-SGDState SGDState::from_param_state(const ParamState& s) { return SGDState{*s.find("momentum_buffer")}; }
+SGDState SGDState::from_param_state(ParamState&& s) { return SGDState{std::move(*s.find("momentum_buffer"))}; }
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;                    // updating weights is not part of the model

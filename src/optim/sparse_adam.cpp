@@ -80,11 +80,13 @@ SparseAdamOptions SparseAdamOptions::from_hyper(const HyperParams& h, const std:
 ParamState SparseAdamState::to_param_state() const {
   ParamState out;
   out.step = step;
-  out.tensors = {{"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}};
+  out.tensors.reserve(2);   // emplace, not an initializer list: that would copy each moment twice
+  out.tensors.emplace_back("exp_avg", exp_avg);
+  out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
   return out;
 }
-SparseAdamState SparseAdamState::from_param_state(const ParamState& s) {
-  return SparseAdamState{*s.step, *s.find("exp_avg"), *s.find("exp_avg_sq")};
+SparseAdamState SparseAdamState::from_param_state(ParamState&& s) {
+  return SparseAdamState{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq"))};
 }
 
 void SparseAdam::step() {

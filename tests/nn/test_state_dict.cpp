@@ -246,6 +246,25 @@ TEST_CASE("a refused load leaves the model exactly as it was (atomic)") {
   CHECK(versions(m) == versions_before);
 }
 
+TEST_CASE("check_state_dict throws what load_state_dict would and copies nothing") {
+  Model m(0.f);
+  const StateDict before = m.state_dict();
+  const auto versions_before = versions(m);
+  StateDict sd = Model(900.f).state_dict();
+  const IncompatibleKeys keys = m.check_state_dict(sd);           // a good one: passes, changes nothing
+  CHECK(keys.missing_keys.empty());
+  CHECK(keys.unexpected_keys.empty());
+  CHECK(same_state(m.state_dict(), before));
+  CHECK(versions(m) == versions_before);
+  sd.at("head.table") = Array::from_shape({3});
+  std::string from_load, from_check;
+  try { m.load_state_dict(sd); } catch (const StateDictError& e) { from_load = e.what(); }
+  try { m.check_state_dict(sd); } catch (const StateDictError& e) { from_check = e.what(); }
+  CHECK(from_check.find("size mismatch for head.table") != std::string::npos);
+  CHECK(from_check == from_load);
+  CHECK(same_state(m.state_dict(), before));
+}
+
 TEST_CASE("a model saved and loaded into a differently initialised one becomes identical") {
   Model a(3.f), b(-50.f);
   CHECK_FALSE(diff_state_dicts(a.state_dict(), b.state_dict()).identical());

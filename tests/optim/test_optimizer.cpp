@@ -189,6 +189,36 @@ TEST_CASE("a state-dict round trip gives identical subsequent steps") {
   }
 }
 
+TEST_CASE("a state dict given by move is taken, not copied, and check_state_dict checks without loading") {
+  Parameter w(Array{{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}}), b(Array{0.5f, -0.5f, 0.f});
+  Adam opt({w, b}, AdamOptions(0.05).amsgrad(true));
+  train(opt, w, b, 2, 1.0f);
+  OptimizerState sd = opt.state_dict();
+  const float* exp_avg = sd.state.at(0).find("exp_avg")->data();
+  const float* vmax = sd.state.at(1).find("max_exp_avg_sq")->data();
+
+  Parameter w2(w.data()), b2(b.data());
+  Adam restored({w2, b2});
+  restored.check_state_dict(sd);                  // passes, and changes nothing
+  CHECK(restored.state(w2) == nullptr);
+  CHECK(restored.options(0).lr() == 0.001);
+  restored.load_state_dict(std::move(sd));
+  CHECK(restored.state(w2)->exp_avg.data() == exp_avg);   // the same buffers: moved in
+  CHECK(restored.state(b2)->max_exp_avg_sq->data() == vmax);
+  train(opt, w, b, 2, 2.0f);
+  train(restored, w2, b2, 2, 2.0f);
+  CHECK(bit_equal(w.data(), w2.data()));
+  CHECK(bit_equal(b.data(), b2.data()));
+
+  OptimizerState bad = opt.state_dict();
+  bad.optimizer = "SGD";
+  CHECK_THROWS_WITH_AS(restored.check_state_dict(bad),
+                       doctest::Contains("Adam.load_state_dict: expected the state dict of an optimizer of type "
+                                         "'Adam', got 'SGD'"),
+                       ValueError);
+  CHECK(restored.state(w2)->step == 4);
+}
+
 TEST_CASE("loaded ids map onto the parameters by position, as in PyTorch") {
   Parameter w(Array{1.f}), b(Array{2.f});
   Adam opt({w, b});

@@ -72,6 +72,9 @@ class Module {
   /// unchanged. A size mismatch is always an error; missing and unexpected keys are errors only
   /// when strict (and are returned either way).
   IncompatibleKeys load_state_dict(const StateDict& sd, bool strict = true);
+  /// The checks of load_state_dict alone: throws what it would throw, copies nothing. A caller
+  /// that loads several things all or nothing (a training checkpoint) checks each first.
+  IncompatibleKeys check_state_dict(const StateDict& sd, bool strict = true) const;
 
   // ---- names and printing ----
   /// The dotted path from the root ("src_embed.0.lut"); "" for a root.
@@ -119,6 +122,8 @@ class Module {
   // Calls fn(prefix, module) for this module and every descendant in pre-order, WITHOUT
   // de-duplication: the traversal of PyTorch's state_dict() and load_state_dict().
   void visit(const std::string& prefix, const std::function<void(const std::string&, const Module&)>& fn) const;
+  // load_state_dict's steps; `copy` false only checks.
+  IncompatibleKeys load_or_check(const StateDict& sd, bool strict, bool copy) const;
 
   std::vector<std::pair<std::string, Parameter>> parameters_;
   std::vector<BufferSlot> buffers_;

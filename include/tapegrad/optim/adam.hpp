@@ -85,7 +85,7 @@ struct AdamState {
 
   static Optimizer::StateLayout layout();
   ParamState to_param_state() const;
-  static AdamState from_param_state(const ParamState& s);
+  static AdamState from_param_state(ParamState&& s);
 };
 
 class Adam : public OptimizerOf<AdamOptions, AdamState> {

@@ -41,6 +41,7 @@ struct ParamState {
 
   /// The tensor called `name`, or nullptr.
   const Array* find(const std::string& name) const;
+  Array* find(const std::string& name);
 };
 
 /// One entry of PyTorch's state_dict()["param_groups"]: the hyper-parameters and the ids.
@@ -95,6 +96,12 @@ class Optimizer {
   /// hyper-parameters, and every state entry (its id, its step, its tensor names and shapes).
   /// Throws ValueError; on failure the optimizer is unchanged.
   void load_state_dict(const OptimizerState& state);
+  /// The same, taking the state's tensors instead of copying them: a checkpoint's load moves the
+  /// moments it read into the optimizer, so they are in memory once.
+  void load_state_dict(OptimizerState&& state);
+  /// The checks of load_state_dict alone: throws what it would throw, changes nothing. A caller
+  /// that loads several things all or nothing checks each first.
+  void check_state_dict(const OptimizerState& state) const;
 
  protected:
   /// Checks the groups (PyTorch's rules; PyTorch only warns about a duplicate within a group): at
@@ -122,10 +129,14 @@ class Optimizer {
   /// Sets a group's hyper-parameters from an `h` that passed check_hyper_params.
   virtual void set_hyper_params(std::size_t group, const HyperParams& h) = 0;
   virtual std::optional<ParamState> param_state(std::size_t id) const = 0;
-  /// Sets (or, with nullptr, clears) a parameter's state from a checked ParamState.
-  virtual void set_param_state(std::size_t id, const ParamState* s) = 0;
+  /// Sets (or, with nullptr, clears) a parameter's state from a checked ParamState, taking its
+  /// tensors.
+  virtual void set_param_state(std::size_t id, ParamState* s) = 0;
 
  private:
+  /// The checks of load_state_dict; for each parameter (by id), the loaded state's key or none.
+  std::vector<std::optional<std::size_t>> checked_state_ids(const OptimizerState& loaded) const;
+
   std::string type_name_;
   std::vector<std::vector<Parameter>> groups_;
   std::size_t num_params_ = 0;
@@ -144,7 +155,7 @@ class Optimizer {
 ///   State     one parameter's state, plus
 ///               static StateLayout layout();                            its step count and tensor names
 ///               ParamState to_param_state() const;                      PyTorch's state[p]
-///               static State from_param_state(const ParamState&);
+///               static State from_param_state(ParamState&&);            takes its tensors
 ///
 ///     class Lion : public OptimizerOf<LionOptions, LionState> {
 ///      public:
@@ -200,11 +211,11 @@ class OptimizerOf : public Optimizer {
     if (!state_[id]) return std::nullopt;
     return state_[id]->to_param_state();
   }
-  void set_param_state(std::size_t id, const ParamState* s) override {
+  void set_param_state(std::size_t id, ParamState* s) override {
     if (s == nullptr)
       state_[id].reset();
     else
-      state_[id] = State::from_param_state(*s);
+      state_[id] = State::from_param_state(std::move(*s));
   }
 
  private:

@@ -58,7 +58,7 @@ struct SGDState {
 
   static Optimizer::StateLayout layout() { return {false, {"momentum_buffer"}, {}}; }
   ParamState to_param_state() const;
-  static SGDState from_param_state(const ParamState& s);
+  static SGDState from_param_state(ParamState&& s);
 };
 
 class SGD : public OptimizerOf<SGDOptions, SGDState> {

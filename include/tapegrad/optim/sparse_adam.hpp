@@ -57,7 +57,7 @@ struct SparseAdamState {
 
   static Optimizer::StateLayout layout() { return {true, {"exp_avg", "exp_avg_sq"}, {}}; }
   ParamState to_param_state() const;
-  static SparseAdamState from_param_state(const ParamState& s);
+  static SparseAdamState from_param_state(ParamState&& s);
 };
 
 class SparseAdam : public OptimizerOf<SparseAdamOptions, SparseAdamState> {
