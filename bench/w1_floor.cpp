@@ -1,35 +1,45 @@
-// bench/w1_floor.cpp: the practical floor of BENCHMARKS.md W1 on this machine. The same training
-// step as w1_training_step (same model, data, dropout and Adam), written by hand: fused loops,
-// no tape, no tensors, no allocation inside the step, OpenBLAS for the three GEMMs.
-// Issue 6 asks tapegrad to land within 1.5x of such a floor; bench/compare runs this program
-// beside tapegrad's so that both figures come from the same minutes of this (noisy) machine.
+// bench/w1_floor.cpp: the floor of the W1 training step on this machine: the same step as
+// w1_training_step (same model, sizes, data, initial weights, dropout masks and Adam, and the same
+// numbers: bench/compare checks that both print the same losses), written by hand as fast as we
+// know how, with the same rules: OpenBLAS for the three products, dense Adam, float32, no
+// reassociation of the arithmetic. tapegrad's figures are read against it: the framework's price
+// is the distance between the two.
 //
-// Not a second implementation to maintain: nothing here is tested or exported. Differences from
-// tapegrad's step that only make the floor FASTER (so the comparison is, if anything, strict):
-//   * gather, * sqrt(D), + pe, dropout: one pass; dropout backward and the scatter: one pass;
-//   * the cross-entropy forward and backward in one pass over the logits;
-//   * Adam's bias corrections folded into one step size (PyTorch's formula, reassociated).
-// The dropout mask is drawn with tapegrad's Generator: SPEC 2.1.4 fixes the stream (one u24 of
-// mt19937_64 per element) and that is the fastest implementation of it we have.
-// Threads: OpenMP; each thread calls single-threaded sgemm on its share of rows (or columns).
+// Where the time goes, and what this program does about it (N = B * T positions of D floats):
+//   forward   h = (W[ids] * sqrt(D) + pe) * m: ONE pass, reading each embedding row and writing h;
+//             m, the dropout multiplier, is computed on the fly from the counter-based stream
+//             (src/philox.hpp, 256 elements at a time in L1) and never stored.
+//   logits    = h Wp^T + b (sgemm); the cross-entropy and its gradient in one pass over each row.
+//   backward  db, dWp = dlogits^T h and dh = dlogits Wp (sgemm); then ONE pass from dh into the
+//             embedding gradient: dW[ids[p]] += (dh[p] * m[p]) * sqrt(D), the mask computed again,
+//             the row of the next positions prefetched; a row's first contribution is written, not
+//             added to a zero, and only the rows no position touches are zero-filled.
+//   Adam      one pass over each parameter at memory bandwidth.
+// Nothing is allocated inside the step. Threads: tapegrad's pool (src/parallel.hpp), which every
+// loop here shares out the way tapegrad's kernels do; the products go through tapegrad's own
+// sgemm wrapper (src/ops/gemm.hpp), because OpenBLAS may round an element differently when the
+// call is cut differently, and the losses must be tapegrad's to the bit.
 //
 // Prints "W1-S-floor threads=T median_ms=..." (and M, L): 20 steps after 5 warm-up steps.
-#include <cblas.h>
-#include <omp.h>
-
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include <tapegrad/nn/positional_encoding.hpp>
 #include <tapegrad/random.hpp>
 
-#include "../src/exp_f32.hpp"   // the same vectorised e^x as tapegrad's cross_entropy
+#include "../src/exp_f32.hpp"     // the same vectorised e^x as tapegrad's cross_entropy
+#include "../src/ops/gemm.hpp"    // tapegrad's sgemm call, cut by shape alone
+#include "../src/parallel.hpp"    // tapegrad's thread pool
+#include "../src/philox.hpp"      // the dropout mask's counter-based stream
 #include "bench_common.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace {
+
+using tapegrad::detail::parallel_for;
 
 struct Size {
   const char* name;
@@ -37,47 +47,50 @@ struct Size {
 };
 constexpr Size kSizes[] = {{"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
 
-// Rows [begin, end) of n for thread t of T: one contiguous share each.
-void share(std::size_t n, std::size_t& begin, std::size_t& end) {
-  const std::size_t T = std::size_t(omp_get_num_threads()), t = std::size_t(omp_get_thread_num());
-  begin = n * t / T;
-  end = n * (t + 1) / T;
-}
-
-// One Adam step (lr 1e-3, betas 0.9 / 0.98, eps 1e-9) over n elements.
-void adam(float* theta, const float* g, float* m, float* v, std::size_t n, int step) {
-  const double b1 = 0.9, b2 = 0.98, lr = 1e-3, eps = 1e-9;
-  const float bc1 = float(1.0 - std::pow(b1, step)), sqrt_bc2 = float(std::sqrt(1.0 - std::pow(b2, step)));
-  const float w1 = float(1.0 - b1), w2 = float(1.0 - b2), beta1 = float(b1), beta2 = float(b2);
-  const float step_size = float(lr) / bc1, e = float(eps);
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < n; ++i) {
-    const float mi = beta1 * m[i] + w1 * g[i];
-    const float vi = beta2 * v[i] + w2 * g[i] * g[i];
-    m[i] = mi;
-    v[i] = vi;
-    theta[i] -= step_size * mi / (std::sqrt(vi) / sqrt_bc2 + e);
-  }
+// Adam (lr 1e-3, betas 0.9 / 0.98, eps 1e-9) at step t, over n elements, in tapegrad's order of
+// operations: m + w1 (g - m), v b2 + w2 g g, theta + ((-lr / bc1) m) / (sqrt(v) / sqrt(bc2) + eps).
+void adam(float* theta, const float* grad, float* m, float* v, std::size_t n, int t) {
+  const double beta1 = 0.9, beta2 = 0.98;
+  const double bc1 = 1.0 - std::pow(beta1, double(t)), bc2 = 1.0 - std::pow(beta2, double(t));
+  const float neg_step = float(-(1e-3 / bc1)), sqrt_bc2 = float(std::sqrt(bc2)), eps = float(1e-9);
+  const float w1 = float(1.0 - beta1), b2 = float(beta2), w2 = float(1.0 - beta2);
+  // The scalars are captured by value: read through a reference they might alias theta, m or v,
+  // and the compiler would reload them after every store instead of vectorising the loop.
+  parallel_for(n, std::size_t{1} << 16, [=](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const float g = grad[i];
+      const float mi = m[i] + w1 * (g - m[i]);
+      const float vi = v[i] * b2 + w2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      theta[i] = theta[i] + neg_step * mi / (std::sqrt(vi) / sqrt_bc2 + eps);
+    }
+  });
 }
 
 void run(const Size& s, int threads) {
   const std::size_t V = s.V, D = s.D, C = s.C, N = s.B * s.T, T = s.T;
-  const float p = 0.1f, keep_scale = 1.0f / (1.0f - p), emb_scale = float(std::sqrt(double(D)));
-  tapegrad::Generator gen(0), data(1);
+  const double p = 0.1;
+  const float keep_scale = 1.0f / float(1.0 - p), emb_scale = float(std::sqrt(double(D)));
+  const std::uint32_t threshold = tapegrad::detail::keep_threshold(p);
 
-  // parameters and Adam state
+  // Initial weights: the draws of w1_training_step's model, in its order (Embedding N(0, 1) with
+  // the padding row zeroed, then Linear's weight and bias U(-1/sqrt(D), 1/sqrt(D))); then the
+  // Dropout's seed, which it takes from the same generator at its first training forward.
+  tapegrad::Generator gen(0), data(1);
   std::vector<float> W(V * D), Wp(C * D), b(C);
   for (float& w : W) w = float(gen.normal());
-  for (std::size_t d = 0; d < D; ++d) W[d] = 0.0f;                   // padding row 0
+  std::fill_n(W.begin(), D, 0.0f);
   const double bound = 1.0 / std::sqrt(double(D));
-  for (float& w : Wp) w = float(-bound + 2 * bound * gen.uniform_double());
-  for (float& w : b) w = float(-bound + 2 * bound * gen.uniform_double());
+  for (float& w : Wp) w = float(-bound + (bound - -bound) * gen.uniform_double());
+  for (float& w : b) w = float(-bound + (bound - -bound) * gen.uniform_double());
+  const std::uint64_t seed = gen.next_u64();
   std::vector<float> gW(V * D), gWp(C * D), gb(C);
   std::vector<float> mW(V * D, 0.f), vW(V * D, 0.f), mWp(C * D, 0.f), vWp(C * D, 0.f), mb(C, 0.f), vb(C, 0.f);
-  // the table of sines and cosines, PositionalEncoding's own (setup, not timed)
   const tapegrad::Array table = tapegrad::nn::sinusoid_table(std::int64_t(T), std::int64_t(D));
-  const std::vector<float> pe(table.data(), table.data() + T * D);
-  // data: B rows of T ids in [1, V), the last quarter padding; label = id % C
+  const float* pe = table.data();
+
+  // Data: B rows of T ids in [1, V), the last quarter padding; label = id % C, -100 on padding.
   std::vector<std::int64_t> ids(N), labels(N);
   std::size_t count = 0;
   for (std::size_t i = 0; i < N; ++i) {
@@ -86,92 +99,112 @@ void run(const Size& s, int threads) {
     labels[i] = pad ? -100 : ids[i] % std::int64_t(C);
     count += !pad;
   }
-  // activations and their gradients, allocated once
+  // Which positions hold each id, in position order (a counting sort, once: the data is fixed);
+  // the scatter then walks the gradient's rows in order, each row written once.
+  std::vector<std::size_t> first_of(V + 1, 0), positions;
+  for (std::size_t i = 0; i < N; ++i) ++first_of[std::size_t(ids[i]) + 1];
+  for (std::size_t k = 0; k < V; ++k) first_of[k + 1] += first_of[k];
+  positions.resize(N);
+  {
+    std::vector<std::size_t> next(first_of.begin(), first_of.end() - 1);
+    for (std::size_t i = 0; i < N; ++i) positions[next[std::size_t(ids[i])]++] = i;
+  }
+
   std::vector<float> h(N * D), logits(N * C), dlogits(N * C), dh(N * D);
-  std::vector<std::uint8_t> keep(N * D);
   std::vector<double> row_loss(N);
+  const std::size_t rows_grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / D);
 
   std::vector<double> seconds;
-  double loss = 0.0;
+  float loss = 0.0f;
   for (int it = 0; it < 25; ++it) {
     const double t0 = bench::now_seconds();
-    // forward: h = (W[id] * sqrt(D) + pe) * mask / (1 - p), one pass
-    gen.keep_mask(keep.data(), N * D, p);
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < N; ++i) {
-      const float* w = W.data() + std::size_t(ids[i]) * D;
-      const float* pr = pe.data() + (i % T) * D;
-      const std::uint8_t* k = keep.data() + i * D;
-      float* y = h.data() + i * D;
-      for (std::size_t j = 0; j < D; ++j) y[j] = (w[j] * emb_scale + pr[j]) * (k[j] ? keep_scale : 0.0f);
-    }
-    // logits = h Wp^T + b
-#pragma omp parallel
-    {
-      std::size_t r0, r1;
-      share(N, r0, r1);
-      for (std::size_t r = r0; r < r1; ++r)
-        for (std::size_t c = 0; c < C; ++c) logits[r * C + c] = b[c];
-      if (r1 > r0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(r1 - r0), int(C), int(D), 1.0f, h.data() + r0 * D,
-                    int(D), Wp.data(), int(D), 1.0f, logits.data() + r0 * C, int(C));
-    }
-    // cross-entropy, mean over the non-padding rows, and its gradient, in one pass
-#pragma omp parallel for schedule(static)
-    for (std::size_t r = 0; r < N; ++r) {
-      float* d = dlogits.data() + r * C;
-      if (labels[r] < 0) {
-        for (std::size_t c = 0; c < C; ++c) d[c] = 0.0f;
-        row_loss[r] = 0.0;
-        continue;
+    const std::uint64_t call = std::uint64_t(it);
+    // forward: h = (W[id] * sqrt(D) + pe) * m, one pass over the positions
+    parallel_for(N, rows_grain, [&](std::size_t begin, std::size_t end) {
+      alignas(64) float buffer[tapegrad::detail::kMaskBuffer];
+      const float c = emb_scale;                          // a local: see adam()
+      for (std::size_t i = begin; i < end; ++i) {
+        const float* w = W.data() + std::size_t(ids[i]) * D;
+        const float* pr = pe + (i % T) * D;
+        float* y = h.data() + i * D;
+        for (std::size_t j0 = 0; j0 < D; j0 += tapegrad::detail::kMaskChunk) {
+          const std::size_t len = std::min(tapegrad::detail::kMaskChunk, D - j0);
+          const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale, i * D + j0, len, buffer);
+          for (std::size_t j = 0; j < len; ++j) y[j0 + j] = (w[j0 + j] * c + pr[j0 + j]) * m[j];
+        }
       }
-      const float* x = logits.data() + r * C;
-      float m = x[0];
-      for (std::size_t c = 1; c < C; ++c) m = std::max(m, x[c]);
-      for (std::size_t c = 0; c < C; ++c) d[c] = tapegrad::detail::exp_f32(x[c] - m);
-      double sum = 0.0;
-      for (std::size_t c = 0; c < C; ++c) sum += d[c];
-      const float inv = float(1.0 / sum), g = 1.0f / float(count);
-      for (std::size_t c = 0; c < C; ++c) d[c] = d[c] * inv * g;
-      d[labels[r]] -= g;
-      row_loss[r] = -(double(x[labels[r]] - m) - std::log(sum));
-    }
-    loss = 0.0;
-    for (std::size_t r = 0; r < N; ++r) loss += row_loss[r];
-    loss /= double(count);
-    // backward: db, dWp = dlogits^T h, dh = dlogits Wp
-    for (std::size_t c = 0; c < C; ++c) gb[c] = 0.0f;
-    for (std::size_t r = 0; r < N; ++r)
-      for (std::size_t c = 0; c < C; ++c) gb[c] += dlogits[r * C + c];
-#pragma omp parallel
-    {
-      std::size_t c0, c1, r0, r1;
-      share(D, c0, c1);
-      if (c1 > c0)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(C), int(c1 - c0), int(N), 1.0f, dlogits.data(), int(C),
-                    h.data() + c0, int(D), 0.0f, gWp.data() + c0, int(D));
-      share(N, r0, r1);
-      if (r1 > r0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(r1 - r0), int(D), int(C), 1.0f,
-                    dlogits.data() + r0 * C, int(C), Wp.data(), int(D), 0.0f, dh.data() + r0 * D, int(D));
-    }
-    // dropout backward and the dense embedding gradient, one pass: each thread owns a block of
-    // rows of gW, zero-fills it and adds the non-padding positions whose id falls in it
-#pragma omp parallel
-    {
-      std::size_t k0, k1;
-      share(V, k0, k1);
-      std::fill(gW.begin() + std::ptrdiff_t(k0 * D), gW.begin() + std::ptrdiff_t(k1 * D), 0.0f);
-      const float f = keep_scale * emb_scale;
-      for (std::size_t i = 0; i < N; ++i) {
-        const auto k = std::size_t(ids[i]);
-        if (k == 0 || k < k0 || k >= k1) continue;
-        float* gw = gW.data() + k * D;
-        const float* g = dh.data() + i * D;
-        const std::uint8_t* m = keep.data() + i * D;
-        for (std::size_t j = 0; j < D; ++j) gw[j] += m[j] ? g[j] * f : 0.0f;
+    });
+    // logits = h Wp^T + b: every row starts as b, the product adds to it
+    for (std::size_t r = 0; r < N; ++r) std::copy_n(b.data(), C, logits.data() + r * C);
+    tapegrad::ops::detail::gemm(false, true, N, C, D, 1.0f, h.data(), D, Wp.data(), D, 1.0f, logits.data(), C);
+    // cross-entropy (mean over the non-padding rows) and its gradient, one pass per row
+    const float g = float(1.0 / double(count));
+    parallel_for(N, std::max<std::size_t>(1, (std::size_t{1} << 16) / C), [&](std::size_t begin, std::size_t end) {
+      float e[256];
+      const float gr = g;                                 // a local: see adam()
+      for (std::size_t r = begin; r < end; ++r) {
+        float* d = dlogits.data() + r * C;
+        if (labels[r] < 0) {
+          std::fill_n(d, C, 0.0f);
+          row_loss[r] = 0.0;
+          continue;
+        }
+        const float* x = logits.data() + r * C;
+        float mx = x[0];
+        for (std::size_t c = 1; c < C; ++c) mx = std::max(mx, x[c]);
+        for (std::size_t c = 0; c < C; ++c) e[c] = tapegrad::detail::exp_f32(x[c] - mx);
+        double sum = 0.0;
+        for (std::size_t c = 0; c < C; ++c) sum += e[c];
+        const float log_sum = float(std::log(sum));
+        const std::size_t t = std::size_t(labels[r]);
+        row_loss[r] = -((x[t] - mx) - log_sum);
+        for (std::size_t c = 0; c < C; ++c) d[c] = tapegrad::detail::exp_f32((x[c] - mx) - log_sum) * gr;
+        d[t] -= gr;
       }
+    });
+    double total = 0.0;
+    for (std::size_t r = 0; r < N; ++r) total += float(row_loss[r]);
+    loss = float(total / double(count));
+    // backward: db (column sums in double, row by row), dWp = dlogits^T h, dh = dlogits Wp
+    {
+      std::vector<double>& sums = row_loss;               // reused: N >= C
+      std::fill_n(sums.begin(), C, 0.0);
+      for (std::size_t r = 0; r < N; ++r)
+        for (std::size_t c = 0; c < C; ++c) sums[c] += dlogits[r * C + c];
+      for (std::size_t c = 0; c < C; ++c) gb[c] = float(sums[c]);
     }
+    tapegrad::ops::detail::gemm(true, false, C, D, N, 1.0f, dlogits.data(), C, h.data(), D, 0.0f, gWp.data(), D);
+    tapegrad::ops::detail::gemm(false, false, N, D, C, 1.0f, dlogits.data(), C, Wp.data(), D, 0.0f, dh.data(), D);
+    // dropout backward and the embedding gradient in one pass over the gradient's rows:
+    // dW[k] = 0 + sum over k's positions p (in order) of (dh[p] * m[p]) * sqrt(D); the pad row 0
+    // and rows no position holds are zero.
+    parallel_for(V, rows_grain, [&](std::size_t lo, std::size_t hi) {
+      alignas(64) float buffer[tapegrad::detail::kMaskBuffer];
+      const float c = emb_scale;                          // a local: see adam()
+      for (std::size_t k = lo; k < hi; ++k) {
+        float* row = gW.data() + k * D;
+        const std::size_t from = first_of[k], to = first_of[k + 1];
+        if (k == 0 || from == to) {
+          std::fill_n(row, D, 0.0f);
+          continue;
+        }
+        for (std::size_t q = from; q < to; ++q) {
+          const std::size_t i = positions[q];
+          if (q + 1 < to) __builtin_prefetch(dh.data() + positions[q + 1] * D);
+          const float* gp = dh.data() + i * D;
+          for (std::size_t j0 = 0; j0 < D; j0 += tapegrad::detail::kMaskChunk) {
+            const std::size_t len = std::min(tapegrad::detail::kMaskChunk, D - j0);
+            const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale, i * D + j0, len, buffer);
+            float* r = row + j0;
+            const float* gj = gp + j0;
+            if (q == from)
+              for (std::size_t j = 0; j < len; ++j) r[j] = 0.0f + (gj[j] * m[j]) * c;
+            else
+              for (std::size_t j = 0; j < len; ++j) r[j] += (gj[j] * m[j]) * c;
+          }
+        }
+      }
+    });
     // Adam, dense
     adam(W.data(), gW.data(), mW.data(), vW.data(), V * D, it + 1);
     adam(Wp.data(), gWp.data(), mWp.data(), vWp.data(), C * D, it + 1);
@@ -180,16 +213,14 @@ void run(const Size& s, int threads) {
     if (it >= 5) seconds.push_back(t1 - t0);
   }
   char extra[64];
-  std::snprintf(extra, sizeof extra, " loss=%.4f", loss);
+  std::snprintf(extra, sizeof extra, " loss=%.4f loss_bits=%08x", loss, std::bit_cast<std::uint32_t>(loss));
   bench::print_ms(std::string("W1-") + s.name + "-floor", threads, seconds, 5, extra);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bench::Args args = bench::parse_args(argc, argv);
-  omp_set_num_threads(args.threads);
-  openblas_set_num_threads(1);                   // one pool of threads: OpenMP's
+  const bench::Args args = bench::parse_args(argc, argv);   // sets tapegrad's pool to --threads
   for (const Size& s : kSizes)
     if (args.wants(std::string("W1-") + s.name + "-floor")) run(s, args.threads);
   return 0;

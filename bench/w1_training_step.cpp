@@ -16,6 +16,7 @@
 // and the process's peak resident memory so far.
 #include <sys/resource.h>
 
+#include <bit>
 #include <cmath>
 #include <memory>
 
@@ -116,9 +117,9 @@ void run(const Size& s, Mode mode, const bench::Args& args) {
   std::size_t n_params = 0;
   for (const Parameter& p : model.parameters()) n_params += p.numel();
   const char* suffix = mode == Mode::sparse ? "-sparse" : mode == Mode::forward ? "-fwd" : "";
-  char extra[160];
-  std::snprintf(extra, sizeof extra, " loss=%.4f params=%zu tape_after_backward=%zu maxrss_kb=%ld", loss_value,
-                n_params, tape_after, max_rss_kb());
+  char extra[192];
+  std::snprintf(extra, sizeof extra, " loss=%.4f loss_bits=%08x params=%zu tape_after_backward=%zu maxrss_kb=%ld",
+                loss_value, std::bit_cast<std::uint32_t>(loss_value), n_params, tape_after, max_rss_kb());
   bench::print_ms(std::string("W1-") + s.name + suffix, args.threads, seconds, warmup, extra);
 }
 

@@ -74,7 +74,7 @@ Batch random_batch(const Settings& s, Generator& gen) {
 }
 
 // SimpleLossCompute: generator, then the criterion over (B * T, V), divided by the token count.
-Tensor loss_of(nn::EncoderDecoder& model, nn::LabelSmoothing& criterion, const Batch& b) {
+Tensor loss_of(nn::transformer::EncoderDecoder& model, nn::transformer::LabelSmoothing& criterion, const Batch& b) {
   const Tensor out = model.forward(b.src, b.tgt, b.src_mask, b.tgt_mask);
   const Tensor logp = model.generator->forward(out);                         // (B, T, V)
   const auto V = static_cast<std::int64_t>(logp.shape()[2]);
@@ -97,11 +97,13 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", s.epochs, "training epochs")->check(CLI::PositiveNumber);
   app.add_option("--batches", s.batches, "training batches per epoch")->check(CLI::PositiveNumber);
   app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")->check(CLI::NonNegativeNumber);
-  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::PositiveNumber);
-  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::PositiveNumber);
-  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::PositiveNumber);
-  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")->check(CLI::PositiveNumber);
-  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")->check(CLI::PositiveNumber);
+  // Upper bounds where a larger value could only exhaust memory: the tutorial's model is d-model
+  // 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096 rows.
+  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::Range(1, 4096));
+  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::Range(1, 48));
+  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::Range(1, 4096));
+  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")->check(CLI::Range(1, 16384));
+  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")->check(CLI::Range(1, 64));
   app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
   app.add_option("--warmup", s.warmup, "Noam warm-up steps")->check(CLI::PositiveNumber);
   app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")->check(CLI::PositiveNumber);
@@ -123,9 +125,9 @@ int main(int argc, char** argv) {
   auto model_gen = std::make_shared<Generator>(s.seed);
   Generator data_gen(s.seed + 1);
   const auto options =
-      nn::TransformerOptions().N(s.layers).d_model(s.d_model).d_ff(s.d_ff).h(s.heads).dropout(s.dropout);
-  auto model = nn::make_model(s.vocab, s.vocab, options, model_gen);
-  nn::LabelSmoothing criterion(s.vocab, /*padding_idx=*/0, s.smoothing);
+      nn::transformer::TransformerOptions().N(s.layers).d_model(s.d_model).d_ff(s.d_ff).h(s.heads).dropout(s.dropout);
+  auto model = nn::transformer::make_model(s.vocab, s.vocab, options, model_gen);
+  nn::transformer::LabelSmoothing criterion(s.vocab, /*padding_idx=*/0, s.smoothing);
   optim::Adam opt(model->parameters(), optim::AdamOptions(s.base_lr).betas({0.9, 0.98}).eps(1e-9));
   optim::LambdaLR sched(opt, [&](std::int64_t step) { return optim::noam(step, s.d_model, 1.0, s.warmup); });
 
@@ -181,7 +183,7 @@ int main(int argc, char** argv) {
   IndexArray src = IndexArray::from_shape({1, L});
   std::copy(s.source.begin(), s.source.end(), src.begin());
   const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, L});
-  const IndexArray decoded = nn::greedy_decode(*model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
+  const IndexArray decoded = nn::transformer::greedy_decode(*model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
   const bool exact = decoded == src;
   std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded)
             << (exact ? "  (exact copy)" : "  (not a copy)") << '\n';
@@ -189,11 +191,11 @@ int main(int argc, char** argv) {
     io::save(*model, s.checkpoint);   // the state dict under PyTorch's keys, F32, written atomically
     // Proof that the file holds the whole model: a fresh one (another seed) loads it and decodes
     // exactly the same.
-    auto reloaded = nn::make_model(s.vocab, s.vocab, options, std::make_shared<Generator>(s.seed + 2));
+    auto reloaded = nn::transformer::make_model(s.vocab, s.vocab, options, std::make_shared<Generator>(s.seed + 2));
     io::load(*reloaded, s.checkpoint);   // strict: every key and shape must match
     reloaded->eval();
     const bool same =
-        nn::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol) == decoded;
+        nn::transformer::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol) == decoded;
     std::cout << "saved " << s.checkpoint << (same ? "; a fresh model loaded from it decodes the same\n"
                                                    : "; ERROR: the reloaded model decodes differently\n");
     if (!same) return 1;

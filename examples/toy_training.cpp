@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -65,25 +66,41 @@ struct Settings {
   std::string resume;
 };
 
+// The rule of each setting, for its flag and for the text a checkpoint stores when the run is
+// resumed: a hand-edited file cannot get past what the command line refuses. The upper bounds
+// stop values that could only exhaust memory or time: a batch of 4096 sentences of 12 words at
+// d-model 4096 already needs 800 MB per activation; the toy's vocabulary is at most 200 words.
+CLI::Validator rule(const std::string& setting) {
+  if (setting == "steps" || setting == "warmup") return integer_in(1, 10'000'000);
+  if (setting == "lr") return positive_number();
+  if (setting == "batch-size" || setting == "d-model") return integer_in(1, 4096);
+  if (setting == "vocab") return integer_in(4, 200);
+  if (setting == "synonyms") return integer_in(2, 1000);
+  if (setting == "seed") return unsigned_integer();
+  if (setting == "threads") return integer_in(1, 256);
+  if (setting == "sparse") return zero_or_one();
+  throw std::logic_error("toy_training: no rule for the setting " + setting);
+}
+
 void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
-      ->capture_default_str()->check(integer_in(1, 10'000'000));
+      ->capture_default_str()->check(rule("steps"));
   app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
-      ->capture_default_str()->check(positive_number());
+      ->capture_default_str()->check(rule("lr"));
   app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
-      ->capture_default_str()->check(integer_in(1, 10'000'000));
+      ->capture_default_str()->check(rule("warmup"));
   app.add_option("--batch-size", s.batch_size, "sentences per training batch")
-      ->capture_default_str()->check(integer_in(1, 4096));
+      ->capture_default_str()->check(rule("batch-size"));
   app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
-      ->capture_default_str()->check(integer_in(1, 4096));
+      ->capture_default_str()->check(rule("d-model"));
   app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
-      ->capture_default_str()->check(integer_in(4, 200));
+      ->capture_default_str()->check(rule("vocab"));
   app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
-      ->capture_default_str()->check(integer_in(2, 1000));
+      ->capture_default_str()->check(rule("synonyms"));
   app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
-      ->capture_default_str()->check(unsigned_integer());
+      ->capture_default_str()->check(rule("seed"));
   app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
-      ->capture_default_str()->check(integer_in(1, 256));
+      ->capture_default_str()->check(rule("threads"));
   app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
   app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
   app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
@@ -91,7 +108,7 @@ void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--resume", s.resume, "continue the run saved in this checkpoint (its settings are used)");
 }
 
-// Checks that need more than one flag; CLI11 has checked each flag on its own.
+// Checks that need more than one flag; each flag has passed its rule.
 void check_settings(const Settings& s) {
   if (s.vocab - 1 < s.synonyms + 1)
     throw CLI::ValidationError("--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
@@ -215,7 +232,9 @@ void save_checkpoint(const io::TrainingCheckpoint& state, const Settings& s, con
 }
 
 // Reads --resume's file, checking all of it, and takes the run's settings from it: a resumed run
-// continues the same run. A flag given with another value is an error, not a silent change.
+// continues the same run. Each stored setting passes the rule of its flag, and the settings
+// together pass check_settings, as if they had been given on the command line. A flag given with
+// another value is an error, not a silent change.
 io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& given) {
   io::SafetensorsFile file;
   try {
@@ -223,13 +242,16 @@ io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& g
   } catch (const CheckpointError& e) {
     throw std::runtime_error(std::string("--resume: ") + e.what());
   }
+  const std::string where = "--resume '" + s.resume + "'";
   auto adopt = [&](const std::string& flag, auto& setting) {
     const std::optional<std::string> saved = file.metadata_value("progress.extra." + flag);
+    if (!saved)
+      throw std::runtime_error(where + ": expected a toy_training checkpoint, got a file without the setting --" + flag);
+    std::string text = *saved;
+    if (const std::string why = rule(flag)(text); !why.empty())
+      throw std::runtime_error(where + ": the checkpoint's setting --" + flag + " is refused: " + why);
     std::remove_reference_t<decltype(setting)> value{};
-    std::istringstream in(saved.value_or(""));
-    if (!saved || !(in >> value))
-      throw std::runtime_error("--resume '" + s.resume + "': expected a toy_training checkpoint, got a file without "
-                               "the setting --" + flag);
+    CLI::detail::lexical_cast(text, value);   // cannot fail: the rule accepted the text
     if (given.count("--" + flag) && value != setting)
       throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " +
                                *saved + "; leave the flag out to continue that run");
@@ -237,33 +259,60 @@ io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& g
   };
   adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms), adopt("d-model", s.d_model);
   adopt("batch-size", s.batch_size), adopt("lr", s.lr), adopt("warmup", s.warmup), adopt("sparse", s.sparse);
+  try {
+    check_settings(s);
+  } catch (const CLI::ValidationError& e) {
+    throw std::runtime_error(where + ": the checkpoint's settings are refused: " + e.what());
+  }
   return file;
 }
 
+// A number as the checkpoint stores a loss: strtod's whole text, or nullopt. "inf" and "nan" read
+// back too (a loss can overflow while the weights are still finite); a run whose optimizer
+// moments went NaN is refused by the checkpoint's own value checks.
+std::optional<double> stored_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
 // Restores the tracked state from the file (all or nothing) and the loss history; returns the step.
-std::int64_t resume(io::TrainingCheckpoint& state, const io::SafetensorsFile& file, const Settings& s,
-                    RunRecord& run) {
+std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile file, const Settings& s, RunRecord& run) {
+  const std::string where = "--resume '" + s.resume + "'";
   io::TrainingProgress progress;
   try {
-    progress = state.restore(file, s.resume);   // all or nothing
+    progress = state.restore(std::move(file), s.resume);   // all or nothing
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--resume: ") + e.what());
   }
+  if (progress.step < 1)
+    throw std::runtime_error(where + ": expected the number of steps the run took (at least 1), got " +
+                             std::to_string(progress.step));
   if (progress.step >= s.steps)
-    throw std::runtime_error("--resume '" + s.resume + "': the run is at step " + std::to_string(progress.step) +
+    throw std::runtime_error(where + ": the run is at step " + std::to_string(progress.step) +
                              " already; ask for more with --steps");
-  // strtod, unlike >>, reads back "nan" and "inf": a diverged run resumes too.
   std::istringstream train(progress.extra.count("loss") ? progress.extra.at("loss") : "");
-  for (std::string l; train >> l;) run.loss.train.push_back(std::strtod(l.c_str(), nullptr));
+  for (std::string l; train >> l;) {
+    const auto loss = stored_number(l);
+    if (!loss)
+      throw std::runtime_error(where + ": expected the loss of step " + std::to_string(run.loss.train.size() + 1) +
+                               " as a number, got '" + l + "'");
+    run.loss.train.push_back(*loss);
+  }
   std::istringstream held_out(progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
   for (std::string item; held_out >> item;) {
     const std::size_t colon = item.find(':');
-    run.loss.held_out.push_back(
-        {std::atoll(item.substr(0, colon).c_str()), std::strtod(item.c_str() + colon + 1, nullptr)});
+    std::int64_t step = -1;
+    const auto loss = colon == std::string::npos ? std::nullopt : stored_number(item.substr(colon + 1));
+    if (!loss || !parse_integer(item.substr(0, colon), step) || step < 0 || step > progress.step)
+      throw std::runtime_error(where + ": expected held-out losses as step:loss with a step in [0, " +
+                               std::to_string(progress.step) + "], got '" + item + "'");
+    run.loss.held_out.push_back({step, *loss});
   }
   if (std::int64_t(run.loss.train.size()) != progress.step || run.loss.held_out.empty())
-    throw std::runtime_error("--resume '" + s.resume + "': expected the loss of each of its " +
-                             std::to_string(progress.step) + " steps, got " + std::to_string(run.loss.train.size()));
+    throw std::runtime_error(where + ": expected the loss of each of its " + std::to_string(progress.step) +
+                             " steps, got " + std::to_string(run.loss.train.size()));
   return progress.step;
 }
 
@@ -302,7 +351,7 @@ int run(Settings s, const std::set<std::string>& given) {
   run.embedding_at_start = model.embed->lut->weight.data();
   run.pe_fingerprint_at_start = model.pos->fingerprint();
   io::TrainingCheckpoint state = tracked_state(model, opt, generator);
-  if (saved) run.first_step = resume(state, *saved, s, run);
+  if (saved) run.first_step = resume(state, std::move(*saved), s, run);
 
   describe(s, lang, model, run.first_step);
   train(model, opt, s, lang, corpus, held_out, run);

@@ -1,8 +1,9 @@
-// src/random.cpp: the portable Generator of SPEC 2.1.4 and the arrays drawn from it.
+// src/random.cpp: the portable Generator (mt19937_64 and its draws) and the arrays drawn from it.
 #include "tapegrad/random.hpp"
 #include "tapegrad/sizes.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -37,18 +38,6 @@ void Mt19937_64::twist() {
   index_ = 0;
 }
 
-void Mt19937_64::fill_keep_mask(std::uint8_t* keep, std::size_t n, std::uint64_t threshold) {
-  while (n > 0) {
-    if (index_ >= state_size) twist();
-    const std::size_t k = std::min(n, state_size - index_);
-    const std::uint64_t* x = state_ + index_;
-    for (std::size_t j = 0; j < k; ++j) keep[j] = (temper(x[j]) >> 40) >= threshold;   // vectorised
-    index_ += k;
-    keep += k;
-    n -= k;
-  }
-}
-
 std::string Mt19937_64::text() const {
   std::ostringstream os;
   for (std::uint64_t word : state_) os << word << ' ';
@@ -70,7 +59,28 @@ bool Mt19937_64::set_text(const std::string& text) {
 
 // ---- Generator -------------------------------------------------------------------------------------
 
+namespace {
+std::uint64_t new_stream_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+Generator::Generator(const Generator& other)
+    : engine_(other.engine_), seed_(other.seed_), stream_id_(new_stream_id()), has_spare_(other.has_spare_),
+      spare_(other.spare_) {}
+
+Generator& Generator::operator=(const Generator& other) {
+  engine_ = other.engine_;
+  seed_ = other.seed_;
+  has_spare_ = other.has_spare_;
+  spare_ = other.spare_;
+  stream_id_ = new_stream_id();
+  return *this;
+}
+
 void Generator::manual_seed(std::uint64_t seed) {
+  stream_id_ = new_stream_id();
   seed_ = seed;
   engine_.seed_engine(seed);
   has_spare_ = false;
@@ -102,12 +112,6 @@ std::int64_t Generator::randint(std::int64_t low, std::int64_t high) {
   return low + static_cast<std::int64_t>(r % span);
 }
 
-void Generator::keep_mask(std::uint8_t* keep, std::size_t n, double p) {
-  check<ValueError>(p >= 0.0 && p <= 1.0, "Generator::keep_mask: expected p in [0, 1], got ", p);
-  // u24 * 2^-24 >= p  <=>  u24 >= p * 2^24 (exact: a power-of-two scale)  <=>  u24 >= ceil(p * 2^24)
-  engine_.fill_keep_mask(keep, n, static_cast<std::uint64_t>(std::ceil(p * 0x1.0p24)));
-}
-
 std::string Generator::state() const {
   std::ostringstream os;
   os.precision(17);
@@ -130,6 +134,7 @@ void Generator::set_state(const std::string& state) {
   has_spare_ = has_spare;
   spare_ = std::strtod(spare_text.c_str(), nullptr);
   engine_ = engine;
+  stream_id_ = new_stream_id();
 }
 
 std::shared_ptr<Generator> default_generator() {

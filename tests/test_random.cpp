@@ -85,23 +85,23 @@ TEST_CASE("a text state of std::mt19937_64 continues the same stream in Mt19937_
   CHECK_FALSE(ours.set_text(text.str().substr(0, text.str().rfind(' ')) + " 313"));   // index past the state
 }
 
-TEST_CASE("keep_mask gives what one uniform_float() >= p per element gives, and leaves the stream in step") {
-  // lengths that start and end inside a 312-word block and span several blocks; p at the edges
-  for (double p : {0.0, 0x1.0p-30, 0.1, 0.5, 1.0 - 0x1.0p-24, 1.0 - 0x1.0p-25, 1.0}) {
-    Generator fast(11), slow(11);
-    fast.uniform_float();                 // start mid-block
-    slow.uniform_float();
-    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{311}, std::size_t{312}, std::size_t{1000},
-                          std::size_t{5000}}) {
-      std::vector<std::uint8_t> keep(n, 7), expected(n);
-      fast.keep_mask(keep.data(), n, p);
-      for (std::size_t i = 0; i < n; ++i) expected[i] = double(slow.uniform_float()) >= p;
-      CHECK_MESSAGE(keep == expected, "p = ", p, ", n = ", n);
-    }
-    CHECK(fast.next_u64() == slow.next_u64());
-  }
-  Generator g(0);
-  std::uint8_t keep[4];
-  CHECK_THROWS_WITH_AS(g.keep_mask(keep, 4, 1.5), doctest::Contains("expected p in [0, 1], got 1.5"), ValueError);
+TEST_CASE("stream_id changes when the stream is replaced, not when it is drawn from") {
+  Generator g(11);
+  const std::uint64_t id = g.stream_id();
+  g.next_u64();
+  g.normal();
+  CHECK(g.stream_id() == id);
+  g.manual_seed(11);                                   // even with the same seed
+  CHECK(g.stream_id() != id);
+  const std::uint64_t seeded = g.stream_id();
+  g.set_state(Generator(3).state());
+  CHECK(g.stream_id() != seeded);
+  Generator copy = g;
+  CHECK(copy.stream_id() != g.stream_id());            // a copy is another stream object
+  CHECK(copy.next_u64() == g.next_u64());              // with the same numbers
+  const std::uint64_t before = g.stream_id();
+  g = copy;
+  CHECK(g.stream_id() != before);
+  CHECK(g.stream_id() != copy.stream_id());
 }
 }  // TEST_SUITE

@@ -62,7 +62,16 @@ TEST_CASE("an allocation larger than the machine says how many bytes were asked 
   CHECK_THROWS_AS(randn(Shape{std::size_t(1) << 20, std::size_t(1) << 20}), OutOfMemoryError);
 }
 
-TEST_CASE("a Tensor of an array whose size wrapped around is refused before it is read") {
+// Making the wrapped array is itself undefined behaviour inside xtensor (its strides are computed in
+// signed arithmetic), which UndefinedBehaviorSanitizer stops at; that is why Tensor checks the
+// shape. The case runs in every build but the sanitized one.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("a Tensor of an array whose size wrapped around is refused before it is read" * doctest::skip(kSanitized)) {
   // xtensor computes the size of (2^32, 2^32) as 2^64, which wraps to 0 elements.
   Array wrapped = Array::from_shape({std::size_t(k2_32), std::size_t(k2_32)});
   REQUIRE(wrapped.size() == 0);

@@ -117,3 +117,37 @@ TEST_CASE("set_num_threads sets the pool size and refuses zero") {
 }
 
 }
+
+TEST_SUITE("threads") {
+
+TEST_CASE("a GPT training step gives bit-identical loss, gradients and weights with one thread and with two") {
+  namespace tt = tapegrad::nn::transformer;
+  auto step = [](int threads) {
+    set_num_threads(threads);
+    // sizes at which every kernel splits its work: GEMMs of 2 blocks, attention pairs, GELU, LayerNorm rows
+    tt::GPT model(tt::GPTConfig(65, 32).n_layer(2).n_head(4).n_embd(128).dropout(0.1), std::make_shared<Generator>(5));
+    optim::AdamW opt(model.optimizer_groups(optim::AdamWOptions(1e-3).betas({0.9, 0.99}).weight_decay(0.1)));
+    IndexArray x = IndexArray::from_shape({8, 32}), y = IndexArray::from_shape({8, 32});
+    Generator data(6);
+    for (auto& v : x) v = data.randint(0, 65);
+    for (auto& v : y) v = data.randint(0, 65);
+    Tensor loss = model.loss(x, y);
+    loss.backward();
+    optim::clip_grad_norm_(model.parameters(), 1.0);
+    StepResult r{loss.item(), {}, {}};
+    for (const Parameter& p : model.parameters()) r.grads.push_back(p.grad());
+    opt.step();
+    for (const Parameter& p : model.parameters()) r.params.push_back(p.data());
+    set_num_threads(1);
+    return r;
+  };
+  const StepResult one = step(1), two = step(2);
+  CHECK(one.loss == two.loss);
+  REQUIRE(one.grads.size() == two.grads.size());
+  for (std::size_t i = 0; i < one.grads.size(); ++i) {
+    CHECK_MESSAGE(bit_equal(one.grads[i], two.grads[i]), "gradient ", i);
+    CHECK_MESSAGE(bit_equal(one.params[i], two.params[i]), "parameter ", i);
+  }
+}
+
+}

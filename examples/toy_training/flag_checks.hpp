@@ -3,7 +3,8 @@
 //     --steps: expected an integer in [1, 10000000], got 'abc'
 //
 // (CLI11's own PositiveNumber prints a 300-digit range, and "-1" converts silently to an unsigned
-// 2^64 - 1.) A flag that passes its check converts without error.
+// 2^64 - 1.) A flag that passes its check converts without error. The same validators check the
+// settings a checkpoint stores when a run is resumed (a Validator can be called on any text).
 #pragma once
 
 #include <charconv>
@@ -39,6 +40,11 @@ inline CLI::Validator unsigned_integer() {
         return parse_integer(text, v) ? "" : "expected an integer in [0, 2^64), got '" + text + "'";
       },
       "UINT");
+}
+inline CLI::Validator zero_or_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text == "0" || text == "1" ? "" : "expected 0 or 1, got '" + text + "'"; },
+      "0 or 1");
 }
 inline CLI::Validator positive_number() {
   return CLI::Validator(

@@ -1,9 +1,10 @@
 // include/tapegrad/random.hpp
 //
-// Generator: the one source of randomness (initialisation, dropout masks, data). Its engine is
-// mt19937_64, whose output the C++ standard fixes, and it turns raw 64-bit draws into numbers
-// itself, because std::uniform_real_distribution and std::normal_distribution differ between
-// standard libraries (SPEC 2.1.4):
+// Generator: the sequential source of randomness (initialisation, data, and each dropout layer's
+// seed; the dropout masks themselves come from a counter-based stream, ops/dropout.hpp). Its
+// engine is mt19937_64, whose output the C++ standard fixes, and it turns raw 64-bit draws into
+// numbers itself, because std::uniform_real_distribution and std::normal_distribution differ
+// between standard libraries:
 //   uniform float in [0, 1):   u24 = (g() >> 40) * 2^-24      (exact in float)
 //   uniform double in [0, 1):  u53 = (g() >> 11) * 2^-53
 //   normal: Box-Muller in double on u1 = 1 - u53, u2 = u53, giving z0 then z1.
@@ -25,8 +26,7 @@ namespace tapegrad {
 
 /// std::mt19937_64, bit for bit (the C++ standard's [rand.eng.mers] with its parameters: same
 /// seeding, same outputs, and state text in libstdc++'s layout: the 312 words, then the index).
-/// tapegrad has its own copy so that a dropout mask can be drawn a block of 312 words at a time
-/// in vectorised loops (fill_keep_mask), about three times faster than one call per draw.
+/// tapegrad has its own copy so that the state text is the same whatever the standard library.
 class Mt19937_64 {
  public:
   static constexpr std::size_t state_size = 312;
@@ -36,8 +36,6 @@ class Mt19937_64 {
     if (index_ >= state_size) twist();
     return temper(state_[index_++]);
   }
-  /// keep[i] = (draw_i >> 40) >= threshold for the next n draws.
-  void fill_keep_mask(std::uint8_t* keep, std::size_t n, std::uint64_t threshold);
   std::string text() const;               ///< "x0 x1 ... x311 index"
   bool set_text(const std::string& text); ///< false (and unchanged) when the text is not a state
 
@@ -56,18 +54,22 @@ class Mt19937_64 {
 class Generator {
  public:
   explicit Generator(std::uint64_t seed = 0) { manual_seed(seed); }
+  /// A copy continues the same stream; as a new stream (stream_id()), it is never "the same" one.
+  Generator(const Generator& other);
+  Generator& operator=(const Generator& other);
   void manual_seed(std::uint64_t seed);
   std::uint64_t seed() const { return seed_; }
+  /// Changes whenever the stream is replaced rather than drawn from: manual_seed, set_state,
+  /// assignment. A Dropout compares it with the value it saw when it took its seed, to take a
+  /// new seed (and restart its masks) after its generator was reseeded, as PyTorch's masks restart
+  /// after torch.manual_seed. Unique in the process (a counter), never saved.
+  std::uint64_t stream_id() const { return stream_id_; }
 
   std::uint64_t next_u64() { return engine_(); }
   float uniform_float() { return static_cast<float>(engine_() >> 40) * 0x1.0p-24f; }   ///< u24
   double uniform_double() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; } ///< u53
   double normal();                              ///< N(0, 1), Box-Muller (z0, then z1)
   std::int64_t randint(std::int64_t low, std::int64_t high);   ///< uniform in [low, high)
-  /// keep[i] = uniform_float() >= p for i = 0 .. n-1: the same n draws, in order, and the same
-  /// results as that loop (u24 / 2^24 >= p  <=>  u24 >= ceil(p * 2^24), exactly), drawn a block
-  /// at a time. The dropout mask of SPEC 2.7. p must be in [0, 1].
-  void keep_mask(std::uint8_t* keep, std::size_t n, double p);
 
   /// The whole state as text (engine and the pending Box-Muller value): save it with a
   /// checkpoint and set_state() it to continue the exact same stream.
@@ -77,6 +79,7 @@ class Generator {
  private:
   Mt19937_64 engine_;
   std::uint64_t seed_ = 0;
+  std::uint64_t stream_id_ = 0;
   bool has_spare_ = false;
   double spare_ = 0.0;
 };

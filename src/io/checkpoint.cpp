@@ -1,22 +1,24 @@
 // src/io/checkpoint.cpp
 //
-// Models, optimizers and whole training runs in safetensors files (SPEC 2.13.4, 2.13.5), on top
-// of the file layer of safetensors.cpp. Two rules shape every function here:
-//   * a save builds the whole file in memory, then replaces the old file atomically;
+// Models, optimizers and whole training runs in safetensors files, on top of the file layer
+// (safetensors.hpp) and the optimizer-state layout (optimizer_state.cpp). Two rules shape every
+// function here:
+//   * a save moves the state's arrays into the file's contents (no copy) and streams them to a
+//     temporary that replaces the old file atomically;
 //   * a load reads and checks everything (the file, then what it would change) before changing
 //     anything, and when a later part is refused after an earlier one was applied (the scheduler
 //     after the optimizer, say), the earlier part is put back from a snapshot taken first. A
 //     refused file therefore leaves model, optimizers, schedulers and generators as they were.
-// The JSON texts of optimizer checkpoints are made and read in safetensors.cpp (json_text.hpp).
 #include "tapegrad/io/checkpoint.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstring>
 #include <functional>
 #include <unordered_set>
 
-#include "json_text.hpp"
+#include "checkpoint_errors.hpp"
+#include "checkpoint_names.hpp"
+#include "float_values.hpp"
+#include "optimizer_state.hpp"
+#include "tapegrad/nn/dropout.hpp"
 
 namespace tapegrad::io {
 
@@ -25,74 +27,41 @@ const std::string kTrainingMarkerKey = "tapegrad.checkpoint";
 const std::string kTrainingMarker = "training";
 const std::string kModelPrefix = "model.";
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
-// "where: 'source'", the start of every message about one file.
-std::string where_in(const char* function, const std::string& source) { return std::string(function) + ": " + quoted(source); }
-
-template <class... Parts>
-[[noreturn]] void invalid(const std::string& where, const Parts&... parts) {
-  std::ostringstream os;
-  os << where << ": InvalidCheckpoint: ";
-  (detail::append(os, parts), ...);
-  throw CheckpointError(os.str(), "InvalidCheckpoint");
-}
-
-bool is_float(Dtype d) { return d == Dtype::F32 || d == Dtype::F64 || d == Dtype::F16 || d == Dtype::BF16; }
-
-// Every name of the file, tensors and aliases, that starts with `prefix`.
-std::vector<std::string> names_under(const SafetensorsFile& file, const std::string& prefix) {
-  std::vector<std::string> names;
-  for (const TensorRecord& r : file.tensors())
-    if (starts_with(r.name, prefix)) names.push_back(r.name);
-  for (const auto& [alias, target] : file.aliases())
-    if (starts_with(alias, prefix)) names.push_back(alias);
-  return names;
-}
-
-// A decimal integer, the whole text (no sign, spaces or leading '+'), that fits in T.
-template <class T>
-std::optional<T> parse_integer(std::string_view text) {
-  T value{};
-  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (err != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return value;
-}
-
-// Sets a metadata entry unless it could be read back as a tied tensor (SPEC 2.13.2 item 6):
-// the informative entries of save() are skipped for a model with a tensor called "pt".
+// Sets a metadata entry unless it could be read back as a tied tensor (an entry whose value is a
+// tensor's name): the informative entries of save() are skipped for a model with a tensor "pt".
 void set_informative_metadata(SafetensorsFile& file, const std::string& key, const std::string& value) {
   if (!file.contains(key) && !file.contains(value)) file.set_metadata(key, value);
 }
 
-// read_state_dict, with two choices left to the caller: the message's start, and which keys must
-// hold floats. A non-float tensor whose key `must_be_float` rejects is kept as a placeholder, so
-// that load_state_dict reports it as unexpected (a PyTorch integer buffer a tapegrad model lacks).
-nn::StateDict state_dict_from(const SafetensorsFile& file, const std::string& prefix, const std::string& where,
-                              const std::function<bool(const std::string&)>& must_be_float) {
+// read_state_dict, with three choices left to the caller: the message's start, which keys must
+// hold floats, and whether the values may be moved out of the file (`owned`: the same file, which
+// the caller reads once) instead of copied. A non-float tensor whose key `must_be_float` rejects
+// is kept as a placeholder, so that load_state_dict reports it as unexpected (a PyTorch integer
+// buffer a tapegrad model lacks).
+nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owned, const std::string& prefix,
+                              const std::string& where, const std::function<bool(const std::string&)>& must_be_float) {
   nn::StateDict sd;
   std::unordered_set<std::string> with_values;
+  const FloatValues values(file, owned);
   const auto value_of = [&](const std::string& name, const std::string& key) -> Array {
     const TensorRecord& r = file.record(name);
-    if (is_float(r.dtype)) return file.to_float(name);
+    if (is_float(r.dtype)) return values(name);
     if (must_be_float && !must_be_float(key)) return Array();
-    fail<TypeError>(where, ": expected tensor ", quoted(key), " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
+    fail<TypeError>(where, ": expected tensor ", in_quotes(key), " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
                     dtype_name(r.dtype), "; tapegrad models hold float32 only");
   };
   for (const TensorRecord& r : file.tensors()) {
-    if (!starts_with(r.name, prefix)) continue;
+    if (!r.name.starts_with(prefix)) continue;
     std::string key = r.name.substr(prefix.size());
     sd.insert(key, value_of(r.name, key));
     with_values.insert(std::move(key));
   }
   for (const auto& [alias, target] : file.aliases()) {
-    if (!starts_with(alias, prefix)) continue;
+    if (!alias.starts_with(prefix)) continue;
     const std::string key = alias.substr(prefix.size());
     // A tie inside the prefix stays a tie; one reaching outside it (only a hand-made file does
     // that) becomes a copy.
-    if (starts_with(target, prefix) && with_values.contains(target.substr(prefix.size())))
+    if (target.starts_with(prefix) && with_values.contains(target.substr(prefix.size())))
       sd.add_alias(key, target.substr(prefix.size()));
     else
       sd.insert(key, value_of(alias, key));
@@ -100,74 +69,20 @@ nn::StateDict state_dict_from(const SafetensorsFile& file, const std::string& pr
   return sd;
 }
 
-optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, const std::string& prefix,
-                                           const std::string& where) {
-  optim::OptimizerState out;
-  const auto type = file.metadata_value(prefix + "optimizer");
-  if (!type)
-    invalid(where, "expected __metadata__ ", quoted(prefix + "optimizer"), " naming the optimizer's type, got none; "
-            "is this an optimizer checkpoint (io::save_optimizer)?");
-  out.optimizer = *type;
-  const auto groups = file.metadata_value(prefix + "param_groups");
-  if (!groups) invalid(where, "expected __metadata__ ", quoted(prefix + "param_groups"), ", got none");
-  out.param_groups = json_text::param_groups_from_json(*groups, where);
-
-  // Tensors "state.{id}.{name}": the step count (I64, shape ()) and the state tensors.
-  const std::string state_prefix = prefix + "state.";
-  for (const std::string& name : names_under(file, prefix)) {
-    if (!starts_with(name, state_prefix))
-      invalid(where, "expected only tensors named ", quoted(state_prefix + "{id}.{name}"),
-              " in an optimizer's state, got ", quoted(name));
-    const std::string rest = name.substr(state_prefix.size());
-    const std::size_t dot = rest.find('.');
-    const auto id = parse_integer<std::size_t>(std::string_view(rest).substr(0, dot));
-    if (dot == std::string::npos || !id || dot + 1 == rest.size())
-      invalid(where, "expected an optimizer state tensor named ", quoted(state_prefix + "{id}.{name}"),
-              " with a decimal id, got ", quoted(name));
-    const std::string what = rest.substr(dot + 1);
-    const TensorRecord& r = file.record(name);
-    optim::ParamState& s = out.state[*id];
-    if (what == "step") {
-      std::optional<std::int64_t> step;
-      if (r.dtype == Dtype::I64 && r.shape.empty()) {
-        step = file.to_int64(name)();
-      } else if ((r.dtype == Dtype::F32 || r.dtype == Dtype::F64) && r.shape.empty()) {
-        // PyTorch keeps the step as a float tensor; accept it when it holds a whole number.
-        const double x = r.dtype == Dtype::F64 ? [&] { double d; std::memcpy(&d, r.bytes.data(), 8); return d; }()
-                                               : double(file.to_float(name)());
-        if (std::isfinite(x) && std::trunc(x) == x && std::abs(x) < 0x1p63) step = static_cast<std::int64_t>(x);
-      }
-      if (!step)
-        invalid(where, "expected ", quoted(name), " to be a step count (I64, shape ()), got ", dtype_name(r.dtype),
-                " of shape ", r.shape);
-      s.step = *step;
-    } else {
-      if (!is_float(r.dtype))
-        fail<TypeError>(where, ": expected optimizer state ", quoted(name),
-                        " to hold floating-point data (F32, F64, F16 or BF16), got dtype ", dtype_name(r.dtype));
-      s.tensors.emplace_back(what, file.to_float(name));
-    }
-  }
-  return out;
-}
-
-std::optional<optim::LambdaLRState> lambda_lr_state_from(const SafetensorsFile& file, const std::string& prefix,
-                                                         const std::string& where) {
-  const auto text = file.metadata_value(prefix + "lr_scheduler");
-  if (!text) return std::nullopt;
-  return json_text::lambda_lr_from_json(*text, where);
-}
-
-// Loads `state` into `optimizer`, then `scheduler_state` into `scheduler`: both or neither.
+// Loads `scheduler_state` into `scheduler` (when there is one), then `state` into `optimizer`:
+// both or neither. The scheduler goes first because its snapshot is a few numbers, while the
+// optimizer's would copy every moment; the optimizer's load is atomic by itself.
 void load_optimizer_and_scheduler(optim::Optimizer& optimizer, const optim::OptimizerState& state,
                                   optim::LambdaLR* scheduler, const std::optional<optim::LambdaLRState>& scheduler_state) {
-  const optim::OptimizerState before = optimizer.state_dict();
-  optimizer.load_state_dict(state);                // atomic by itself
-  if (scheduler == nullptr) return;
+  std::optional<optim::LambdaLRState> scheduler_before;
+  if (scheduler != nullptr) {
+    scheduler_before = scheduler->state_dict();
+    scheduler->load_state_dict(*scheduler_state);   // atomic by itself
+  }
   try {
-    scheduler->load_state_dict(*scheduler_state);
+    optimizer.load_state_dict(state);
   } catch (...) {
-    optimizer.load_state_dict(before);
+    if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_before);
     throw;
   }
 }
@@ -177,38 +92,16 @@ std::string optimizer_prefix(std::size_t k) { return "optim." + std::to_string(k
 
 // ---- building blocks ------------------------------------------------------------------------------
 
-void add_state_dict(SafetensorsFile& file, const nn::StateDict& state, const std::string& prefix) {
+void add_state_dict(SafetensorsFile& file, nn::StateDict state, const std::string& prefix) {
   std::unordered_set<std::string> tied;
   for (const auto& [alias, target] : state.aliases()) tied.insert(alias);
-  for (const auto& [key, value] : state)
-    if (!tied.contains(key)) file.add(prefix + key, value);
+  for (const std::string& key : state.keys())
+    if (!tied.contains(key) && state.find(key) != nullptr) file.add(prefix + key, std::move(state.at(key)));
   for (const auto& [alias, target] : state.aliases()) file.add_alias(prefix + alias, prefix + target);
 }
 
 nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& prefix) {
-  return state_dict_from(file, prefix, "read_state_dict", nullptr);
-}
-
-void add_optimizer_state(SafetensorsFile& file, const optim::OptimizerState& state,
-                         const optim::LambdaLRState* scheduler, const std::string& prefix) {
-  for (const auto& [id, s] : state.state) {
-    const std::string base = prefix + "state." + std::to_string(id) + ".";
-    if (s.step) file.add(base + "step", IndexArray(*s.step));       // rank 0, as PyTorch's
-    for (const auto& [name, value] : s.tensors) file.add(base + name, value);
-  }
-  file.set_metadata(prefix + "optimizer", state.optimizer);
-  file.set_metadata(prefix + "param_groups", json_text::param_groups_to_json(state.param_groups));
-  if (scheduler != nullptr) file.set_metadata(prefix + "lr_scheduler", json_text::lambda_lr_to_json(*scheduler));
-}
-
-optim::OptimizerState read_optimizer_state(const SafetensorsFile& file, const std::string& prefix,
-                                           const std::string& source) {
-  return optimizer_state_from(file, prefix, where_in("read_optimizer_state", source));
-}
-
-std::optional<optim::LambdaLRState> read_lambda_lr_state(const SafetensorsFile& file, const std::string& prefix,
-                                                         const std::string& source) {
-  return lambda_lr_state_from(file, prefix, where_in("read_lambda_lr_state", source));
+  return state_dict_from(file, nullptr, prefix, "read_state_dict", nullptr);
 }
 
 // ---- a model's weights ------------------------------------------------------------------------------
@@ -222,7 +115,7 @@ void save(const nn::Module& module, const std::string& path) {
 }
 
 nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("io::load", path);
   const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
   // Which keys must be floats: the module's own. Computed only when the file holds something else.
@@ -234,19 +127,19 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
     }
     return own_keys->contains(key);
   };
-  const nn::StateDict sd = state_dict_from(file, prefix, where, is_module_key);
+  const nn::StateDict sd = state_dict_from(file, &file, prefix, where, is_module_key);
   try {
     return module.load_state_dict(sd, strict);
   } catch (const StateDictError& e) {           // PyTorch's text, then which file it was
-    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + quoted(path), e.missing, e.unexpected,
+    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(path), e.missing, e.unexpected,
                          e.mismatches);
   }
 }
 
 nn::StateDict load_state_dict(const std::string& path) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
-  return state_dict_from(file, prefix, where_in("io::load_state_dict", path), nullptr);
+  return state_dict_from(file, &file, prefix, where_in("io::load_state_dict", path), nullptr);
 }
 
 // ---- an optimizer's state ------------------------------------------------------------------------
@@ -261,17 +154,28 @@ void save_optimizer(const optim::Optimizer& optimizer, const std::string& path, 
 }
 
 void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler) {
-  const SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("load_optimizer", path);
-  const optim::OptimizerState state = optimizer_state_from(file, "", where);
+  const optim::OptimizerState state = optimizer_state_from(file, &file, "", where);
   const std::optional<optim::LambdaLRState> scheduler_state = lambda_lr_state_from(file, "", where);
   if (scheduler != nullptr && !scheduler_state)
-    invalid(where, "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was saved "
+    invalid_checkpoint(where, "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was saved "
             "without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
   load_optimizer_and_scheduler(optimizer, state, scheduler, scheduler_state);
 }
 
 // ---- TrainingCheckpoint ---------------------------------------------------------------------------
+
+namespace {
+// The model's Dropout layers by path: their masks' streams are part of a run's state (seed and
+// call count, two numbers each: nn/dropout.hpp).
+std::vector<std::pair<std::string, nn::Dropout*>> dropouts_of(nn::Module& model) {
+  std::vector<std::pair<std::string, nn::Dropout*>> out;
+  for (const auto& [path, module] : model.named_modules())
+    if (auto* d = dynamic_cast<nn::Dropout*>(module)) out.emplace_back(path, d);
+  return out;
+}
+}  // namespace
 
 TrainingCheckpoint::TrainingCheckpoint(nn::Module& model) : model_(model) {
   generators_.emplace_back("default", default_generator());
@@ -296,9 +200,9 @@ TrainingCheckpoint& TrainingCheckpoint::add_optimizer(optim::Optimizer& optimize
 TrainingCheckpoint& TrainingCheckpoint::add_generator(const std::string& name, std::shared_ptr<Generator> generator) {
   check<ValueError>(!name.empty(), "TrainingCheckpoint::add_generator: expected a non-empty name");
   check<ValueError>(generator != nullptr, "TrainingCheckpoint::add_generator: expected a generator for ",
-                    quoted(name), ", got a null pointer");
+                    in_quotes(name), ", got a null pointer");
   for (const auto& [n, g] : generators_)
-    check<ValueError>(n != name, "TrainingCheckpoint::add_generator: expected a new name, got ", quoted(name),
+    check<ValueError>(n != name, "TrainingCheckpoint::add_generator: expected a new name, got ", in_quotes(name),
                       name == "default" ? ", the name of the default generator, which is always tracked"
                                         : ", which is already tracked");
   generators_.emplace_back(name, std::move(generator));
@@ -314,6 +218,9 @@ SafetensorsFile TrainingCheckpoint::to_file(const TrainingProgress& progress) co
     add_optimizer_state(file, optimizers_[k].optimizer->state_dict(), s ? &*s : nullptr, optimizer_prefix(k));
   }
   for (const auto& [name, generator] : generators_) file.set_metadata("generator." + name, generator->state());
+  for (const auto& [path, dropout] : dropouts_of(model_))
+    file.set_metadata("dropout." + path, std::to_string(dropout->seed()) + " " + std::to_string(dropout->calls()) +
+                                             (dropout->reseed_pending() ? " reseed" : ""));
   file.set_metadata("progress.step", std::to_string(progress.step));
   file.set_metadata("progress.data_position", std::to_string(progress.data_position));
   for (const auto& [key, value] : progress.extra) file.set_metadata("progress.extra." + key, value);
@@ -329,57 +236,61 @@ void TrainingCheckpoint::save(const std::string& path, const TrainingProgress& p
 TrainingProgress TrainingCheckpoint::load(const std::string& path) { return restore(load_safetensors(path), path); }
 
 TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const std::string& source) {
+  return restore(SafetensorsFile(file), source);
+}
+
+TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::string& source) {
   const std::string where = where_in("TrainingCheckpoint::load", source);
 
   // 1. The layout: a training checkpoint of exactly the tracked optimizers and generators.
   if (file.metadata_value(kTrainingMarkerKey) != kTrainingMarker)
-    invalid(where, "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": \"training\"), got a file "
+    invalid_checkpoint(where, "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": \"training\"), got a file "
             "without that mark", file.metadata_value("optimizer") ? "; it holds an optimizer: use io::load_optimizer"
                                                                    : "; a model's weights load with io::load");
   const auto optimizer_index = [&](const std::string& name) -> std::optional<std::size_t> {
-    if (!starts_with(name, "optim.")) return std::nullopt;
+    if (!name.starts_with("optim.")) return std::nullopt;
     const std::string rest = name.substr(6);
     const auto k = parse_integer<std::size_t>(std::string_view(rest).substr(0, rest.find('.')));
-    if (!k || rest.find('.') == std::string::npos) invalid(where, "expected a name 'optim.{k}...', got ", quoted(name));
+    if (!k || rest.find('.') == std::string::npos) invalid_checkpoint(where, "expected a name 'optim.{k}...', got ", in_quotes(name));
     return k;
   };
   const auto check_optimizer_index = [&](const std::string& name) {
     if (const auto k = optimizer_index(name); k && *k >= optimizers_.size())
-      invalid(where, "expected state for ", optimizers_.size(), " optimizer(s), as this run tracks, got ",
-              quoted(name), " (optimizer ", *k, "); track the same optimizers as the run that saved it");
+      invalid_checkpoint(where, "expected state for ", optimizers_.size(), " optimizer(s), as this run tracks, got ",
+              in_quotes(name), " (optimizer ", *k, "); track the same optimizers as the run that saved it");
   };
   for (const std::string& name : names_under(file, "")) {
-    if (starts_with(name, kModelPrefix)) continue;
-    if (!starts_with(name, "optim."))
-      invalid(where, "expected tensors named 'model...' or 'optim.{k}...', got ", quoted(name));
+    if (name.starts_with(kModelPrefix)) continue;
+    if (!name.starts_with("optim."))
+      invalid_checkpoint(where, "expected tensors named 'model...' or 'optim.{k}...', got ", in_quotes(name));
     check_optimizer_index(name);
   }
   std::vector<std::string> saved_generators;
   for (const auto& [key, value] : file.metadata()) {
     check_optimizer_index(key);
-    if (starts_with(key, "generator.")) saved_generators.push_back(key.substr(10));
+    if (key.starts_with("generator.")) saved_generators.push_back(key.substr(10));
   }
   for (const auto& [name, generator] : generators_)
     if (!file.metadata_value("generator." + name))
-      invalid(where, "expected the state of generator ", quoted(name), ", got none; the run that saved it tracked ",
+      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name), ", got none; the run that saved it tracked ",
               saved_generators.size(), " generator(s) (add_generator with the same names)");
   if (saved_generators.size() != generators_.size())
     for (const std::string& name : saved_generators)
       if (std::none_of(generators_.begin(), generators_.end(), [&](const auto& g) { return g.first == name; }))
-        invalid(where, "expected only the generators this run tracks, got the state of generator ", quoted(name),
-                "; track it with add_generator(", quoted(name), ", ...) to resume exactly");
+        invalid_checkpoint(where, "expected only the generators this run tracks, got the state of generator ", in_quotes(name),
+                "; track it with add_generator(", in_quotes(name), ", ...) to resume exactly");
 
   // 2. Everything read and checked into local values; nothing tracked has changed yet.
-  const nn::StateDict model_state = state_dict_from(file, kModelPrefix, where, nullptr);
+  nn::StateDict model_state = state_dict_from(file, &file, kModelPrefix, where, nullptr);
   std::vector<optim::OptimizerState> optimizer_states;
   std::vector<std::optional<optim::LambdaLRState>> scheduler_states;
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
     const std::string prefix = optimizer_prefix(k);
-    optimizer_states.push_back(optimizer_state_from(file, prefix, where));
+    optimizer_states.push_back(optimizer_state_from(file, &file, prefix, where));
     scheduler_states.push_back(lambda_lr_state_from(file, prefix, where));
     const bool tracked = optimizers_[k].scheduler != nullptr, saved = scheduler_states.back().has_value();
     if (tracked != saved)
-      invalid(where, "expected ", tracked ? "a" : "no", " scheduler state for optimizer ", k, " (",
+      invalid_checkpoint(where, "expected ", tracked ? "a" : "no", " scheduler state for optimizer ", k, " (",
               optimizers_[k].optimizer->type_name(), "), as this run tracks, got ", saved ? "one" : "none");
   }
   std::vector<Generator> generator_states;
@@ -388,55 +299,85 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const 
     try {
       g.set_state(*file.metadata_value("generator." + name));
     } catch (const ValueError& e) {
-      invalid(where, "expected generator ", quoted(name), "'s state, got text it cannot use (", e.what(), ")");
+      invalid_checkpoint(where, "expected generator ", in_quotes(name), "'s state, got text it cannot use (", e.what(), ")");
     }
     generator_states.push_back(g);
+  }
+  struct DropoutState {
+    nn::Dropout* layer;
+    std::uint64_t seed, calls;
+    bool reseed;
+  };
+  std::vector<DropoutState> dropout_states;
+  for (const auto& [path, dropout] : dropouts_of(model_)) {
+    const std::string key = "dropout." + path;
+    const auto text = file.metadata_value(key);
+    if (!text)
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " (the seed and call count of Dropout ", in_quotes(path),
+              "), got none; the file was saved by a run with another model");
+    const auto space = text->find(' ');
+    const auto seed = parse_integer<std::uint64_t>(std::string_view(*text).substr(0, std::min(space, text->size())));
+    const std::string rest = space == std::string::npos ? "" : text->substr(space + 1);
+    const std::string calls_text = rest.substr(0, rest.find(' '));
+    const auto calls = parse_integer<std::uint64_t>(calls_text);
+    const std::string flag = rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
+    if (!seed || !calls || !(flag.empty() || flag == "reseed"))
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be \"{seed} {calls}\" (two unsigned integers, "
+              "then optionally \"reseed\"), got ", in_quotes(*text));
+    dropout_states.push_back({dropout, *seed, *calls, flag == "reseed"});
   }
   TrainingProgress progress;
   const auto counter = [&](const std::string& key) {
     const auto text = file.metadata_value(key);
     const auto value = text ? parse_integer<std::int64_t>(*text) : std::nullopt;
-    if (!value) invalid(where, "expected __metadata__ ", quoted(key), " to be an integer, got ", text ? quoted(*text) : "none");
+    if (!value) invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be an integer, got ", text ? in_quotes(*text) : "none");
     return *value;
   };
   progress.step = counter("progress.step");
   progress.data_position = counter("progress.data_position");
   for (const auto& [key, value] : file.metadata())
-    if (starts_with(key, "progress.extra.")) progress.extra.emplace(key.substr(15), value);
+    if (key.starts_with("progress.extra.")) progress.extra.emplace(key.substr(15), value);
 
   // 3. Apply, all or nothing. Each load below is atomic by itself; if a later one refuses, the
   //    ones already applied are put back from snapshots (a snapshot always loads into its source).
-  const nn::StateDict model_before = model_.state_dict();
+  //    Only what a later load could undo is snapshotted (the last optimizer needs none: nothing
+  //    after it can fail), and each loaded state is freed once applied, so that a load's memory
+  //    stays near the size of the file.
+  std::optional<nn::StateDict> model_before;
+  if (!optimizers_.empty()) model_before = model_.state_dict();
   std::vector<optim::OptimizerState> optimizers_before;
   std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
-  for (const TrackedOptimizer& t : optimizers_) {
-    optimizers_before.push_back(t.optimizer->state_dict());
-    schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
-  }
   bool model_loaded = false;
   std::size_t optimizers_loaded = 0;
   try {
     try {
       model_.load_state_dict(model_state, /*strict=*/true);
     } catch (const StateDictError& e) {         // PyTorch's text, then which file it was
-      throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + quoted(source), e.missing, e.unexpected,
+      throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing, e.unexpected,
                            e.mismatches);
     }
     model_loaded = true;
+    model_state = nn::StateDict();
     for (; optimizers_loaded < optimizers_.size(); ++optimizers_loaded) {
       const TrackedOptimizer& t = optimizers_[optimizers_loaded];
+      if (optimizers_loaded + 1 < optimizers_.size()) {
+        optimizers_before.push_back(t.optimizer->state_dict());
+        schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
+      }
       load_optimizer_and_scheduler(*t.optimizer, optimizer_states[optimizers_loaded], t.scheduler,
                                    scheduler_states[optimizers_loaded]);
+      optimizer_states[optimizers_loaded] = optim::OptimizerState();
     }
   } catch (...) {
     for (std::size_t k = 0; k < optimizers_loaded; ++k) {
       optimizers_[k].optimizer->load_state_dict(optimizers_before[k]);
       if (optimizers_[k].scheduler) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
     }
-    if (model_loaded) model_.load_state_dict(model_before);
+    if (model_loaded && model_before) model_.load_state_dict(*model_before);
     throw;
   }
   for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];
+  for (const DropoutState& d : dropout_states) d.layer->set_stream_state(d.seed, d.calls, d.reseed);   // after
   return progress;
 }
 

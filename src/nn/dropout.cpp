@@ -1,5 +1,5 @@
 // src/nn/dropout.cpp: the Dropout module, a thin shell around ops::dropout that supplies the
-// training flag, the generator and a place to keep the last mask.
+// training flag and the mask's stream: the seed taken from the generator and the forward's number.
 #include "tapegrad/nn/dropout.hpp"
 
 #include <ostream>
@@ -10,26 +10,68 @@
 namespace tapegrad::nn {
 
 Dropout::Dropout(DropoutOptions options, std::shared_ptr<Generator> generator)
-    : options_(options),
-      generator_(generator ? std::move(generator) : default_generator()),
-      mask_(std::make_shared<const xt::xarray<std::uint8_t>>(xt::xarray<std::uint8_t>::from_shape({0}))) {
+    : options_(options), generator_(generator ? std::move(generator) : default_generator()) {
   ops::check_dropout_probability(options_.p());
 }
 
 Dropout::Dropout(double p, std::shared_ptr<Generator> generator)
     : Dropout(DropoutOptions(p), std::move(generator)) {}
 
+ops::DropoutStream Dropout::next_stream() {
+  if (reseed_pending()) {                       // the first mask, or the generator was reseeded
+    seed_ = generator_->next_u64();
+    calls_ = 0;
+    stream_id_ = generator_->stream_id();
+  }
+  return {seed_, calls_++};
+}
+
+ops::DropoutStream Dropout::next_stream_for(const Shape& shape) {
+  last_shape_ = shape;
+  last_mask_current_ = false;
+  return next_stream();
+}
+
 Tensor Dropout::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
-  xt::xarray<std::uint8_t> drawn = xt::xarray<std::uint8_t>::from_shape({0});   // left empty if no draw
-  Tensor y = ops::dropout(x, options_.p(), is_training(), *generator_, options_.inplace(), &drawn);
-  if (drawn.size() != 0) mask_ = std::make_shared<const xt::xarray<std::uint8_t>>(std::move(drawn));
-  return y;
+  const bool drops = is_training() && options_.p() != 0.0 && x.numel() != 0;
+  if (!drops) return ops::dropout(x, options_.p(), false, ops::DropoutStream{}, options_.inplace());
+  return ops::dropout(x, options_.p(), true, next_stream_for(x.shape()), options_.inplace());
 }
 
 Tensor Dropout::forward_added(const Tensor& x, const Array& rows) {
   autograd::ModuleScope scope(type_name(), path());
-  return ops::add_rows_dropout(x, rows, options_.p(), is_training(), *generator_, &mask_);
+  const bool drops = is_training() && options_.p() != 0.0 && x.numel() != 0;
+  if (!drops) return ops::add_rows_dropout(x, rows, options_.p(), false, ops::DropoutStream{});
+  const std::uint64_t seed = seed_, calls = calls_, stream_id = stream_id_;
+  const Shape last_shape = last_shape_;
+  const bool current = last_mask_current_;
+  try {
+    return ops::add_rows_dropout(x, rows, options_.p(), true, next_stream_for(x.shape()));
+  } catch (...) {                               // shapes that do not fit: as if this forward never happened
+    seed_ = seed;
+    calls_ = calls;
+    stream_id_ = stream_id;
+    last_shape_ = last_shape;
+    last_mask_current_ = current;
+    throw;
+  }
+}
+
+const xt::xarray<std::uint8_t>& Dropout::last_mask() const {
+  if (!last_mask_current_) {
+    last_mask_ = ops::dropout_mask(last_shape_, options_.p(), {seed_, calls_ - 1});
+    last_mask_current_ = true;
+  }
+  return last_mask_;
+}
+
+void Dropout::set_stream_state(std::uint64_t seed, std::uint64_t calls, bool reseed_pending) {
+  seed_ = seed;
+  calls_ = calls;
+  stream_id_ = reseed_pending ? 0 : generator_->stream_id();   // ids start at 1: 0 never matches
+  last_mask_ = xt::xarray<std::uint8_t>::from_shape({0});
+  last_mask_current_ = true;
 }
 
 void Dropout::extra_repr(std::ostream& os) const {

@@ -46,7 +46,7 @@ constexpr float masked_score = -1e9f;
 //   S = Q K^T                          (sgemm, Tq x Tk)
 //   S = S / c;  S[!allowed] = -1e9     c = float(sqrt(d_k)), the tutorial's division
 //   P = softmax(S) by rows             max subtracted; the row sum in double, like ops::softmax
-//   P' = P * m                         m = keep ? 1 / (1 - p) : 0, drawn in (b, i, row, col) order
+//   P' = P * m                         m = keep ? 1 / (1 - p) : 0, keep the mask of the dropout stream, element order (b, i, row, col)
 //   O = P' V                           (sgemm, written into columns i * d_v.. of out)
 void attention_forward(const float* q, const float* k, const float* v, float* out, Saved& s, const Dims& d) {
   const std::size_t D = d.D(), Dv = d.Dv();
@@ -179,14 +179,14 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   s->p = Array::from_shape({d.B, d.h, d.Tq, d.Tk});
   const double p_drop = options.dropout();
   if (options.training() && p_drop > 0.0 && s->p.size() > 0) {
-    s->keep.resize(s->p.size());
-    if (p_drop < 1.0) {
-      Generator& gen = options.generator() ? *options.generator() : *default_generator();
-      for (auto& kept : s->keep) kept = double(gen.uniform_float()) >= p_drop;
-      s->drop_scale = 1.0f / static_cast<float>(1.0 - p_drop);
-    } else {
-      s->drop_scale = 0.0f;                      // p = 1 keeps nothing and draws nothing (ops::dropout)
-    }
+    DropoutStream stream;
+    if (options.dropout_stream())
+      stream = *options.dropout_stream();
+    else
+      stream = {(options.generator() ? *options.generator() : *default_generator()).next_u64(), 0};
+    const xt::xarray<std::uint8_t> keep = dropout_mask(s->p.shape(), p_drop, stream);
+    s->keep.assign(keep.begin(), keep.end());
+    s->drop_scale = p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;   // ops::dropout's scale
     s->p_used = Array::from_shape(s->p.shape());
   }
   Array out = Array::from_shape({d.B, d.Tq, d.Dv()});

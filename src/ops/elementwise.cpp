@@ -3,8 +3,9 @@
 // Elementwise ops, each with its formula, forward and backward side by side. Binary ops
 // broadcast like NumPy; a value repeated k times in forward receives the SUM of its k incoming
 // gradients in backward, which sum_to_shape() computes. Inputs that need no gradient are skipped.
-// Same-shape operands (the common case) take a plain loop; other shapes go through xtensor's
-// broadcasting after broadcast_shapes() has checked them with a readable message.
+// Same-shape operands (the common case) take a plain loop, split over the threads when large;
+// other shapes go through xtensor's broadcasting after broadcast_shapes() has checked them with a
+// readable message.
 #include "tapegrad/ops/elementwise.hpp"
 
 #include <cmath>
@@ -13,12 +14,18 @@
 #include <xtensor/xoperation.hpp>
 
 #include "../exp_f32.hpp"
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
+// Elements worth a thread in these loops: each costs about a nanosecond or less, waking a thread
+// several microseconds. Every element is computed by one thread in the same way, so the results
+// do not depend on the thread count.
+constexpr std::size_t kGrain = std::size_t{1} << 15;
+
 // out = f(a, b) elementwise with broadcasting; f works on floats and on xtensor expressions.
 template <class F>
 Array binary(const char* op, const Array& a, const Array& b, F f) {
@@ -26,7 +33,9 @@ Array binary(const char* op, const Array& a, const Array& b, F f) {
     Array out = Array::from_shape(a.shape());
     const float *pa = a.data(), *pb = b.data();
     float* po = out.data();
-    for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i], pb[i]);
+    detail::parallel_for(a.size(), kGrain, [&](std::size_t first, std::size_t last) {
+      for (std::size_t i = first; i < last; ++i) po[i] = f(pa[i], pb[i]);
+    });
     return out;
   }
   broadcast_shapes(op, a.shape(), b.shape());
@@ -39,7 +48,9 @@ Array unary(const Array& a, F f) {
   Array out = Array::from_shape(a.shape());
   const float* pa = a.data();
   float* po = out.data();
-  for (std::size_t i = 0, n = a.size(); i < n; ++i) po[i] = f(pa[i]);
+  detail::parallel_for(a.size(), kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) po[i] = f(pa[i]);
+  });
   return out;
 }
 
@@ -49,7 +60,9 @@ Array unary(const Array& a, F f) {
 template <class F>
 Array&& chain_(Array& dy, F f) {
   float* pd = dy.data();
-  for (std::size_t i = 0, n = dy.size(); i < n; ++i) pd[i] = pd[i] * f(i);
+  detail::parallel_for(dy.size(), kGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) pd[i] = pd[i] * f(i);
+  });
   return std::move(dy);
 }
 }  // namespace
@@ -60,8 +73,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
   // y = a + b        da = dy        db = dy        (each summed back to its input's shape)
   Tensor y(binary("add", a.data(), b.data(), [](const auto& x, const auto& z) { return x + z; }));
   autograd::record("add", y, {a, b}, {}, [a, b](Array dy) {
-    if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "add");
+    // b gets a copy (or its broadcast sum); a then takes dy's own buffer when the shapes agree.
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
+    if (a.requires_grad())
+      a.accumulate_grad(a.shape() == dy.shape() ? std::move(dy) : sum_to_shape(dy, a.shape()), "add");
   });
   return y;
 }

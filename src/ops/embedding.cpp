@@ -6,7 +6,7 @@
 // options) alive. Everything a user can get wrong is checked before the weight is touched;
 // the max_norm renorm is the one in-place write, and it bumps weight's version.
 // Threads (threads.hpp): the gather splits positions; the dense scatter splits the gradient's
-// rows, each thread walking all positions in order and adding only the ids in its range, so
+// rows, each thread writing its rows in order from the positions of each id (sorted once), so
 // every row receives its contributions in position order whatever the thread count.
 #include "tapegrad/ops/embedding.hpp"
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../parallel.hpp"
+#include "dropout_mask.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -128,6 +129,16 @@ void copy_row(float* dst, const float* src, std::size_t dim, const float* scale)
 // Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
 std::size_t rows_per_thread(std::size_t dim) { return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1)); }
 
+// out[j] = g[j] * m[first + j] for j < dim: one position's row of dy through the dropout mask.
+const float* masked_row(const DropoutMask& mask, const float* g, std::size_t first, std::size_t dim, float* out) {
+  mask.chunks(first, first + dim, [&](std::size_t e, std::size_t len, const float* m) {
+    const float* gs = g + (e - first);
+    float* os = out + (e - first);
+    for (std::size_t j = 0; j < len; ++j) os[j] = gs[j] * m[j];
+  });
+  return out;
+}
+
 // out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
 Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   const std::size_t dim = weight.shape()[1], n = ids.size();
@@ -149,8 +160,13 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
 // by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
 // is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
+//
+// With `mask` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers,
+// computed again here for each position's row: dz[p, :] = dy[p, :] * m[p, :], rounded, then
+// dz takes dy's place above, which is add_rows_dropout's backward followed by this one.
 Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
-                     std::optional<std::int64_t> pad, bool by_freq, const float* c) {
+                     std::optional<std::int64_t> pad, bool by_freq, const float* c,
+                     const DropoutMask* mask = nullptr) {
   const std::size_t num = weight_shape[0], dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
   std::vector<float> inv_count;                       // 1 / occurrences over the whole flattened ids
@@ -160,23 +176,53 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
     inv_count.resize(num);
     for (std::size_t k = 0; k < num; ++k) inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
   }
+  // The positions of each id, in position order (a counting sort; pad positions left out):
+  // order[first[k] .. first[k + 1]) are id k's.
+  std::vector<std::size_t> first(num + 1, 0), order;
+  for (std::size_t p = 0; p < n; ++p)
+    if (!(pad && id[p] == *pad)) ++first[static_cast<std::size_t>(id[p]) + 1];
+  for (std::size_t k = 0; k < num; ++k) first[k + 1] += first[k];
+  order.resize(first[num]);
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (std::size_t p = 0; p < n; ++p)
+      if (!(pad && id[p] == *pad)) order[next[static_cast<std::size_t>(id[p])]++] = p;
+  }
   Array dweight = Array::from_shape(weight_shape);
   float* dw = dweight.data();
   const float* g = dy.data();
-  // Each thread owns the gradient rows [lo, hi): zero-fills them, then adds the positions whose id
-  // falls in the range, in position order.
+  // Each thread owns the gradient rows [lo, hi) and writes each row once, in order: zeros for a
+  // row no position holds; else its first position's term stored as 0 + term (exactly what adding
+  // it to a zero-filled row gives, -0 included), then the others added in position order. The
+  // dy row of the next position is prefetched: those rows are scattered across dy.
+  const bool plain = !by_freq && c == nullptr;
+  const float s = c ? *c : 1.0f;
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::fill(dw + lo * dim, dw + hi * dim, 0.0f);
-    for (std::size_t p = 0; p < n; ++p) {
-      const auto k = static_cast<std::size_t>(id[p]);
-      if (k < lo || k >= hi || (pad && id[p] == *pad)) continue;
+    std::vector<float> masked(mask ? dim : 0);       // dz of one position
+    for (std::size_t k = lo; k < hi; ++k) {
       float* row = dw + k * dim;
-      const float* gp = g + p * dim;
-      if (!by_freq && c == nullptr) {
-        for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
-      } else {
-        const float f = by_freq ? inv_count[k] : 1.0f, s = c ? *c : 1.0f;
-        for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * s);
+      const std::size_t begin = first[k], end = first[k + 1];
+      if (begin == end) {
+        std::fill_n(row, dim, 0.0f);
+        continue;
+      }
+      const float f = by_freq ? inv_count[k] : 1.0f, sc = s;
+      for (std::size_t q = begin; q < end; ++q) {
+        if (q + 1 < end) __builtin_prefetch(g + order[q + 1] * dim);
+        const std::size_t p = order[q];
+        const float* gp = g + p * dim;
+        if (mask) gp = masked_row(*mask, gp, p * dim, dim, masked.data());
+        if (q == begin) {
+          if (plain)
+            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + gp[j];
+          else
+            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + f * (gp[j] * sc);
+        } else {
+          if (plain)
+            for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
+          else
+            for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * sc);
+        }
       }
     }
   });
@@ -186,7 +232,7 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
 // The row-sparse gradient (SPEC 2.2.3): one row per non-pad position, in position order,
 // duplicates kept; every position being padding gives an empty (not an absent) gradient.
 RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
-                              std::optional<std::int64_t> pad, const float* c) {
+                              std::optional<std::int64_t> pad, const float* c, const DropoutMask* mask = nullptr) {
   const std::size_t dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
   std::vector<std::size_t> from;                      // from[r]: the position of kept row r
@@ -201,8 +247,11 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
   for (std::size_t r = 0; r < kept; ++r) g.indices.data()[r] = id[from[r]];
   float* values = g.values.data();
   detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    std::vector<float> masked(mask ? dim : 0);
     for (std::size_t r = first; r < last; ++r) {
-      copy_row(values + r * dim, dy.data() + from[r] * dim, dim, c);
+      const float* gp = dy.data() + from[r] * dim;
+      if (mask) gp = masked_row(*mask, gp, from[r] * dim, dim, masked.data());
+      copy_row(values + r * dim, gp, dim, c);
     }
   });
   return g;
@@ -241,6 +290,60 @@ Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scal
   // One pass instead of a gather then a multiply; the roundings are the same, so the results
   // equal ops::mul(ops::embedding(ids, weight), scale) bit for bit.
   return lookup("embedding_scaled", ids, weight, options, static_cast<float>(scale));
+}
+
+Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale, const Array& rows,
+                                  double p, bool training, DropoutStream stream, const EmbeddingFuncOptions& o) {
+  // e[b, l, :] = weight[ids[b, l], :] * c           c = float(scale)             (embedding_scaled)
+  // z[b, l, :] = e[b, l, :] + rows[l, :]            rows: the first L rows of a (..., R, D) table
+  // y = z * m,   m[i] = keep(i) ? 1 / (1 - p) : 0   the mask of `stream`          (add_rows_dropout)
+  // dweight[k, :] = sum over positions p with ids[p] == k != padding_idx of (dy[p, :] * m[p, :]) * c
+  // One pass over the activations each way instead of three; the roundings are the unfused ops',
+  // so values and gradients equal add_rows_dropout(embedding_scaled(...), ...) bit for bit.
+  const char* op = "embedding_add_rows_dropout";
+  const std::string where = autograd::where(op);
+  check_dropout_probability(p);
+  const std::size_t table_rows = rows.dimension() >= 2 ? rows.size() / rows.shape().back() : 0;
+  const bool fits = ids.dimension() == 2 && weight.dim() == 2 && rows.dimension() >= 2 &&
+                    rows.shape().back() == weight.shape()[1] && table_rows >= ids.shape()[1];
+  if (!fits)
+    fail<ShapeError>(where, ": expected ids of shape (B, L), weight (num, D) and a table of shape (..., R, D) with R >= L, "
+                     "got ", ids.shape(), ", ", weight.shape(), " and ", rows.shape());
+  const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
+  const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];
+  const bool drops = training && p != 0.0 && n * dim != 0;
+  const float c = static_cast<float>(scale);
+  const DropoutMask mask{stream, p};
+  Array out = Array::from_shape({ids.shape()[0], L, dim});
+  const float* w = weight.data().data();
+  const std::int64_t* id = ids.data();
+  float* y = out.data();
+  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    const float s = c;                                 // a local: read through the capture it might alias y
+    for (std::size_t q = first; q < last; ++q) {       // one position: gather, scale, add its table row, mask
+      const float* wr = w + static_cast<std::size_t>(id[q]) * dim;
+      const float* rr = rows.data() + (q % L) * dim;
+      float* yr = y + q * dim;
+      if (!drops) {
+        for (std::size_t j = 0; j < dim; ++j) yr[j] = wr[j] * s + rr[j];
+        continue;
+      }
+      mask.chunks(q * dim, (q + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
+        const std::size_t j0 = e - q * dim;
+        for (std::size_t j = 0; j < len; ++j) yr[j0 + j] = (wr[j0 + j] * s + rr[j0 + j]) * m[j];
+      });
+    }
+  });
+  Tensor result(std::move(out));
+  const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
+  autograd::record(op, result, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, c, mask, drops, op](Array dy) {
+    const DropoutMask* m = drops ? &mask : nullptr;
+    if (sparse)
+      weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, &c, m), op);
+    else
+      weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, &c, m), op);
+  });
+  return result;
 }
 
 }  // namespace tapegrad::ops

@@ -11,7 +11,8 @@
 // Backward reads the saved operands; a side that needs no gradient costs no work.
 // Threads (threads.hpp): each product is cut into up to 2 blocks of rows (or of columns, when it
 // is wider than tall), the same blocks whatever the thread count, and the threads of tapegrad's
-// pool share them out, each calling single-threaded sgemm on its blocks.
+// pool share them out, each calling single-threaded sgemm on its blocks. A product with one row
+// (generating one token at a time) calls sgemv instead, which reads B once and packs nothing.
 #include "tapegrad/ops/matmul.hpp"
 
 #include <algorithm>
@@ -59,7 +60,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     for (std::size_t b = first; b < last; ++b) {
       const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
       const int len = static_cast<int>(end - begin);
-      if (by_rows)        // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+      if (M == 1) {       // one row: a matrix-vector product, C^T = op(B)^T op(A)^T; sgemm would pack all of B
+        const float* x = A;                       // op(A) (1, K): a row of A, or a column when trans_a
+        const int incx = trans_a ? int(lda) : 1;  // (with M == 1, any second block is of columns)
+        if (trans_b)      // B stored (N, K): C[j] = B[j, :] . x
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, len, int(K), alpha, B + begin * ldb, int(ldb), x, incx, beta,
+                      C + begin, 1);
+        else              // B stored (K, N): C[j] = B[:, j] . x
+          cblas_sgemv(CblasRowMajor, CblasTrans, int(K), len, alpha, B + begin, int(ldb), x, incx, beta, C + begin, 1);
+      } else if (by_rows) // rows [begin, end) of C and of op(A); A^T's rows are columns of A
         cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
                     int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
       else                // columns [begin, end) of C and of op(B); B^T's columns are rows of B
@@ -71,6 +80,10 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
 }  // namespace detail
 
 namespace {
+// Elements worth a thread in the bias loops of linear (a copy or an add costs well under a
+// nanosecond per element; waking a thread, microseconds).
+constexpr std::size_t kCopyGrain = std::size_t{1} << 15;
+
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
 // (M, K), or (K, M) when ta (then op(A) = A^T); likewise op(B) is (K, N), stored (N, K) when tb.
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
@@ -160,7 +173,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.back() = out_f;
   Array out = Array::from_shape(out_shape);
   if (has_bias)                                  // every row starts as b; the GEMM adds x W^T (beta = 1)
-    for (std::size_t r = 0; r < N; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+    ::tapegrad::detail::parallel_for(N, std::max<std::size_t>(1, kCopyGrain / std::max<std::size_t>(out_f, 1)),
+                                     [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = first; r < last; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+    });
   gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs = has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
@@ -176,9 +192,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       weight.accumulate_grad(std::move(dweight), "linear");
     }
     if (bias.requires_grad()) {
-      std::vector<double> sums(out_f, 0.0);      // column sums, row by row: sequential, in double
-      for (std::size_t r = 0; r < N; ++r)
-        for (std::size_t j = 0; j < out_f; ++j) sums[j] += dy.data()[r * out_f + j];
+      // Column sums in double, each column down the rows in order; the columns are split over the
+      // threads (a column is summed by one thread, the same way whatever their number).
+      std::vector<double> sums(out_f, 0.0);
+      const float* g = dy.data();
+      ::tapegrad::detail::parallel_for(out_f, std::max<std::size_t>(8, kCopyGrain / std::max<std::size_t>(N, 1)),
+                                       [&](std::size_t first, std::size_t last) {
+        for (std::size_t r = 0; r < N; ++r)
+          for (std::size_t j = first; j < last; ++j) sums[j] += g[r * out_f + j];
+      });
       Array dbias = Array::from_shape({out_f});
       std::copy(sums.begin(), sums.end(), dbias.data());
       bias.accumulate_grad(std::move(dbias), "linear");

@@ -28,6 +28,14 @@ double p_norm(const T* x, std::size_t n, double p) {
     }
     return best;
   }
+  if (p == 2.0) {                                         // the common case, in four lanes (i % 4)
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};                // added at the end: a fixed order that
+    std::size_t i = 0;                                    // vectorises; one running sum waits for
+    for (; i + 4 <= n; i += 4)                            // each addition
+      for (std::size_t l = 0; l < 4; ++l) lane[l] += double(x[i + l]) * double(x[i + l]);
+    for (; i < n; ++i) lane[i % 4] += double(x[i]) * double(x[i]);
+    return std::sqrt((lane[0] + lane[1]) + (lane[2] + lane[3]));
+  }
   double sum = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
     const double a = std::abs(double(x[i]));

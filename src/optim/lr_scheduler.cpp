@@ -1,11 +1,13 @@
 // src/optim/lr_scheduler.cpp
 //
-// LambdaLR (PyTorch's torch.optim.lr_scheduler.LambdaLR) and the Noam rate (SPEC 2.11). Rates are
+// LambdaLR (PyTorch's torch.optim.lr_scheduler.LambdaLR), the Noam rate (SPEC 2.11) and nanoGPT's
+// cosine schedule with warm-up. Rates are
 // computed in double; the optimizer casts lr to float where it meets the data.
 #include "tapegrad/optim/lr_scheduler.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace tapegrad::optim {
 
@@ -17,6 +19,20 @@ double noam(std::int64_t step, std::int64_t d_model, double factor, std::int64_t
   // in step^−0.5; the scheduler calls f(0) at construction, so it counts as step 1.
   const double s = step == 0 ? 1.0 : double(step);
   return factor * (std::pow(double(d_model), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(double(warmup), -1.5)));
+}
+
+double cosine_with_warmup(std::int64_t step, std::int64_t warmup, std::int64_t max_steps, double min_lr_ratio) {
+  check<ValueError>(warmup >= 0 && warmup < max_steps, "cosine_with_warmup: expected 0 <= warmup < max_steps, got warmup ",
+                    warmup, " and max_steps ", max_steps);
+  check<ValueError>(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "cosine_with_warmup: expected min_lr_ratio in [0, 1], got ",
+                    min_lr_ratio);
+  check<ValueError>(step >= 0, "cosine_with_warmup: expected step >= 0, got ", step);
+  // nanoGPT's get_lr, divided by learning_rate, in its order of operations.
+  if (step < warmup) return double(step + 1) / double(warmup + 1);
+  if (step > max_steps) return min_lr_ratio;
+  const double decay_ratio = double(step - warmup) / double(max_steps - warmup);
+  const double coeff = 0.5 * (1.0 + std::cos(std::numbers::pi * decay_ratio));   // 1 -> 0
+  return min_lr_ratio + coeff * (1.0 - min_lr_ratio);
 }
 
 LambdaLR::LambdaLR(Optimizer& optimizer, LrLambda lr_lambda)

@@ -220,6 +220,7 @@ TEST_CASE("backward(G) leaves G unchanged, whether the loss's entry reads its gr
   CHECK(all_close(w.grad(), Array{{5.f, 6.f}, {101.f, 1010.f}}));
   CHECK(all_close(G, Array{{1.f, 10.f}, {100.f, 1000.f}, {5.f, 6.f}}));
 
+  // dropout's closure takes dy by value: the engine hands it a copy of G, never G itself.
   Generator gen(0);
   Tensor x(Array{1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, true);
   Tensor d = ops::dropout(x, 0.5, /*training=*/true, gen);

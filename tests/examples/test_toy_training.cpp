@@ -264,6 +264,63 @@ TEST_CASE("a damaged checkpoint is refused, and neither it nor the checkpoint to
   }
 }
 
+TEST_CASE("a hand-edited checkpoint is held to the rules of the flags, naming the setting and the file") {
+  const std::string dir = folder("edited");
+  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+  const std::string good = bytes_of(dir + "/checkpoint.safetensors");
+  struct Case {
+    const char* name;
+    const char* key;        // a __metadata__ entry of the checkpoint
+    const char* value;      // what the hand edit puts there
+    const char* message;    // what toy_training must say
+  };
+  for (const Case& c : {
+           // Each stored setting passes its flag's rule: the run would divide by zero (synonyms 0),
+           // be killed for memory (batch-size, d-model 1e8), or name the wrong thing without it.
+           Case{"synonyms_0", "progress.extra.synonyms", "0",
+                "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], got '0'"},
+           Case{"synonyms_negative", "progress.extra.synonyms", "-1",
+                "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], got '-1'"},
+           Case{"seed_text", "progress.extra.seed", "abc",
+                "the checkpoint's setting --seed is refused: expected an integer in [0, 2^64), got 'abc'"},
+           Case{"batch_huge", "progress.extra.batch-size", "100000000",
+                "the checkpoint's setting --batch-size is refused: expected an integer in [1, 4096], got '100000000'"},
+           Case{"batch_1e8", "progress.extra.batch-size", "1e8",
+                "the checkpoint's setting --batch-size is refused: expected an integer in [1, 4096], got '1e8'"},
+           Case{"d_model_huge", "progress.extra.d-model", "100000000",
+                "the checkpoint's setting --d-model is refused: expected an integer in [1, 4096], got '100000000'"},
+           Case{"lr_nan", "progress.extra.lr", "nan", "the checkpoint's setting --lr is refused: expected a number > 0"},
+           Case{"warmup_0", "progress.extra.warmup", "0", "the checkpoint's setting --warmup is refused"},
+           Case{"vocab_0", "progress.extra.vocab", "0", "the checkpoint's setting --vocab is refused"},
+           Case{"sparse_2", "progress.extra.sparse", "2",
+                "the checkpoint's setting --sparse is refused: expected 0 or 1, got '2'"},
+           // The settings together pass the flags' joint check.
+           Case{"vocab_small", "progress.extra.vocab", "5",
+                "the checkpoint's settings are refused: --vocab: expected at least two meanings"},
+           // The run's progress and history are numbers where numbers belong.
+           Case{"step_negative", "progress.step", "-3", "expected the number of steps the run took (at least 1), got -3"},
+           Case{"loss_text", "progress.extra.loss", "2.5 abc", "expected the loss of step 2 as a number, got 'abc'"},
+           Case{"held_out_text", "progress.extra.held-out-loss", "0:2.5 x:1",
+                "expected held-out losses as step:loss with a step in [0, 100], got 'x:1'"}}) {
+    CAPTURE(c.name);
+    tapegrad::io::SafetensorsFile edited = tapegrad::io::parse_safetensors(good);
+    edited.set_metadata(c.key, c.value);
+    const std::string bytes = tapegrad::io::serialize_safetensors(edited);   // data and checksums as they were
+    const std::string path = dir + "/" + c.name + ".safetensors", other = dir + "/other.safetensors";
+    const std::string out = folder(std::string("edited_out_") + c.name);
+    write_bytes(path, bytes);
+    write_bytes(other, good);
+    const Output o = run_toy_training("--resume " + path + " --checkpoint " + other + " --out " + out);
+    INFO(o.text);
+    CHECK(o.status == 2);                                     // an error, not a signal or an OOM kill
+    CHECK(has(o, "toy_training: --resume '" + path + "': "));
+    CHECK(has(o, c.message));
+    CHECK(bytes_of(path) == bytes);
+    CHECK(bytes_of(other) == good);
+    CHECK(fs::is_empty(out));
+  }
+}
+
 }  // TEST_SUITE
 
 #endif  // TAPEGRAD_TOY_TRAINING

@@ -7,11 +7,14 @@
 // and a refused load must leave the model, the optimizer, the scheduler and the generators exactly
 // as they were. Anything else (another exception, a crash, a leak, a sanitizer report, a
 // half-applied load) is a bug. Seeds: run with TAPEGRAD_FUZZ_WRITE_SEEDS=folder, the target
-// writes valid files of each layout there and exits (scripts/fuzz.sh does this first).
+// writes valid files of each layout there, with and without checksums, and optimizer files
+// holding values no run can produce, and exits (scripts/fuzz.sh does this first).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -103,6 +106,32 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   SafetensorsFile model;
   add_state_dict(model, run.model.state_dict());
   write_seed(folder, "model", serialize_safetensors(model));
+  // The same three as save() writes them, with a CRC-32C per tensor in the metadata.
+  run.ckpt.save(std::string(folder) + "/training_checked", {3, 12});
+  save_optimizer(run.adam, std::string(folder) + "/optimizer_checked", &run.sched);
+  save(run.model, std::string(folder) + "/model_checked");
+  // Values no run can produce, which the loaders refuse (unchecked, so that mutations of the
+  // data reach those checks instead of the checksums').
+  const auto with_tensor = [&](const std::string& name, const std::function<void(SafetensorsFile&)>& add) {
+    SafetensorsFile f;
+    for (const TensorRecord& r : optimizer.tensors())
+      if (r.name != name) f.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
+    add(f);
+    for (const auto& [key, value] : optimizer.metadata()) f.set_metadata(key, value);
+    return serialize_safetensors(f);
+  };
+  const Array v = optimizer.to_float("state.0.exp_avg_sq");
+  write_seed(folder, "optimizer_negative_exp_avg_sq",
+             with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) { f.add("state.0.exp_avg_sq", Array(v - 1.0f)); }));
+  write_seed(folder, "optimizer_nan_exp_avg_sq", with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) {
+               Array nan = v;
+               nan.flat(0) = std::nanf("");
+               f.add("state.0.exp_avg_sq", std::move(nan));
+             }));
+  write_seed(folder, "optimizer_negative_step",
+             with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", IndexArray(std::int64_t{-2})); }));
+  write_seed(folder, "optimizer_fractional_step",
+             with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", Array(2.5f)); }));
   std::exit(0);
 }
 

@@ -6,6 +6,7 @@
 // writing the file out and reading it back gives the same tensors, aliases and metadata, and
 // the same bytes when written again. The writer may refuse (ValueError) an accepted file only
 // when its metadata would not read back the same (see serialize_safetensors).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,7 @@ std::size_t numel(const Shape& shape) {
 }
 
 bool same(const TensorRecord& a, const TensorRecord& b) {
-  return a.dtype == b.dtype && a.shape == b.shape && a.bytes == b.bytes;
+  return a.dtype == b.dtype && a.shape == b.shape && std::ranges::equal(a.bytes(), b.bytes());
 }
 }  // namespace
 
@@ -48,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   for (const TensorRecord& r : file.tensors()) {
-    expect(r.bytes.size() == numel(r.shape) * dtype_size(r.dtype), "a record holds numel * size bytes");
+    expect(r.bytes().size() == numel(r.shape) * dtype_size(r.dtype), "a record holds numel * size bytes");
     try {
       expect(file.to_float(r.name).size() == numel(r.shape), "to_float keeps the element count");
     } catch (const TypeError&) {

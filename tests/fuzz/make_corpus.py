@@ -2,7 +2,9 @@
 """Writes the seed corpus of the fuzz targets: tests/fuzz/corpus/{safetensors,npy}/.
 
 One valid file of each shape the readers accept, and one file for each way they refuse (each
-check of SPEC 2.13.3, the zip hint, duplicate keys, unknown dtypes, bad .npy headers). libFuzzer
+of the safetensors reader's checks, named by its number in src/io/safetensors_reader.cpp: the
+zip hint, duplicate keys, unknown dtypes, tapegrad's per-tensor CRC-32C checksums; bad .npy
+headers). libFuzzer
 mutates these; scripts/fuzz.sh copies them to a scratch folder first, so the committed corpus
 stays small. Standard library only. Run: /usr/bin/python3 tests/fuzz/make_corpus.py
 """
@@ -31,6 +33,19 @@ def f32(*values):
     return struct.pack("<%df" % len(values), *values)
 
 
+def crc32c(data):
+    """CRC-32C (Castagnoli, reflected 0x82F63B78), bit by bit; as 8 lowercase hex digits."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return "%08x" % (c ^ 0xFFFFFFFF)
+
+
+assert crc32c(b"123456789") == "e3069283"
+
+
 def safetensors_seeds():
     six = f32(0, 1, 2, 3, 4, 5)
     with open(os.path.join(HERE, "..", "io", "fixtures", "reference.safetensors"), "rb") as f:
@@ -51,6 +66,15 @@ def safetensors_seeds():
                             '"u":{"dtype":"U8","shape":[2],"data_offsets":[10,12]}}   ',
                             b"\x00\x3c\x00\xc0\xff\x7b\x01\x00\x80\x3f\x01\x02"),
         "unicode_names": st({"emb\u00e9\n\"q\"": entry("F64", [1], 0, 8)}, struct.pack("<d", 0.1)),
+        # as tapegrad writes them, a checksum per tensor (and an alias named like a checksum); some
+        # checked, some not
+        "checksummed": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1, 2)),
+                                            "tapegrad.crc32c.step": crc32c(struct.pack("<q", 7)),
+                                            crc32c(f32(1, 2)): "a"},
+                           "step": entry("I64", [], 0, 8), "a": entry("F32", [2], 8, 16)},
+                          struct.pack("<q", 7) + f32(1, 2)),
+        "checksummed_partly": st({"__metadata__": {"tapegrad.crc32c.b": crc32c(f32(3))},
+                                  "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 3)),
         # refused, in check order
         "1_too_small": b"\x02\x00\x00",
         "2_too_large": struct.pack("<Q", 100_000_001) + b"{}",
@@ -66,6 +90,14 @@ def safetensors_seeds():
         "5_float_shape": st('{"w":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}}', b"\x00" * 4),
         "5_offsets": st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}}', b"\x00" * 4),
         "5_metadata_number": st('{"__metadata__":{"epoch":3}}'),
+        "5_checksum_no_tensor": st({"__metadata__": {"tapegrad.crc32c.b": crc32c(f32(1))},
+                                    "a": entry("F32", [1], 0, 4)}, f32(1)),
+        "5_checksum_alias": st({"__metadata__": {"b": "a", "tapegrad.crc32c.b": crc32c(f32(1))},
+                                "a": entry("F32", [1], 0, 4)}, f32(1)),
+        "5_checksum_uppercase": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1)).upper()},
+                                    "a": entry("F32", [1], 0, 4)}, f32(1)),
+        "5_checksum_short": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1))[1:]},
+                                "a": entry("F32", [1], 0, 4)}, f32(1)),
         "6_duplicate_name": st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
                                '"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),
         "6_duplicate_field": st('{"w":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),
@@ -76,6 +108,11 @@ def safetensors_seeds():
         "8_strides_overflow": st({"w": entry("F32", [0, 2 ** 62, 2], 0, 0)}),   # 0 bytes, strides overflow
         "9_invalid_info": st({"w": entry("F32", [2, 3], 0, 20)}, b"\x00" * 20),
         "10_incomplete": st({"w": entry("F32", [2], 0, 8)}, b"\x00" * 9),
+        "11_checksum_mismatch": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1, 2))},
+                                    "a": entry("F32", [2], 0, 8)}, f32(1, 2.5)),
+        "11_checksum_second_tensor": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1)),
+                                                          "tapegrad.crc32c.b": crc32c(f32(2))},
+                                         "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 3)),
         "zip": b"PK\x03\x04\x14\x00\x00\x00" + b"z" * 40,
     }
 

@@ -1,5 +1,5 @@
 // tests/io/test_checkpoint.cpp: models, optimizers and whole training runs in safetensors files
-// (SPEC 2.13.4, 2.13.5): round trips with a tied parameter, dtype conversion, strict and non-strict
+// round trips with a tied parameter, dtype conversion, strict and non-strict
 // loads, all-or-nothing loads of damaged or mismatched files, NumPy reading tapegrad's files, exact
 // resume in one process, and a training process killed with SIGKILL and resumed
 // (tests/tools/resumable_training.cpp) ending bit-identical to an uninterrupted run.
@@ -93,7 +93,7 @@ IndexArray draw_batch(Generator& data) {
   return ids;
 }
 
-// The toy model of SPEC 2.14 in small: its dropout draws from the DEFAULT generator, its data
+// The toy training program's model in small: its dropout draws from the DEFAULT generator, its data
 // from a generator of its own, so an exact resume needs both.
 struct ToyModel : nn::Module {
   ToyModel(std::shared_ptr<Generator> init, bool sparse)
@@ -396,7 +396,7 @@ TEST_CASE("an optimizer and its scheduler round trip through a file and then tak
   save(a.model, model_path);
   save_optimizer(a.adam, opt_path, &a.sched);
 
-  // The file: SPEC 2.13.5's layout.
+  // The file: the optimizer layout (tensors state.{id}.{name}, JSON texts in the metadata).
   const SafetensorsFile f = load_safetensors(opt_path);
   CHECK(f.metadata_value("optimizer") == "Adam");
   CHECK(f.metadata_value("lr_scheduler") == R"({"base_lrs":[1.0],"last_epoch":3})");
@@ -568,7 +568,7 @@ TEST_CASE("load_optimizer refuses another optimizer's file or a missing schedule
   CHECK_THROWS_WITH_AS(load_optimizer(run.adam, plain, &run.sched),
                        doctest::Contains("expected __metadata__ 'lr_scheduler' for the scheduler given, got none"),
                        CheckpointError);
-  // The scheduler refuses after the optimizer was loaded: the optimizer is put back.
+  // The scheduler refuses (it is loaded first): the optimizer is left as it was.
   optim::OptimizerState other = run.adam.state_dict();
   other.param_groups[0].options["lr"] = 0.25;
   const optim::LambdaLRState two_groups{9, {1.0, 2.0}};
@@ -578,6 +578,24 @@ TEST_CASE("load_optimizer refuses another optimizer's file or a missing schedule
   CHECK_THROWS_WITH_AS(load_optimizer(run.adam, plain, &run.sched), doctest::Contains("expected 1 base_lrs"), ValueError);
   CHECK(Snapshot(run) == before);
   CHECK(run.adam.options(0).lr() != 0.25);
+}
+
+TEST_CASE("when the optimizer refuses after its scheduler was loaded, the scheduler is put back") {
+  const auto dir = scratch_dir("ckpt_scheduler_put_back");
+  manual_seed(3);
+  ToyRun run(1, 2);
+  run.train(2);
+  const Snapshot before(run);
+  optim::OptimizerState other = run.adam.state_dict();
+  other.param_groups[0].options["eps"] = -1.0;                // refused by Adam's checks
+  const optim::LambdaLRState later{40, {1.0}};                // a valid scheduler state
+  SafetensorsFile f;
+  add_optimizer_state(f, other, &later);
+  const std::string path = (dir / "optim.safetensors").string();
+  save_safetensors(path, f);
+  CHECK_THROWS_AS(load_optimizer(run.adam, path, &run.sched), ValueError);
+  CHECK(run.sched.last_epoch() == 2);
+  CHECK(Snapshot(run) == before);
 }
 
 // ---- everything for an exact resume -----------------------------------------------------------
@@ -704,7 +722,7 @@ TEST_CASE("a refused training checkpoint leaves model, optimizer, scheduler and 
     SafetensorsFile g;
     for (const TensorRecord& r : f.tensors())
       if (r.name == "model.out.bias") g.add(r.name, Array{1.f, 2.f});
-      else g.add_raw(r.name, r.dtype, r.shape, r.bytes);
+      else g.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
     for (const auto& [k, v] : f.metadata()) g.set_metadata(k, v);
     refused_with(g, "size mismatch for out.bias");
   }
@@ -717,7 +735,7 @@ TEST_CASE("a refused training checkpoint leaves model, optimizer, scheduler and 
     SafetensorsFile g;
     for (const TensorRecord& r : good.tensors())
       if (r.name == "optim.0.state.1.exp_avg") g.add(r.name, Array{1.f, 2.f});
-      else g.add_raw(r.name, r.dtype, r.shape, r.bytes);
+      else g.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
     for (const auto& [k, v] : good.metadata()) g.set_metadata(k, v);
     refused_with(g, "optimizer state for param 1");
   }
@@ -735,7 +753,7 @@ TEST_CASE("a refused training checkpoint leaves model, optimizer, scheduler and 
     ToyRun other(1, 2);
     SafetensorsFile f = other.ckpt.to_file({3});
     SafetensorsFile g;
-    for (const TensorRecord& r : f.tensors()) g.add_raw(r.name, r.dtype, r.shape, r.bytes);
+    for (const TensorRecord& r : f.tensors()) g.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
     for (const auto& [k, v] : f.metadata())
       if (k != "generator.data") g.set_metadata(k, v);
     refused_with(g, "expected the state of generator 'data', got none");
@@ -747,7 +765,7 @@ TEST_CASE("a refused training checkpoint leaves model, optimizer, scheduler and 
     refused_with(two.ckpt.to_file({3}), "expected state for 1 optimizer(s), as this run tracks");
     SafetensorsFile f = good;
     SafetensorsFile g;
-    for (const TensorRecord& r : f.tensors()) g.add_raw(r.name, r.dtype, r.shape, r.bytes);
+    for (const TensorRecord& r : f.tensors()) g.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
     for (const auto& [k, v] : f.metadata())
       if (k != "optim.0.lr_scheduler") g.set_metadata(k, v);
     refused_with(g, "expected a scheduler state for optimizer 0 (Adam), as this run tracks, got none");

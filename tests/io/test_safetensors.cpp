@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -152,7 +153,7 @@ TEST_CASE("a round trip gives the same records, and re-writing a parsed file giv
   CHECK(g.to_float("scalar")() == 7.f);
   CHECK(g.to_float("none").shape() == Shape{0, 4});
   CHECK(g.to_int64("step") == IndexArray{3, -1});
-  CHECK(g.record("mask").bytes == std::vector<std::uint8_t>{1, 0, 1});
+  CHECK(std::ranges::equal(g.record("mask").bytes(), std::vector<std::uint8_t>{1, 0, 1}));
   CHECK(serialize_safetensors(g) == bytes);
 }
 
@@ -254,7 +255,7 @@ TEST_CASE("check 6: a name twice, which JSON parsers keep silently, is refused")
 }
 
 TEST_CASE("check 7: tensors must be packed back to back from byte 0, each ending after it starts") {
-  // The message of SPEC 2.13.3, exactly.
+  // The documented message, exactly.
   const std::string gap = file_of(R"({"a":{"dtype":"F32","shape":[6],"data_offsets":[0,24]},)"
                                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[28,32]}})", std::string(32, '\0'));
   CHECK(std::string(rejection(gap).what()) ==
@@ -314,7 +315,7 @@ TEST_CASE("check 10: data after the last tensor, or missing data, is MetadataInc
   check_rejected(file_of("{}", "x"), "MetadataIncompleteBuffer", "expected 0 bytes");
 }
 
-TEST_CASE("the checks run in SPEC order: a file failing two reports the earlier one") {
+TEST_CASE("the checks run in the documented order: a file failing two reports the earlier one") {
   // Invalid UTF-8 (4) in a header that is also not JSON (5).
   CHECK(rejection(file_of("{\xFF")).kind == "InvalidHeader");
   // A bad shape (5) in a file whose data is also the wrong length (10).
@@ -452,7 +453,7 @@ TEST_CASE("every known dtype name maps to its size and back") {
   CHECK_FALSE(dtype_from_name("F6_E2M3").has_value());
 }
 
-// ---- tied tensors (SPEC 2.13.2 item 6) ----------------------------------------------------------
+// ---- tied tensors (safetensors' save_model convention) ------------------------------------------
 
 TEST_CASE("a tied tensor is stored once, under its smallest name, the other name in __metadata__") {
   SafetensorsFile f;
@@ -513,7 +514,7 @@ TEST_CASE("aliases and metadata that would not read back the same are refused by
                        ValueError);
 }
 
-TEST_CASE("an optimizer file in SPEC 2.13.5's layout round trips: I64 steps, F32 moments, JSON text") {
+TEST_CASE("an optimizer file in the optimizer layout round trips: I64 steps, F32 moments, JSON text") {
   SafetensorsFile f;
   f.add("state.0.step", IndexArray(std::int64_t{3}));
   f.add("state.0.exp_avg", Array{{0.1f, -0.2f}});
@@ -628,7 +629,7 @@ TEST_CASE("a write whose temporary cannot be created names the path and the reas
                        ValueError);
 }
 
-TEST_CASE("a write onto a folder fails at the rename and leaves the folder and no temporary") {
+TEST_CASE("a write onto a folder is refused and leaves the folder and no temporary") {
   const auto dir = scratch_dir("atomic_onto_folder");
   std::filesystem::create_directory(dir / "target");
   write_bytes(dir / "target" / "inside", "kept");
@@ -701,7 +702,7 @@ TEST_CASE("each fuzzing seed is accepted or refused with the kind its name gives
       {"1", "HeaderTooSmall"},  {"2", "HeaderTooLarge"},     {"3", "InvalidHeaderLength"},
       {"4", "InvalidHeader"},   {"5", "InvalidHeaderDeserialization"}, {"6", "InvalidHeaderDeserialization"},
       {"7", "InvalidOffset"},   {"8", "ValidationOverflow"}, {"9", "TensorInvalidInfo"},
-      {"10", "MetadataIncompleteBuffer"}, {"zip", "HeaderTooLarge"}};
+      {"10", "MetadataIncompleteBuffer"}, {"11", "ChecksumMismatch"}, {"zip", "HeaderTooLarge"}};
   const auto dir = std::filesystem::path(TAPEGRAD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "safetensors";
   int accepted = 0, refused = 0;
   for (const std::string& name : folder_listing(dir)) {
@@ -715,8 +716,8 @@ TEST_CASE("each fuzzing seed is accepted or refused with the kind its name gives
       ++refused;
     }
   }
-  CHECK(accepted >= 5);
-  CHECK(refused >= 20);
+  CHECK(accepted >= 10);
+  CHECK(refused >= 30);
 }
 
 // ---- interoperability ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-// tests/nn/test_dropout.cpp: the Dropout module (SPEC 2.7) — options, training vs eval, the
-// seeded mask and last_mask(), backward through the same mask, printing. The op's statistics and
-// draw order are tested in tests/ops/test_dropout.cpp.
+// tests/nn/test_dropout.cpp: the Dropout module — options, training vs eval, the seed taken from
+// the generator and the numbered calls, last_mask() computed again, reseeding, backward through
+// the same mask, printing. The op's statistics and the mask's definition: tests/ops/test_dropout.cpp.
 #include <doctest/doctest.h>
 
 #include <tapegrad/tapegrad.hpp>
@@ -60,23 +60,34 @@ TEST_CASE("p = 0 is the identity and p = 1 gives zeros") {
   CHECK(all_close(z.data(), xt::zeros<float>({3, 4}), 0, 0));   // x * 0: -0.0 for negative x, as PyTorch
 }
 
-TEST_CASE("training mode drops with the module's generator and keeps the mask") {
+TEST_CASE("training mode takes a seed from the generator at the first forward and numbers its calls") {
   auto gen = std::make_shared<Generator>(42);
   Dropout d(0.3, gen);
+  CHECK(gen->state() == Generator(42).state());          // building it draws nothing
   const Tensor x = randn_tensor({6, 7}, 4, true);
   const Tensor y = d.forward(x);
+  const std::uint64_t seed = Generator(42).next_u64();   // the one draw
+  CHECK(d.seed() == seed);
+  CHECK(d.calls() == 1);
   const auto& mask = d.last_mask();
   REQUIRE(mask.shape() == x.shape());
-  Generator replay(42);                                  // the same draws: u24 per element, keep iff u >= p
+  CHECK(mask == ops::dropout_mask(x.shape(), 0.3, {seed, 0}));
+  CHECK(bit_equal(y.data(), ops::dropout(x, 0.3, true, ops::DropoutStream{seed, 0}).data()));
   const float scale = 1.0f / static_cast<float>(1.0 - 0.3);
-  for (std::size_t i = 0; i < x.numel(); ++i) {
-    const bool keep = double(replay.uniform_float()) >= 0.3;
-    CHECK(mask.data()[i] == keep);
-    CHECK(y.data().data()[i] == (keep ? x.data().data()[i] * scale : 0.0f));
-  }
+  for (std::size_t i = 0; i < x.numel(); ++i)
+    CHECK(y.data().data()[i] == (mask.data()[i] ? x.data().data()[i] * scale : 0.0f));
   SUBCASE("backward uses the same mask") {
     ops::sum(y).backward();
     for (std::size_t i = 0; i < x.numel(); ++i) CHECK(x.grad().data()[i] == (mask.data()[i] ? scale : 0.0f));
+  }
+  SUBCASE("the next forward is call 1, with the same seed and no draw") {
+    const std::string state = gen->state();
+    const Tensor y2 = d.forward(x);
+    CHECK(gen->state() == state);
+    CHECK(d.calls() == 2);
+    CHECK(d.last_mask() == ops::dropout_mask(x.shape(), 0.3, {seed, 1}));
+    CHECK(bit_equal(y2.data(), ops::dropout(x, 0.3, true, ops::DropoutStream{seed, 1}).data()));
+    ops::sum(y2).backward();
   }
 }
 
@@ -91,6 +102,45 @@ TEST_CASE("the same seed gives the same mask and a later call draws a new one") 
   CHECK_FALSE(a.last_mask() == first);
 }
 
+TEST_CASE("reseeding the generator restarts the masks, and two layers on one generator get different seeds") {
+  auto gen = std::make_shared<Generator>(3);
+  Dropout a(0.5, gen), b(0.5, gen);
+  const Tensor x = randn_tensor({8, 8}, 6);
+  a.forward(x);
+  b.forward(x);
+  CHECK(a.seed() != b.seed());                            // one draw each, in forward order
+  CHECK_FALSE(a.last_mask() == b.last_mask());
+  const auto first = a.last_mask();
+  a.forward(x);
+  CHECK_FALSE(a.last_mask() == first);
+  gen->manual_seed(3);
+  a.forward(x);
+  CHECK(a.calls() == 1);
+  CHECK(a.last_mask() == first);                          // seed 3's first draw, call 0 again
+  SUBCASE("set_state counts as reseeding") {
+    gen->set_state(Generator(3).state());
+    a.forward(x);
+    CHECK(a.last_mask() == first);
+  }
+}
+
+TEST_CASE("set_stream_state continues another layer's stream exactly") {
+  auto gen = std::make_shared<Generator>(4);
+  Dropout a(0.5, gen), b(0.5, std::make_shared<Generator>(99));
+  const Tensor x = randn_tensor({5, 5}, 7);
+  a.forward(x);
+  a.forward(x);
+  b.set_stream_state(a.seed(), a.calls());
+  CHECK_FALSE(b.reseed_pending());
+  a.forward(x);
+  b.forward(x);
+  CHECK(a.last_mask() == b.last_mask());
+  CHECK(b.calls() == 3);
+  Dropout c(0.5, gen);
+  c.set_stream_state(0, 0, /*reseed_pending=*/true);
+  CHECK(c.reseed_pending());
+}
+
 TEST_CASE("training mode still drops under NoGradGuard (grad mode is not training mode)") {
   Dropout d(0.5, std::make_shared<Generator>(1));
   const Tensor x(xt::ones<float>({50}));
@@ -102,9 +152,9 @@ TEST_CASE("training mode still drops under NoGradGuard (grad mode is not trainin
 TEST_CASE("the gradient matches finite differences for a fixed mask") {
   Dropout d(0.5, std::make_shared<Generator>(2));
   const Tensor x = randn_tensor({3, 4}, 6, true);
-  d.forward(x);                                          // draws a mask
+  d.forward(x);                                          // the first mask of seed 2
   const auto mask = d.last_mask();
-  // gradcheck calls fn many times; each call redraws. Re-seed before each call to fix the mask.
+  // gradcheck calls fn many times; each call is a new mask. Re-seed before each call to fix it.
   auto gen = std::make_shared<Generator>(2);
   Dropout fixed(0.5, gen);
   const auto r = gradcheck([&](const std::vector<Tensor>& t) {

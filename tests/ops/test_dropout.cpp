@@ -1,6 +1,7 @@
-// tests/ops/test_dropout.cpp: ops::dropout (SPEC 2.7): the probability check, the identity
-// cases, the draw order and scaling, statistics on 1e6 elements, backward through the same
-// mask, determinism by seed, and the in-place rules of SPEC 2.3.3.
+// tests/ops/test_dropout.cpp: ops::dropout: the probability check, the identity cases, the mask
+// of a stream (element e from Philox block e / 4, word e % 4) and the scaling, statistics on 1e6
+// elements, backward through the same mask, determinism by seed, the generator form (one seed
+// drawn per call), and the in-place rules. Philox itself: tests/test_philox.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "../../src/philox.hpp"
 #include "../helpers.hpp"
 
 using namespace tapegrad;
@@ -21,11 +23,27 @@ Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad = false)
   Generator g(seed);
   return Tensor(randn(shape, &g), requires_grad);
 }
-// The mask the SPEC prescribes: one u24 per element, row-major, keep iff u >= p.
-Mask8 expected_mask(const Shape& shape, double p, std::uint64_t seed) {
-  Generator g(seed);
+// The mask by its definition, one element at a time: x = word e % 4 of the Philox4x32-10 block
+// with key (seed lo, seed hi) and counter (e/4 lo, e/4 hi, call lo, call hi); u = (x >> 8) 2^-24;
+// keep iff u >= p (compared in double, as written).
+Mask8 expected_mask(const Shape& shape, double p, ops::DropoutStream s) {
   Mask8 m = Mask8::from_shape(shape);
-  for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = double(g.uniform_float()) >= p;
+  const std::uint32_t key[2] = {std::uint32_t(s.seed), std::uint32_t(s.seed >> 32)};
+  for (std::size_t e = 0; e < m.size(); ++e) {
+    const std::uint64_t q = e / 4;
+    const std::uint32_t ctr[4] = {std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(s.call),
+                                  std::uint32_t(s.call >> 32)};
+    std::uint32_t out[4];
+    detail::philox4x32_10(ctr, key, out);
+    m.data()[e] = double(out[e % 4] >> 8) * 0x1.0p-24 >= p;
+  }
+  return m;
+}
+// The stream ops::dropout(x, p, training, gen) uses: one seed drawn from gen, call 0.
+ops::DropoutStream stream_of(std::uint64_t generator_seed) { return {Generator(generator_seed).next_u64(), 0}; }
+Mask8 mask_of(const Tensor& y) {                        // which elements survived (x has no zeros)
+  Mask8 m = Mask8::from_shape(y.shape());
+  for (std::size_t i = 0; i < m.size(); ++i) m.data()[i] = y.data().data()[i] != 0.0f;
   return m;
 }
 }  // namespace
@@ -76,22 +94,51 @@ TEST_CASE("eval mode, p = 0 and empty inputs return the same tensor, record noth
   CHECK(gen.next_u64() == fresh.next_u64());                // the stream did not move
 }
 
-TEST_CASE("training draws one u24 per element in row-major order and keeps it iff u >= p") {
+TEST_CASE("training keeps element e iff its Philox uniform is >= p, and scales what it keeps") {
+  const double p = 0.3;
+  // Sizes that end inside a Philox block, inside a 64-block group and inside a 256-element chunk,
+  // and a stream whose seed and call use both halves of each counter word.
+  for (const Shape& shape : {Shape{4, 5, 3}, Shape{1}, Shape{7}, Shape{1000, 3}}) {
+    for (const ops::DropoutStream stream : {ops::DropoutStream{42, 0}, ops::DropoutStream{0xA4093822299F31D0ull, 0x1234567890ull}}) {
+      CAPTURE(shape.size());
+      Tensor x = input(shape, 3);
+      Tensor y = ops::dropout(x, p, true, stream);
+      const Mask8 expected = expected_mask(x.shape(), p, stream);
+      CHECK(ops::dropout_mask(shape, p, stream) == expected);
+      const float scale = 1.0f / static_cast<float>(1.0 - p);
+      for (std::size_t i = 0; i < x.numel(); ++i) {
+        const float want = x.data().data()[i] * (expected.data()[i] ? scale : 0.0f);
+        CHECK(std::memcmp(&y.data().data()[i], &want, sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("the generator form draws one seed per call that drops, and uses the stream {seed, 0}") {
   const double p = 0.3;
   Tensor x = input({4, 5, 3}, 3);
   Generator gen(42);
-  Mask8 mask;
-  Tensor y = ops::dropout(x, p, true, gen, false, &mask);
-  const Mask8 expected = expected_mask(x.shape(), p, 42);
-  CHECK(mask == expected);
-  const float scale = 1.0f / static_cast<float>(1.0 - p);
-  for (std::size_t i = 0; i < x.numel(); ++i) {
-    const float want = x.data().data()[i] * (expected.data()[i] ? scale : 0.0f);
-    CHECK(std::memcmp(&y.data().data()[i], &want, sizeof(float)) == 0);
-  }
+  Tensor y = ops::dropout(x, p, true, gen);
+  CHECK(bit_equal(y.data(), ops::dropout(x, p, true, stream_of(42)).data()));
   Generator after(42);
-  for (std::size_t i = 0; i < x.numel(); ++i) after.next_u64();
-  CHECK(gen.next_u64() == after.next_u64());                // exactly numel draws were taken
+  after.next_u64();
+  CHECK(gen.next_u64() == after.next_u64());                // exactly one draw was taken
+  Generator again(42);
+  Tensor y1 = ops::dropout(x, p, true, again), y2 = ops::dropout(x, p, true, again);
+  CHECK(bit_equal(y1.data(), y.data()));                    // reseeding replays the masks
+  CHECK_FALSE(mask_of(y2) == mask_of(y1));                  // each call its own
+  CHECK(autograd::tape().empty());                          // x does not require grad
+}
+
+TEST_CASE("masks of other calls, seeds or offsets are other masks: no two streams overlap") {
+  const Shape s{4096};
+  const Mask8 base = ops::dropout_mask(s, 0.5, {7, 0});
+  CHECK_FALSE(ops::dropout_mask(s, 0.5, {7, 1}) == base);
+  CHECK_FALSE(ops::dropout_mask(s, 0.5, {8, 0}) == base);
+  CHECK_FALSE(ops::dropout_mask(s, 0.5, {7, std::uint64_t{1} << 32}) == base);   // the call's high word counts
+  CHECK_FALSE(ops::dropout_mask(s, 0.5, {7 + (std::uint64_t{1} << 32), 0}) == base);   // the seed's high word too
+  const Mask8 longer = ops::dropout_mask({8192}, 0.5, {7, 0});
+  CHECK(std::equal(base.begin(), base.end(), longer.begin()));   // a prefix: element e depends on e alone
 }
 
 TEST_CASE("the scale is 1.0f / float(1 - p), PyTorch's rounding") {
@@ -108,21 +155,17 @@ TEST_CASE("the scale is 1.0f / float(1 - p), PyTorch's rounding") {
   CHECK(kept > 0);
 }
 
-TEST_CASE("p = 1 in training gives x * 0: zeros, NaN for NaN and Inf, a zero gradient, no draws") {
+TEST_CASE("p = 1 in training gives x * 0: zeros, NaN for NaN and Inf, a zero gradient, an empty mask") {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor x(Array{1.f, -2.f, std::nanf(""), inf}, true);
-  Generator gen(9);
-  Mask8 mask;
-  Tensor y = ops::dropout(x, 1.0, true, gen, false, &mask);
+  Tensor y = ops::dropout(x, 1.0, true, ops::DropoutStream{9, 0});
   CHECK(y.data()(0) == 0.0f);
   CHECK(y.data()(1) == 0.0f);
   CHECK(std::isnan(y.data()(2)));
   CHECK(std::isnan(y.data()(3)));
-  CHECK(mask == Mask8{0, 0, 0, 0});
+  CHECK(ops::dropout_mask({4}, 1.0, {9, 0}) == Mask8{0, 0, 0, 0});
   y.backward(Array{1.f, 1.f, 1.f, 1.f});
   CHECK(bit_equal(x.grad(), Array{0.f, 0.f, 0.f, 0.f}));
-  Generator fresh(9);
-  CHECK(gen.next_u64() == fresh.next_u64());
 }
 
 TEST_CASE("on 1e6 elements the kept fraction is within 4 sigma of 1 - p and the mean is preserved") {
@@ -130,8 +173,8 @@ TEST_CASE("on 1e6 elements the kept fraction is within 4 sigma of 1 - p and the 
     CAPTURE(p);
     Tensor x(Array(xt::ones<float>({1000, 1000})));
     Generator gen(123);
-    Mask8 mask;
-    Tensor y = ops::dropout(x, p, true, gen, false, &mask);
+    Tensor y = ops::dropout(x, p, true, gen);
+    const Mask8 mask = mask_of(y);
     const double n = 1e6;
     double kept = 0.0, sum = 0.0;
     for (std::uint8_t k : mask) kept += k;
@@ -147,8 +190,8 @@ TEST_CASE("backward multiplies by the same mask: dx = dy * m") {
   const double p = 0.4;
   Tensor x = input({3, 7}, 4, true);
   Generator gen(7);
-  Mask8 mask;
-  Tensor y = ops::dropout(x, p, true, gen, false, &mask);
+  Tensor y = ops::dropout(x, p, true, gen);
+  const Mask8 mask = expected_mask(x.shape(), p, stream_of(7));
   const Array dy = input({3, 7}, 5).data();
   y.backward(dy);
   const float scale = 1.0f / static_cast<float>(1.0 - p);
@@ -171,11 +214,10 @@ TEST_CASE("the gradient matches finite differences for a fixed mask") {
 
 TEST_CASE("the same seed gives the same mask, another seed another mask") {
   Tensor x = input({16, 16}, 8);
-  Mask8 a, b, c;
   Generator g1(2024), g2(2024), g3(2025);
-  Tensor ya = ops::dropout(x, 0.5, true, g1, false, &a);
-  Tensor yb = ops::dropout(x, 0.5, true, g2, false, &b);
-  ops::dropout(x, 0.5, true, g3, false, &c);
+  Tensor ya = ops::dropout(x, 0.5, true, g1);
+  Tensor yb = ops::dropout(x, 0.5, true, g2);
+  const Mask8 a = mask_of(ya), b = mask_of(yb), c = mask_of(ops::dropout(x, 0.5, true, g3));
   CHECK(a == b);
   CHECK(bit_equal(ya.data(), yb.data()));
   CHECK_FALSE(a == c);
@@ -185,8 +227,8 @@ TEST_CASE("under NoGradGuard training mode still drops, and nothing is recorded"
   Tensor x = input({8, 8}, 9, true);
   Generator gen(3);
   autograd::NoGradGuard no_grad;
-  Mask8 mask;
-  Tensor y = ops::dropout(x, 0.5, true, gen, false, &mask);
+  Tensor y = ops::dropout(x, 0.5, true, gen);
+  const Mask8 mask = mask_of(y);
   CHECK_FALSE(y.requires_grad());
   CHECK(std::find(mask.begin(), mask.end(), std::uint8_t{0}) != mask.end());
   CHECK(autograd::tape().empty());
@@ -197,8 +239,8 @@ TEST_CASE("in place overwrites x's storage and bumps its version once") {
   Tensor x = input({5, 6}, 10);
   const Array before = x.data();
   Generator gen(11);
-  Mask8 mask;
-  Tensor y = ops::dropout(x, p, true, gen, /*inplace=*/true, &mask);
+  Tensor y = ops::dropout(x, p, true, gen, /*inplace=*/true);
+  const Mask8 mask = expected_mask(x.shape(), p, stream_of(11));
   CHECK(y.is_same(x));                                  // not recorded: x itself
   CHECK(x.version() == 1);
   const float scale = 1.0f / static_cast<float>(1.0 - p);
@@ -211,8 +253,8 @@ TEST_CASE("in place on a non-leaf sends the masked gradient to whatever produced
   Tensor a = input({4, 4}, 12, true);
   Tensor h = a * 2.0;                                   // a non-leaf that saves nothing needed later
   Generator gen(13);
-  Mask8 mask;
-  Tensor y = ops::dropout(h, p, true, gen, /*inplace=*/true, &mask);
+  Tensor y = ops::dropout(h, p, true, gen, /*inplace=*/true);
+  const Mask8 mask = expected_mask(h.shape(), p, stream_of(13));
   CHECK_FALSE(y.is_same(h));                            // recorded: a new handle ...
   CHECK(&y.data() == &h.data());                        // ... on the same storage
   CHECK(h.version() == 1);
@@ -273,11 +315,11 @@ struct Unfused {
   Mask8 mask;
 };
 Unfused unfused_add_dropout(const Array& x_data, const Array& rows_LD, double p, bool training,
-                            std::uint64_t seed, const Array& dy) {
+                            ops::DropoutStream stream, const Array& dy) {
   Tensor x(x_data, true);
-  Generator gen(seed);
   Unfused u;
-  Tensor y = ops::dropout(x + Tensor(rows_LD), p, training, gen, false, &u.mask);
+  Tensor y = ops::dropout(x + Tensor(rows_LD), p, training, stream);
+  u.mask = ops::dropout_mask(x_data.shape(), p, stream);
   u.y = y.data();
   y.backward(dy);
   u.dx = x.grad();
@@ -292,46 +334,38 @@ TEST_CASE("add_rows_dropout equals dropout(x + rows) bit for bit: values, mask a
     const Array table = input({1, 9, 8}, 32).data();    // a (1, max_len, D) table with max_len > L
     Array rows_LD = Array::from_shape({5, 8});
     std::copy_n(table.data(), 40, rows_LD.data());
-    const Unfused want = unfused_add_dropout(x_data, rows_LD, p, true, 40, dy);
+    const ops::DropoutStream stream{40, 3};
+    const Unfused want = unfused_add_dropout(x_data, rows_LD, p, true, stream, dy);
 
     Tensor x(x_data, true);
-    Generator gen(40);
-    ops::SharedMask mask;
-    Tensor y = ops::add_rows_dropout(x, table, p, true, gen, &mask);
+    Tensor y = ops::add_rows_dropout(x, table, p, true, stream);
     REQUIRE(autograd::tape().size() == 1);
     CHECK(autograd::tape().entries()[0].op == "add_rows_dropout");
     CHECK(bit_equal(y.data(), want.y));
-    REQUIRE(mask != nullptr);
-    CHECK(*mask == want.mask);
+    if (p < 1.0) CHECK(mask_of(y) == want.mask);          // x + rows has no zeros here
     y.backward(dy);
     CHECK(bit_equal(x.grad(), want.dx));
     CHECK(autograd::tape().empty());
-    Generator replay(40);                               // the same number of draws as the unfused op
-    if (p < 1.0) ops::dropout(Tensor(x_data), p, true, replay);
-    CHECK(gen.next_u64() == replay.next_u64());
   }
 }
 
-TEST_CASE("add_rows_dropout in eval mode or with p = 0 is x + rows, recorded as add_rows, with no draw") {
+TEST_CASE("add_rows_dropout in eval mode or with p = 0 is x + rows, recorded as add_rows") {
   const Array x_data = input({2, 3, 4}, 33).data(), rows = input({3, 4}, 34).data();
   for (bool training : {false, true}) {
     Tensor x(x_data, true);
-    Generator gen(5);
-    ops::SharedMask mask;
-    Tensor y = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, gen, &mask);
-    CHECK(mask == nullptr);
-    CHECK(gen.next_u64() == Generator(5).next_u64());
+    const ops::DropoutStream stream{5, 0};
+    Tensor y = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, stream);
     CHECK(bit_equal(y.data(), (x + Tensor(rows)).data()));
     REQUIRE(autograd::tape().size() >= 1);
     CHECK(autograd::tape().entries()[0].op == "add_rows");
-    Tensor z = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, gen);
+    Tensor z = ops::add_rows_dropout(x, rows, training ? 0.0 : 0.5, training, stream);
     ops::sum(z).backward();
     CHECK(bit_equal(x.grad(), xt::ones<float>({2, 3, 4})));
   }
 }
 
 TEST_CASE("add_rows_dropout refuses a bad p and shapes that do not fit, and records nothing under NoGradGuard") {
-  Generator gen(1);
+  const ops::DropoutStream gen{1, 0};
   const Tensor x = input({2, 3, 4}, 35, true);
   CHECK_THROWS_WITH_AS(ops::add_rows_dropout(x, xt::zeros<float>({3, 4}), 1.5, true, gen),
                        doctest::Contains("dropout probability has to be between 0 and 1, but got 1.5"), ValueError);
@@ -341,7 +375,6 @@ TEST_CASE("add_rows_dropout refuses a bad p and shapes that do not fit, and reco
                        ShapeError);
   CHECK_THROWS_AS(ops::add_rows_dropout(x, xt::zeros<float>({3, 5}), 0.5, true, gen), ShapeError);
   CHECK_THROWS_AS(ops::add_rows_dropout(input({3, 4}, 1), xt::zeros<float>({3, 4}), 0.5, true, gen), ShapeError);
-  CHECK(gen.next_u64() == Generator(1).next_u64());     // refused before drawing
   autograd::NoGradGuard no_grad;
   Tensor y = ops::add_rows_dropout(x, xt::zeros<float>({3, 4}), 0.5, true, gen);
   CHECK_FALSE(y.requires_grad());

@@ -1,6 +1,8 @@
 // tests/optim/test_lr_scheduler.cpp: LambdaLR and the Noam rate (SPEC 2.11).
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
@@ -96,4 +98,41 @@ TEST_CASE("the state dict holds last_epoch and base_lrs and loading it resumes t
                        doctest::Contains("expected 1 base_lrs (one per parameter group), got 2"), ValueError);
   CHECK(resumed.last_epoch() == 11);                // a refused load changes nothing
 }
+
+
+TEST_CASE("cosine_with_warmup is nanoGPT's get_lr divided by the learning rate") {
+  // scripts/golden/gpt.py: get_lr(it) / learning_rate for it = 0 .. 12, warm-up 3, decay to step 10,
+  // min_lr = 0.1 learning_rate (PyTorch 1.13's Python, float64)
+  const io::SafetensorsFile f =
+      io::load_safetensors(std::string(TAPEGRAD_SOURCE_DIR) + "/tests/nn/transformer/fixtures/gpt_parity.safetensors");
+  const io::TensorRecord& golden = f.record("cosine.factor");    // F64
+  REQUIRE(golden.bytes().size() == 13 * sizeof(double));
+  for (std::int64_t it = 0; it < 13; ++it) {
+    CAPTURE(it);
+    double want;
+    std::memcpy(&want, golden.bytes().data() + it * sizeof(double), sizeof(double));
+    CHECK(cosine_with_warmup(it, 3, 10, 0.1) == doctest::Approx(want).epsilon(1e-14));
+  }
+  CHECK(cosine_with_warmup(3, 3, 10, 0.1) == 1.0);                       // the peak, after the warm-up
+  CHECK(cosine_with_warmup(10, 3, 10, 0.1) == doctest::Approx(0.1).epsilon(1e-15));   // the floor
+  CHECK(cosine_with_warmup(0, 0, 10, 0.0) == 1.0);                       // no warm-up
+}
+
+TEST_CASE("LambdaLR with cosine_with_warmup gives the baby GPT's rates") {
+  Parameter p(Array{1.f});
+  AdamW opt({p}, AdamWOptions(1e-3));
+  LambdaLR sched(opt, [](std::int64_t e) { return cosine_with_warmup(e, 100, 2000, 0.1); });
+  CHECK(opt.lr(0) == doctest::Approx(1e-3 / 101).epsilon(1e-12));       // step 0 of the warm-up
+  for (int e = 0; e < 2000; ++e) sched.step();
+  CHECK(opt.lr(0) == doctest::Approx(1e-4).epsilon(1e-12));
+}
+
+TEST_CASE("cosine_with_warmup refuses a warm-up not shorter than the run, a ratio outside 0 to 1, a negative step") {
+  CHECK_THROWS_WITH_AS(cosine_with_warmup(0, 10, 10, 0.1), doctest::Contains("expected 0 <= warmup < max_steps, got warmup 10"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(cosine_with_warmup(0, -1, 10, 0.1), doctest::Contains("0 <= warmup < max_steps"), ValueError);
+  CHECK_THROWS_WITH_AS(cosine_with_warmup(0, 1, 10, 1.5), doctest::Contains("min_lr_ratio in [0, 1], got 1.5"), ValueError);
+  CHECK_THROWS_WITH_AS(cosine_with_warmup(-1, 1, 10, 0.1), doctest::Contains("expected step >= 0, got -1"), ValueError);
+}
+
 }  // TEST_SUITE

@@ -1,6 +1,6 @@
 // include/tapegrad/io/checkpoint.hpp
 //
-// Saving and resuming training, in safetensors files (SPEC 2.13.4, 2.13.5), at three levels:
+// Saving and resuming training, in safetensors files, at three levels:
 //
 //     io::save(model, "model.safetensors");                  // the weights, PyTorch's state_dict keys
 //     io::load(model, "model.safetensors");                  // strict by default
@@ -13,9 +13,12 @@
 //     for (; step < steps; ++step) { ...one step...; ckpt.save("run.safetensors", {step + 1}); }
 //
 // Every save replaces its file atomically: a crash at any moment leaves the old file or the new
-// one, whole. Every load reads and checks the whole file, then everything it would change, before
-// changing anything: a refused file (CheckpointError, StateDictError, TypeError, ValueError) leaves
-// the model, optimizers, schedulers and generators exactly as they were, and the file untouched.
+// one, whole; each tensor's CRC-32C goes into the file's metadata. Every load reads and checks the
+// whole file (its checksums included), then everything it would change, before changing
+// anything: a refused file (CheckpointError, StateDictError, TypeError, ValueError) leaves the
+// model, optimizers, schedulers and generators exactly as they were, and the file untouched.
+// Memory: a save streams the tensors to the file from one copy of the state (the state dict it
+// takes), a load reads them straight into the arrays it hands on; neither holds a second copy.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +37,7 @@
 
 namespace tapegrad::io {
 
-// ---- a model's weights (SPEC 2.13.4) ------------------------------------------------------------
+// ---- a model's weights ---------------------------------------------------------------------------
 
 /// Writes module.state_dict(): parameters and persistent buffers as F32 under PyTorch's keys, a
 /// tied parameter once (its other names in __metadata__, as safetensors' save_model does), and
@@ -54,7 +57,7 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
 /// with nn::diff_state_dicts(model.state_dict(), io::load_state_dict(path)).
 nn::StateDict load_state_dict(const std::string& path);
 
-// ---- an optimizer's state (SPEC 2.13.5) ---------------------------------------------------------
+// ---- an optimizer's state ------------------------------------------------------------------------
 
 /// Writes optimizer.state_dict(): tensors "state.{id}.step" (I64, shape ()) and
 /// "state.{id}.exp_avg" ... (F32); __metadata__ "optimizer" (its type), "param_groups" (JSON text)
@@ -85,12 +88,15 @@ struct TrainingProgress {
 /// N steps, saving, then loading into freshly built objects and training M more steps gives
 /// bit-identical weights to N + M steps in one go, dropout masks and data order included, provided
 /// every generator the run draws from is tracked. The default generator always is, as "default";
-/// add the others (a dropout generator, a data generator) with add_generator.
+/// add the others (a data generator, a model's own generator) with add_generator. Each Dropout
+/// layer of the model is saved too: its mask stream is two numbers, the seed it took from its
+/// generator and how many training forwards it has made (nn/dropout.hpp).
 ///
 /// The file: tensors "model.{key}" (the model's state dict), "optim.{k}.state.{id}.{name}"
-/// (optimizer k's state, SPEC 2.13.5's layout under a prefix); __metadata__ "tapegrad.checkpoint":
+/// (optimizer k's state, add_optimizer_state's layout under a prefix); __metadata__ "tapegrad.checkpoint":
 /// "training", "optim.{k}.optimizer", "optim.{k}.param_groups", "optim.{k}.lr_scheduler",
-/// "generator.{name}" (Generator::state() text), "progress.step", "progress.data_position",
+/// "generator.{name}" (Generator::state() text), "dropout.{path}" ("{seed} {calls}", then
+/// " reseed" when its generator was reseeded since it took the seed), "progress.step", "progress.data_position",
 /// "progress.extra.{key}". It opens with NumPy like any safetensors file.
 ///
 /// The objects are held by reference and must outlive the checkpoint object.
@@ -116,8 +122,11 @@ class TrainingCheckpoint {
 
   /// The file's contents as save() would write them (for tests and custom storage).
   SafetensorsFile to_file(const TrainingProgress& progress = {}) const;
-  /// load() from a file already read; `source` names it in messages.
+  /// load() from a file already read; `source` names it in messages. The rvalue form moves the
+  /// tensors out of `file` instead of copying them (what load() does: its memory stays near the
+  /// file's size).
   TrainingProgress restore(const SafetensorsFile& file, const std::string& source = "<memory>");
+  TrainingProgress restore(SafetensorsFile&& file, const std::string& source = "<memory>");
 
  private:
   struct TrackedOptimizer {
@@ -132,18 +141,22 @@ class TrainingCheckpoint {
 // ---- building blocks (what the functions above are made of) ------------------------------------
 
 /// Adds a state dict's tensors under `prefix` + key: each tied group once, as tensor and aliases.
-void add_state_dict(SafetensorsFile& file, const nn::StateDict& state, const std::string& prefix = "");
+/// The arrays are moved into the file: pass a temporary (module.state_dict()) or std::move.
+void add_state_dict(SafetensorsFile& file, nn::StateDict state, const std::string& prefix = "");
 /// The tensors and aliases of `file` named `prefix` + key, as a StateDict keyed by key, converted
 /// to float32 (F32, F64, F16, BF16; another dtype is a TypeError naming key and dtype).
 nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& prefix = "");
 
-/// Adds an optimizer's state in SPEC 2.13.5's layout: tensors `prefix` + "state.{id}.{name}",
-/// metadata `prefix` + "optimizer", "param_groups" and, when given, "lr_scheduler".
-void add_optimizer_state(SafetensorsFile& file, const optim::OptimizerState& state,
+/// Adds an optimizer's state: tensors `prefix` + "state.{id}.{name}" ("step" as I64 of shape (),
+/// the others F32), metadata `prefix` + "optimizer" (the type name), "param_groups" and, when
+/// given, "lr_scheduler" (JSON texts). The arrays are moved into the file, as add_state_dict.
+void add_optimizer_state(SafetensorsFile& file, optim::OptimizerState state,
                          const optim::LambdaLRState* scheduler = nullptr, const std::string& prefix = "");
 /// Reads what add_optimizer_state wrote; CheckpointError (kind "InvalidCheckpoint") for a file
-/// that does not hold it, naming `source`. A step may also be stored as an integral F32/F64
-/// (PyTorch keeps it as a float tensor).
+/// that does not hold it, naming `source`, or that holds values no run can produce: a step count
+/// that is negative or not a whole number, a second moment (exp_avg_sq, max_exp_avg_sq) with a
+/// negative or non-finite element. A step may also be stored as an integral F32/F64 (PyTorch
+/// keeps it as a float tensor).
 optim::OptimizerState read_optimizer_state(const SafetensorsFile& file, const std::string& prefix = "",
                                            const std::string& source = "<memory>");
 /// The scheduler state of add_optimizer_state, or nullopt when the file holds none.

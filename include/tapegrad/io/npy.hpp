@@ -1,6 +1,6 @@
 // include/tapegrad/io/npy.hpp
 //
-// NumPy's .npy format for looking at single tensors from Python (SPEC 2.13.6):
+// NumPy's .npy format for looking at single tensors from Python:
 //
 //     io::save_npy("pe.npy", model.pos->pe);          // then, in Python: np.load("pe.npy")
 //     Array a = io::load_npy("from_numpy.npy");

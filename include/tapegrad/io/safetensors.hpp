@@ -1,7 +1,7 @@
 // include/tapegrad/io/safetensors.hpp
 //
-// Checkpoint files in the safetensors format (SPEC 2.13), at the level of named arrays; the
-// module and optimizer layers build on it. A file is an 8-byte little-endian header length N,
+// Checkpoint files in the safetensors format (https://github.com/huggingface/safetensors), at the
+// level of named arrays; the module and optimizer layers (checkpoint.hpp) build on it. A file is an 8-byte little-endian header length N,
 // N bytes of JSON naming each tensor's dtype, shape and byte range, then the raw data:
 //
 //     io::SafetensorsFile f;
@@ -10,18 +10,23 @@
 //     io::save_safetensors("model.safetensors", f);
 //     Array w = io::load_safetensors("model.safetensors").to_float("embed.lut.weight");
 //
-// The writer is byte-identical to the reference implementation (huggingface/safetensors); the
-// reader treats every file as hostile and runs SPEC 2.13.3's ten checks before touching any data.
-// Files are written atomically: a crash at any moment leaves the old file or the new one, whole.
+// The writer is byte-identical to the reference implementation; save_safetensors adds, in
+// "__metadata__", tapegrad's version and each tensor's CRC-32C ("tapegrad.crc32c.{name}": 8 hex
+// digits), which any safetensors reader keeps as plain metadata and tapegrad's reader verifies.
+// The reader treats every file as hostile and runs its checks (parse_safetensors) before it
+// hands out any data. Files are written atomically: a crash at any moment leaves the old file or
+// the new one, whole.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tapegrad/tensor.hpp"
@@ -36,21 +41,30 @@ std::size_t dtype_size(Dtype dtype);
 std::string_view dtype_name(Dtype dtype);                 ///< "F32"
 std::optional<Dtype> dtype_from_name(std::string_view name);   ///< nullopt for "C64", "F4", ...
 
-/// One tensor as the file stores it: row-major, little-endian bytes, no strides.
+/// One tensor as the file stores it: row-major, little-endian bytes, no strides. F32 data is kept
+/// in an Array and I64 data in an IndexArray (other dtypes as bytes), so that a loader can hand
+/// them on without a copy (SafetensorsFile::take_float).
 struct TensorRecord {
   std::string name;
   Dtype dtype = Dtype::F32;
   Shape shape;                       ///< {} for a rank-0 tensor (one element)
-  std::vector<std::uint8_t> bytes;   ///< exactly numel(shape) * dtype_size(dtype) of them
+  /// Exactly numel(shape) * dtype_size(dtype) bytes. ValueError once take_float took the data.
+  std::span<const std::uint8_t> bytes() const;
+
+ private:
+  friend class SafetensorsFile;
+  std::variant<std::monostate, std::vector<std::uint8_t>, Array, IndexArray> data_;   // monostate: taken
 };
 
 /// The contents of one safetensors file: tensors in insertion order (after reading: data order),
 /// tied-tensor aliases, and string metadata. Names are unique across tensors and aliases.
 class SafetensorsFile {
  public:
-  void add(std::string name, const Array& values);        ///< stored as F32
-  void add(std::string name, const IndexArray& values);   ///< stored as I64
+  void add(std::string name, Array values);        ///< stored as F32 (pass an rvalue: no copy)
+  void add(std::string name, IndexArray values);   ///< stored as I64
   /// Any dtype, given as the file's bytes; throws ValueError when their count does not fit shape.
+  /// (To copy a record r of another file: add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(),
+  /// r.bytes().end()}).)
   void add_raw(std::string name, Dtype dtype, Shape shape, std::vector<std::uint8_t> bytes);
   /// Records that `alias` is the same tensor as `target` (a tied parameter): the data is stored
   /// once. `target` must be a tensor already added; `alias` must be a new name.
@@ -67,17 +81,23 @@ class SafetensorsFile {
   Array to_float(std::string_view name) const;
   /// The values of an I64 tensor; any other dtype throws TypeError naming the key and the dtype.
   IndexArray to_int64(std::string_view name) const;
+  /// to_float, moving the values out of the file instead of copying them (F32: no copy at all):
+  /// for loaders that hand a checkpoint's tensors on and need their memory once. Afterwards the
+  /// tensor, and every alias of it, has no data: reading it throws ValueError.
+  Array take_float(std::string_view name);
   std::optional<std::string> metadata_value(std::string_view key) const;
 
   const std::vector<TensorRecord>& tensors() const { return tensors_; }
   /// (alias, target) pairs, in the order they were added (after reading: sorted by alias).
   const std::vector<std::pair<std::string, std::string>>& aliases() const { return aliases_; }
   /// (key, value) pairs, in the order they were set (after reading: sorted by key). Alias entries
-  /// of the file (SPEC 2.13.2 item 6) are in aliases(), not here.
+  /// of the file (an entry whose key is no tensor and whose value is one) are in aliases().
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
  private:
   void check_new_name(const std::string& name, const char* what) const;
+  void store(TensorRecord record);
+  TensorRecord& mutable_record(std::string_view name);
   std::vector<TensorRecord> tensors_;
   std::vector<std::pair<std::string, std::string>> aliases_;
   std::vector<std::pair<std::string, std::string>> metadata_;
@@ -86,20 +106,32 @@ class SafetensorsFile {
   std::unordered_map<std::string, std::size_t> metadata_index_; // key -> position in metadata_
 };
 
-/// The file's bytes, exactly as the reference writer produces them (SPEC 2.13.2): tensors ordered
+/// The file's bytes, exactly as the reference writer produces them: tensors ordered
 /// by dtype descending then name; a tied group is stored once, under its smallest name, the other
 /// names becoming "__metadata__" entries "other": "kept". Adds nothing to the metadata. Throws
 /// ValueError for a metadata entry that would read back as an alias (its key not a tensor, its
-/// value one) or that collides with an alias.
+/// value one) or that collides with an alias, for a checksum entry the reader would refuse (see
+/// below), and for a tied name starting with "tapegrad.crc32c.".
 std::string serialize_safetensors(const SafetensorsFile& file);
 
-/// Parses and validates a whole file held in memory (SPEC 2.13.3, checks 1-10 in order). Throws
-/// CheckpointError whose kind names the failed check and whose message names `source`:
+/// Parses and validates a whole file held in memory. Throws CheckpointError whose kind names the
+/// failed check and whose message names `source`, checking in this order:
+///   HeaderTooSmall (under 8 bytes), HeaderTooLarge (header length N > 100,000,000),
+///   InvalidHeaderLength (8 + N beyond the file), InvalidHeader (not UTF-8),
+///   InvalidHeaderDeserialization (not a JSON object of {dtype, shape, data_offsets} entries and
+///   string metadata; a checksum entry naming no tensor or not 8 lowercase hex digits; a key
+///   twice), InvalidOffset (tensors not packed back to back), ValidationOverflow (a byte count
+///   over 64 bits), TensorInvalidInfo (a range that does not fit dtype and shape),
+///   MetadataIncompleteBuffer (data not ending with the last tensor), ChecksumMismatch (a
+///   tensor's bytes do not have the CRC-32C stored for it):
 ///   load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
-/// Metadata entries whose key is not a tensor and whose value is become aliases.
+/// Metadata entries whose key is not a tensor and whose value is become aliases (checksum entries
+/// never do); checksum entries stay in metadata().
 SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source = "<memory>");
 
-/// serialize_safetensors plus "tapegrad.version" in the metadata, written with write_file_atomic.
+/// serialize_safetensors plus "tapegrad.version" and a fresh "tapegrad.crc32c.{name}" for every
+/// stored tensor in the metadata (the file's own checksum entries are replaced), streamed to
+/// `path` and replacing it atomically (as write_file_atomic).
 void save_safetensors(const std::string& path, const SafetensorsFile& file);
 /// read_file then parse_safetensors.
 SafetensorsFile load_safetensors(const std::string& path);
@@ -107,8 +139,12 @@ SafetensorsFile load_safetensors(const std::string& path);
 /// Replaces `path` with `bytes` so that a crash at any moment leaves the old file or the new one,
 /// whole: writes a temporary file in the same folder, fsyncs it, renames it over `path`, fsyncs
 /// the folder. On failure the temporary is removed and CheckpointError (kind "IoError") names the
-/// path and the system's reason. A symbolic link at `path` is replaced, not followed. A writer
-/// killed midway may leave its hidden ".name.tmp-PID-N" next to `path`, never a damaged `path`.
+/// path and the system's reason. `path` must be new or a regular file: a folder, a device (such
+/// as /dev/null), a FIFO or a socket there is refused before anything is written. A replaced
+/// file keeps its permission bits and, when the process may (root), its owner and group. A
+/// symbolic link is followed to the regular file it names, which is replaced (the link stays).
+/// A writer killed midway may leave its hidden ".name.tmp-PID-N" next to the file, never a
+/// damaged file; the next save to the same path removes it once process PID has ended.
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        std::string_view where = "write_file_atomic");
 /// The whole content of a regular file; CheckpointError (kind "IoError") for a missing file, a

@@ -1,10 +1,18 @@
 // include/tapegrad/nn/dropout.hpp
 //
-// Dropout as a module (SPEC 2.7): in training mode each element is zeroed with probability p and
-// the survivors are scaled by 1 / (1 - p); in eval mode (after eval()) it is the identity. The
-// random draws come from the module's Generator, so a seeded model drops the same elements on
-// every run, and last_mask() shows which ones were kept. Grad mode does not matter: under
-// NoGradGuard a training-mode Dropout still drops.
+// Dropout as a module: in training mode each element is zeroed with probability p and the
+// survivors are scaled by 1 / (1 - p); in eval mode (after eval()) it is the identity. Grad mode
+// does not matter: under NoGradGuard a training-mode Dropout still drops.
+//
+// Where the masks come from (ops/dropout.hpp): the layer takes one 64-bit seed from its Generator
+// (one next_u64() draw) and numbers its training forwards 0, 1, 2, ...; forward number c uses the
+// counter-based stream {seed, c}. So a seeded model drops the same elements on every run, no mask
+// is stored (backward and last_mask() compute it again), and the layer's random state is two
+// numbers, which a TrainingCheckpoint saves. The seed is taken at the first training forward, not
+// at construction, so that building a model draws only its initial weights from a generator (the
+// same weights as with no Dropout in between); and it is taken again at the first training
+// forward after the generator was reseeded (manual_seed, set_state), which restarts the masks from
+// call 0, as PyTorch's torch.manual_seed restarts its masks.
 #pragma once
 
 #include <cstdint>
@@ -49,9 +57,27 @@ class Dropout : public Module {
   /// The table receives no gradient; with inplace set, the sum is a temporary, so writing the
   /// result over it changes nothing a caller can see.
   Tensor forward_added(const Tensor& x, const Array& rows);
-  /// The keep mask (1 = kept) of the last forward that drew one; empty before the first.
-  const xt::xarray<std::uint8_t>& last_mask() const { return *mask_; }
+  /// The keep mask (1 = kept) of the last training forward, computed again from its stream;
+  /// empty before the first.
+  const xt::xarray<std::uint8_t>& last_mask() const;
   const DropoutOptions& options() const { return options_; }
+
+  /// The stream of the next training forward, and counts it: takes a new seed first if the
+  /// generator was reseeded since the last one was taken. For modules that apply this layer's p
+  /// to something else (MultiHeadedAttention's weights): they use the mask of the stream returned.
+  ops::DropoutStream next_stream();
+  /// next_stream() for a training forward of this layer on an x of `shape` that the caller applies
+  /// itself, fused with what comes before it (InputEmbedding): last_mask() then shows its mask.
+  ops::DropoutStream next_stream_for(const Shape& shape);
+  /// The seed in use and the number of training forwards made with it (the next call number).
+  std::uint64_t seed() const { return seed_; }
+  std::uint64_t calls() const { return calls_; }
+  /// Restores seed() and calls() (a checkpoint's); `reseed_pending`: no seed was taken yet, or the
+  /// generator had been reseeded since, so the next training forward takes a new one.
+  void set_stream_state(std::uint64_t seed, std::uint64_t calls, bool reseed_pending = false);
+  /// Whether the next training forward takes a new seed: none taken yet, or the generator was
+  /// reseeded since (what a checkpoint saves with seed() and calls()).
+  bool reseed_pending() const { return generator_->stream_id() != stream_id_; }
 
   std::string type_name() const override { return "Dropout"; }
   void extra_repr(std::ostream& os) const override;   ///< "p=0.1, inplace=False"
@@ -59,7 +85,12 @@ class Dropout : public Module {
  private:
   DropoutOptions options_;
   std::shared_ptr<Generator> generator_;
-  ops::SharedMask mask_;   // shared with the tape entry of the forward that drew it
+  std::uint64_t seed_ = 0;                 // the Philox key, taken from generator_
+  std::uint64_t calls_ = 0;                // training forwards made with seed_
+  std::uint64_t stream_id_ = 0;            // generator_->stream_id() when seed_ was taken (0: none yet)
+  Shape last_shape_;                       // x's shape at the last training forward
+  mutable xt::xarray<std::uint8_t> last_mask_ = xt::xarray<std::uint8_t>::from_shape({0});
+  mutable bool last_mask_current_ = true;  // last_mask_ is the mask of the last forward
 };
 
 }  // namespace tapegrad::nn

@@ -121,14 +121,16 @@ class Embedding : public Module {
 
   Parameter weight;   ///< registered as "weight", (num_embeddings, embedding_dim)
 
+  /// The options as the ops take them (padding_idx normalised): for modules that fuse this
+  /// lookup with what follows it (InputEmbedding).
+  EmbeddingFuncOptions func_options() const;
+
   std::string type_name() const override { return "Embedding"; }
   /// "10, 3" then ", padding_idx=0", ", max_norm=1.0", ", norm_type=1.0" (if not 2),
   /// ", scale_grad_by_freq=True", ", sparse=True", as PyTorch prints them.
   void extra_repr(std::ostream& os) const override;
 
  private:
-  EmbeddingFuncOptions func_options() const;
-
   EmbeddingOptions options_;
   std::shared_ptr<Generator> generator_;
 };

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/random.hpp"
 #include "tapegrad/tensor.hpp"
@@ -32,8 +33,12 @@ class AttentionOptions {
   /// Whether dropout is active: a module passes is_training() (default true).
   AttentionOptions& training(bool v) { training_ = v; return *this; }
   bool training() const { return training_; }
-  /// Where the dropout draws come from (null: the default generator). One u24 draw per weight,
-  /// in row-major order of (B, h, Tq, Tk), as ops::dropout on the tutorial's p_attn would draw.
+  /// The dropout mask's stream (ops/dropout.hpp): the weights (B, h, Tq, Tk) get the mask that
+  /// ops::dropout(p_attn, p, true, stream) would apply to the tutorial's p_attn. A module passes
+  /// its Dropout's next_stream(). Without one, a call that drops takes the stream {seed, 0} with
+  /// seed drawn from generator() (null: the default generator), as ops::dropout with a generator.
+  AttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) { stream_ = v; return *this; }
+  const std::optional<ops::DropoutStream>& dropout_stream() const { return stream_; }
   AttentionOptions& generator(Generator* v) { generator_ = v; return *this; }
   Generator* generator() const { return generator_; }
 
@@ -41,6 +46,7 @@ class AttentionOptions {
   std::int64_t heads_ = 1;
   double dropout_ = 0.0;
   bool training_ = true;
+  std::optional<ops::DropoutStream> stream_;
   Generator* generator_ = nullptr;
 };
 

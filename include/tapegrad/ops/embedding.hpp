@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
@@ -51,6 +52,17 @@ Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingFun
 /// Same result, bit for bit, as ops::mul(ops::embedding(ids, weight, options), scale).
 Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scale,
                         const EmbeddingFuncOptions& options = {});
+
+/// dropout(embedding(ids, weight) * scale + rows) in one pass: the tutorials' scaled embedding,
+/// the positional table added to it and the dropout after it (InputEmbedding), for ids (B, L) and
+/// a table whose first L rows of D floats are added to each of the B rows: y (B, L, D). Backward
+/// computes the mask again inside the scatter into weight's gradient. The same values and
+/// gradients, bit for bit, as ops::add_rows_dropout(ops::embedding_scaled(ids, weight, scale,
+/// options), rows, p, training, stream); one tape entry, "embedding_add_rows_dropout". Errors as
+/// embedding's, plus ShapeError for ids not (B, L) or a table that does not fit.
+Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale, const Array& rows,
+                                  double p, bool training, DropoutStream stream,
+                                  const EmbeddingFuncOptions& options = {});
 
 }  // namespace ops
 }  // namespace tapegrad

@@ -1,6 +1,7 @@
 // include/tapegrad/optim/lr_scheduler.hpp
 //
-// LambdaLR and the Noam schedule of "Attention Is All You Need" (SPEC 2.11). LambdaLR sets each
+// LambdaLR, the Noam schedule of "Attention Is All You Need" (SPEC 2.11), and the cosine schedule
+// with linear warm-up that GPT training uses (nanoGPT's get_lr). LambdaLR sets each
 // group's lr = base_lr · f(e), where base_lr is the group's lr when the scheduler was built and e
 // counts scheduler steps (0 at construction). The tutorials' loop and schedule:
 //
@@ -22,6 +23,17 @@ namespace tapegrad::optim {
 /// peaks at factor / sqrt(d_model · warmup), then decays as 1/sqrt(step). Throws ValueError
 /// if d_model <= 0, warmup <= 0 or step < 0.
 double noam(std::int64_t step, std::int64_t d_model, double factor, std::int64_t warmup);
+
+/// nanoGPT's get_lr(step) / learning_rate, a factor for LambdaLR, computed in double:
+///   step < warmup              (step + 1) / (warmup + 1)                      linear warm-up
+///   step > max_steps           min_lr_ratio                                   (min_lr / learning_rate)
+///   otherwise                  min_lr_ratio + c (1 - min_lr_ratio),  c = 0.5 (1 + cos(pi r)),
+///                              r = (step - warmup) / (max_steps - warmup)     cosine decay
+/// So lr = base_lr * factor is nanoGPT's lr for the step about to be taken (LambdaLR calls f(0)
+/// for the first step). Throws ValueError unless 0 <= warmup < max_steps, 0 <= min_lr_ratio <= 1
+/// and step >= 0.
+///     optim::LambdaLR sched(opt, [](std::int64_t e) { return optim::cosine_with_warmup(e, 100, 2000, 0.1); });
+double cosine_with_warmup(std::int64_t step, std::int64_t warmup, std::int64_t max_steps, double min_lr_ratio);
 
 /// What LambdaLR::state_dict() returns (PyTorch's keys; the functions themselves are code, not state).
 struct LambdaLRState {

@@ -1,0 +1,173 @@
+// examples/gpt/run_files.hpp: what the GPT programs write and read besides the weights.
+//
+//   the model's settings and vocabulary    stored in the checkpoint's metadata (the TrainingProgress
+//                                          notes "gpt.*"), so gpt_sample rebuilds the same model
+//   the loss history                       also in the notes, so a resumed run draws the whole curve
+//   pictures                               loss.dat, val.dat, attention_l{L}_h{H}.dat and plots.gp in
+//                                          the output folder; gnuplot (if installed) draws loss.png
+//                                          and attention.png from them
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "text_data.hpp"
+
+namespace gpt {
+
+namespace tt = tapegrad::nn::transformer;
+
+/// The notes that describe the model: its config and its vocabulary.
+inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c, const Vocabulary& vocab) {
+  return {{"gpt.vocab", vocab.to_text()},
+          {"gpt.block_size", std::to_string(c.block_size())},
+          {"gpt.n_layer", std::to_string(c.n_layer())},
+          {"gpt.n_head", std::to_string(c.n_head())},
+          {"gpt.n_embd", std::to_string(c.n_embd())},
+          {"gpt.dropout", tapegrad::py_float(c.dropout())},
+          {"gpt.position", c.position()},
+          {"gpt.gelu", c.gelu()}};
+}
+
+/// A checkpoint's metadata value `progress.extra.<key>`; std::runtime_error naming the file if absent.
+inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::string& key, const std::string& path) {
+  const auto v = f.metadata_value("progress.extra." + key);
+  if (!v) throw std::runtime_error("'" + path + "' holds no '" + key + "': not a checkpoint of examples/gpt");
+  return *v;
+}
+
+/// The config and vocabulary a checkpoint of examples/gpt was trained with.
+inline std::pair<tt::GPTConfig, Vocabulary> read_model_notes(const tapegrad::io::SafetensorsFile& f, const std::string& path) {
+  Vocabulary vocab = Vocabulary::from_text(note(f, "gpt.vocab", path));
+  tt::GPTConfig c(vocab.size(), std::stoll(note(f, "gpt.block_size", path)));
+  c.n_layer(std::stoll(note(f, "gpt.n_layer", path)))
+      .n_head(std::stoll(note(f, "gpt.n_head", path)))
+      .n_embd(std::stoll(note(f, "gpt.n_embd", path)))
+      .dropout(std::stod(note(f, "gpt.dropout", path)))
+      .position(note(f, "gpt.position", path))
+      .gelu(note(f, "gpt.gelu", path));
+  return {c, std::move(vocab)};
+}
+
+/// Floats as text with every bit kept (hex floats), for the loss history in the notes.
+inline std::string floats_text(const std::vector<float>& v) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? " " : "") << std::hexfloat << v[i];
+  return os.str();
+}
+inline std::vector<float> floats_from(const std::string& text) {
+  std::vector<float> v;
+  std::istringstream is(text);
+  for (std::string word; is >> word;) v.push_back(std::strtof(word.c_str(), nullptr));
+  return v;
+}
+
+/// The program `name` if an executable of that name is in a folder of $PATH, else "".
+inline std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  const std::string folders = path ? path : "";
+  for (std::size_t begin = 0; begin <= folders.size();) {
+    std::size_t end = folders.find(':', begin);
+    if (end == std::string::npos) end = folders.size();
+    const std::filesystem::path candidate = std::filesystem::path(folders.substr(begin, end - begin)) / name;
+    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    begin = end + 1;
+  }
+  return "";
+}
+
+/// A character as a gnuplot tic label: printable, quotes escaped; space, newline and tab as symbols.
+inline std::string tic_label(char32_t c) {
+  if (c == U' ') return "\xE2\x90\xA3";        // open box
+  if (c == U'\n') return "\xE2\x8F\x8E";       // return symbol
+  if (c == U'\t') return "\xE2\x87\xA5";       // tab arrow
+  if (c < 0x20 || c == 0x7F) return "?";
+  std::string s;
+  if (c == U'"' || c == U'\\') s += '\\';
+  append_utf8(s, c);
+  return s;
+}
+
+/// Writes loss.dat (step, training loss), val.dat (step, validation loss) and the loss part of
+/// plots.gp; the attention part is added by write_attention.
+inline void write_loss_data(const std::filesystem::path& dir, const std::vector<float>& train,
+                            const std::vector<std::pair<std::int64_t, float>>& val) {
+  std::ofstream t(dir / "loss.dat"), v(dir / "val.dat");
+  t.precision(6), v.precision(6);
+  for (std::size_t k = 0; k < train.size(); ++k) t << k + 1 << ' ' << train[k] << '\n';
+  for (const auto& [step, loss] : val) v << step << ' ' << loss << '\n';
+  if (!t || !v) throw std::runtime_error("cannot write the loss data into '" + dir.string() + "'");
+}
+
+/// Writes attention_l{l}_h{h}.dat, the weights (T, T) of every head of every block on one line
+/// of text (rows: the position attending, columns: the position attended to).
+inline void write_attention_data(const std::filesystem::path& dir, const std::vector<tapegrad::Array>& weights) {
+  for (std::size_t l = 0; l < weights.size(); ++l) {
+    const std::size_t H = weights[l].shape()[1], T = weights[l].shape()[2];
+    for (std::size_t h = 0; h < H; ++h) {
+      std::ofstream f(dir / ("attention_l" + std::to_string(l) + "_h" + std::to_string(h) + ".dat"));
+      f.precision(5);
+      for (std::size_t i = 0; i < T; ++i) {
+        for (std::size_t j = 0; j < T; ++j) f << (j ? " " : "") << weights[l](0, h, i, j);
+        f << '\n';
+      }
+      if (!f) throw std::runtime_error("cannot write the attention data into '" + dir.string() + "'");
+    }
+  }
+}
+
+/// plots.gp: loss.png (training loss per step, validation loss at each evaluation) and
+/// attention.png (one heatmap per head, blocks as rows), the line's characters as tic labels.
+inline void write_plot_script(const std::filesystem::path& dir, const std::string& title, std::size_t layers,
+                              std::size_t heads, const std::u32string& line) {
+  std::ofstream f(dir / "plots.gp");
+  f << "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp\n"
+       "set terminal pngcairo size 900,560 font 'sans,11'\n"
+       "set output 'loss.png'\nset grid\nset key top right\n"
+       "set title \"" << title << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per character)'\n"
+       "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch', \\\n"
+       "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title 'validation windows'\n\n";
+  if (layers > 0 && !line.empty()) {
+    std::string tics = "(";
+    for (std::size_t i = 0; i < line.size(); ++i) tics += (i ? ", \"" : "\"") + tic_label(line[i]) + "\" " + std::to_string(i);
+    tics += ")";
+    f << "set terminal pngcairo size " << 360 * heads << "," << 340 * layers + 60 << " font 'sans,8'\n"
+         "set output 'attention.png'\nunset grid\nunset key\nunset xlabel\nunset ylabel\n"
+         "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset colorbox\n"
+         "set size ratio -1\nset xrange [-0.5:" << line.size() - 0.5 << "]\nset yrange [" << line.size() - 0.5
+      << ":-0.5]\nset xtics " << tics << " font ',5' rotate by 90 right\nset ytics " << tics << " font ',5'\n"
+         "set multiplot layout " << layers << "," << heads
+      << " title 'Attention of each head on a validation line (row: the position attending; column: the position it reads)'\n";
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t h = 0; h < heads; ++h)
+        f << "set title 'block " << l << ", head " << h << "'\nplot 'attention_l" << l << "_h" << h
+          << ".dat' matrix with image\n";
+    f << "unset multiplot\n";
+  }
+  if (!f) throw std::runtime_error("cannot write '" + (dir / "plots.gp").string() + "'");
+}
+
+/// Runs gnuplot on plots.gp in `dir`; returns a sentence saying what happened.
+inline std::string draw(const std::filesystem::path& dir) {
+  const std::string gnuplot = find_on_path("gnuplot");
+  if (gnuplot.empty())
+    return "gnuplot is not installed: the data and plots.gp are in " + dir.string() +
+           " (apt-get install gnuplot-nox, then: cd " + dir.string() + " && gnuplot plots.gp)";
+  const std::string command = "cd '" + dir.string() + "' && '" + gnuplot + "' plots.gp 2>&1";
+  const int status = std::system(command.c_str());
+  return status == 0 ? "pictures: " + (dir / "loss.png").string() + ", " + (dir / "attention.png").string()
+                     : "gnuplot failed on " + (dir / "plots.gp").string() + " (status " + std::to_string(status) + ")";
+}
+
+}  // namespace gpt

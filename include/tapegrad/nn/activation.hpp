@@ -1,0 +1,28 @@
+// include/tapegrad/nn/activation.hpp
+//
+// Activation modules: thin shells around the functions of ops/activation.hpp, for models that
+// list their layers as modules (PyTorch's nn.GELU). They hold no parameters and no buffers.
+#pragma once
+
+#include <string>
+
+#include "tapegrad/nn/module.hpp"
+
+namespace tapegrad::nn {
+
+/// GELU, PyTorch's nn.GELU(approximate="none" | "tanh"): y = gelu(x) elementwise, any shape.
+class GELU : public Module {
+ public:
+  /// "none" (the erf form, default) or "tanh"; anything else is a ValueError.
+  explicit GELU(std::string approximate = "none");
+  Tensor forward(const Tensor& x);
+  const std::string& approximate() const { return approximate_; }
+
+  std::string type_name() const override { return "GELU"; }
+  void extra_repr(std::ostream& os) const override;   ///< "approximate='none'", as PyTorch prints it
+
+ private:
+  std::string approximate_;
+};
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,21 @@
+// include/tapegrad/ops/activation.hpp
+//
+// Activation functions beyond the elementwise basics (relu, tanh and sigmoid are in
+// elementwise.hpp). GELU, the Gaussian Error Linear Unit of GPT's feed-forward blocks, in
+// PyTorch's two forms, F.gelu(x, approximate="none") and F.gelu(x, approximate="tanh"):
+//   "none"   y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))                     (the exact GELU)
+//   "tanh"   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))              (GPT-2's approximation)
+// Elementwise, any shape; backward reads the input x only.
+#pragma once
+
+#include <string>
+
+#include "tapegrad/tensor.hpp"
+
+namespace tapegrad::ops {
+
+/// GELU elementwise, x of any shape -> the same shape. `approximate` is "none" (erf form, the
+/// default) or "tanh", as in PyTorch; anything else is a ValueError.
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+
+}  // namespace tapegrad::ops
