@@ -214,7 +214,16 @@ struct DistributedDataParallel::State {
   SyncStats last, total;
 
   ~State() {
+    // A backward that threw may have left buckets in flight: MPI still writes into their buffers
+    // and uses the communicator until they complete, so wait for them (the other ranks started
+    // the same ones). If they never complete (a rank that never joined), leak the buffers and the
+    // communicator rather than let MPI write into freed memory.
+    const bool drained = progress == nullptr || progress->drain(std::min(timeout(), 60.0));
     progress.reset();
+    if (!drained) {
+      new std::vector<Bucket>(std::move(buckets));   // deliberately never freed
+      return;
+    }
     if (comm != MPI_COMM_NULL && is_initialized()) {
       std::lock_guard lock(detail::mpi_mutex());
       MPI_Comm_free(&comm);

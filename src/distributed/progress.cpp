@@ -24,6 +24,7 @@ void Progress::add(MPI_Request request, std::atomic<bool>* done) {
     std::lock_guard lock(mutex_);
     incoming_.push_back(request);
     incoming_flags_.push_back(done);
+    ++outstanding_;
   }
   work_.notify_one();
 }
@@ -36,6 +37,13 @@ void Progress::wait(const std::atomic<bool>& done, const char* where) {
   if (!finished)
     fail<DistributedError>(where, ": rank ", rank(), " of ", world_size(), " waited ", timeout(),
                            " s for the other ranks (distributed::timeout()); one of them has died or is stuck");
+}
+
+bool Progress::drain(double seconds) {
+  std::unique_lock lock(mutex_);
+  return completed_.wait_for(lock, std::chrono::duration<double>(seconds),
+                             [&] { return outstanding_ == 0 || !error_.empty(); }) &&
+         outstanding_ == 0;
 }
 
 void Progress::run() {
@@ -72,6 +80,7 @@ void Progress::run() {
     if (completed > 0 && completed != MPI_UNDEFINED) {
       std::lock_guard lock(mutex_);                 // under the lock: a waiter cannot miss the wake-up
       for (int i = 0; i < completed; ++i) flags[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])]->store(true);
+      outstanding_ -= static_cast<std::size_t>(completed);
       std::size_t kept = 0;
       for (std::size_t i = 0; i < requests.size(); ++i)
         if (requests[i] != MPI_REQUEST_NULL) {      // MPI_Testsome nulls the completed ones

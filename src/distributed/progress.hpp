@@ -31,6 +31,9 @@ class Progress {
   /// Returns once *done is true. Throws DistributedError naming `where` if MPI reported an error
   /// or after distributed::timeout() seconds.
   void wait(const std::atomic<bool>& done, const char* where);
+  /// Waits up to `seconds` for every request handed over to complete; false if some have not (a
+  /// collective another rank never joined). Before the buffers of those requests can be freed.
+  bool drain(double seconds);
 
  private:
   void run();
@@ -40,6 +43,7 @@ class Progress {
   std::condition_variable completed_;           // a request completed, or an error
   std::vector<MPI_Request> incoming_;
   std::vector<std::atomic<bool>*> incoming_flags_;
+  std::size_t outstanding_ = 0;                 // requests handed over and not completed
   bool stop_ = false;
   std::string error_;
   std::thread thread_;
