@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <thread>
 
 #include "mpi.hpp"
@@ -207,6 +208,12 @@ Environment::~Environment() {
 }
 
 bool is_initialized() { return this_rank >= 0; }
+
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
 
 int rank() {
   detail::require_mpi("distributed::rank");

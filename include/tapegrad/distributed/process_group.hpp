@@ -45,6 +45,10 @@ class Environment {
 
 /// Whether MPI is open (and not yet closed) in this process.
 bool is_initialized();
+/// Whether mpirun (or another MPI launcher: Open MPI's, PMI's or PMIx's variables are set) started
+/// this process. A program that also runs alone opens MPI only then: MPI_Init without a launcher
+/// would start a helper daemon for nothing.
+bool launched_by_mpirun();
 /// This process's number in the job, 0 .. world_size() - 1.
 int rank();
 /// How many processes the job has.
