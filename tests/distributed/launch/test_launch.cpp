@@ -172,6 +172,7 @@ TEST_CASE("a rank that throws ends the whole job with its message") {
   CHECK(thrown.seconds < 30);
   CHECK(thrown.output.find("tapegrad.distributed: rank 1 of 2: ddp_training: an error on purpose on rank 1 after "
                            "step 3") != std::string::npos);
-  CHECK(thrown.output.find("MPI_ABORT was invoked on rank 1") != std::string::npos);
+  // mpirun's own "MPI_ABORT was invoked on rank 1" is not checked: it is printed in most runs but
+  // not all (mpirun may end before its notice is written; about 1 run in 8 here).
 }
 }  // TEST_SUITE
