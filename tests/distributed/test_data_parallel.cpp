@@ -168,7 +168,7 @@ TEST_CASE("row-sparse gradients are gathered from every rank, not densified") {
   }
 }
 
-TEST_CASE("under no_sync gradients accumulate on each rank; the next backward averages the sum") {
+TEST_CASE("under no_sync gradients accumulate on each rank, and the next backward averages the sum") {
   const IndexArray data = make_dataset(16, 8, 16, 1);
   TinyLM model(TinyOptions{}, 7), reference(TinyOptions{}, 7);
   DistributedDataParallel ddp(model);
@@ -207,7 +207,7 @@ TEST_CASE("a rank whose module differs is refused on every rank, naming what dif
   distributed::barrier();                                    // the ranks are still in step
 }
 
-TEST_CASE("every rank holds the same bits after every step; check_in_sync catches a rank that diverged") {
+TEST_CASE("every rank holds the same bits after every step, and check_in_sync catches a rank that diverged") {
   const IndexArray data = make_dataset(16, 8, 16, 1);
   TinyLM model(TinyOptions{}, 100 + static_cast<std::uint64_t>(R()));
   DistributedDataParallel ddp(model, DistributedDataParallelOptions().check_in_sync(true));

@@ -99,7 +99,7 @@ bool same_bits(const nn::StateDict& a, const nn::StateDict& b) {
 }  // namespace
 
 TEST_SUITE("distributed.launch") {
-TEST_CASE("a rank killed with SIGKILL ends the job within seconds; the survivor says why; the checkpoint resumes") {
+TEST_CASE("a rank killed with SIGKILL ends the job within seconds, the survivor says why, and the checkpoint resumes") {
   const fs::path dir = scratch("sigkill");
   // The run to compare with: 30 steps on 2 ranks, uninterrupted.
   const fs::path reference_dir = scratch("sigkill_reference");
