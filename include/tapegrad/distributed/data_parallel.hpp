@@ -16,7 +16,7 @@
 //       adam.zero_grad();
 //     }
 //
-// How (docs/distributed.md has the pictures and the numbers):
+// How (docs/distributed.md tells it at more length, with the numbers):
 //   * Construction: every rank describes its parameters and buffers (names, shapes); a rank whose
 //     module differs is refused, on every rank, naming what differs. Then rank 0's values are
 //     broadcast to all, so every rank starts from the same model.
