@@ -2,15 +2,21 @@
 # scripts/setup.sh: installs the Debian packages tapegrad needs, only those that are missing.
 #   scripts/setup.sh          build, test and plot: compilers, xtensor, OpenBLAS, doctest, CLI11, gnuplot,
 #                             and Debian's fortunes (about 2.4 MB of text: the GPT example's data)
-#   scripts/setup.sh --ci     also what CI uses: clang + libFuzzer runtime, NumPy (interop test)
+#   scripts/setup.sh --mpi    also Open MPI, for tapegrad::distributed (training on several processes)
+#   scripts/setup.sh --ci     everything CI uses: the above, Open MPI, clang + libFuzzer runtime, NumPy
 # Run as root (or with sudo) on Debian 12 or later. Nothing is downloaded from anywhere else.
 set -euo pipefail
 
 packages=(cmake g++ make libxtensor-dev libxtensor-blas-dev libopenblas-dev doctest-dev
           nlohmann-json3-dev libcli11-dev gnuplot-nox fortunes fortunes-min)
-if [[ "${1:-}" == "--ci" ]]; then
-  packages+=(clang libclang-rt-dev python3-numpy)
-fi
+mpi=(libopenmpi-dev openmpi-bin)
+for flag in "$@"; do
+  case "$flag" in
+    --mpi) packages+=("${mpi[@]}") ;;
+    --ci) packages+=("${mpi[@]}" clang libclang-rt-dev python3-numpy) ;;
+    *) echo "setup: unknown option $flag (expected --mpi or --ci)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

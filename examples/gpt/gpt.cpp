@@ -5,6 +5,7 @@
 //     gpt --pos sinusoidal                     # the seeds' sinusoidal positions instead of learned ones
 //     gpt --data shakespeare.txt --out run2    # your own text
 //     gpt --resume                             # continue an interrupted run, bit for bit
+//     mpirun -np 2 gpt                         # data-parallel on 2 processes, 12 windows each
 //
 // The recipe (nanoGPT's train.py): random windows of the training text (text_data.hpp), the mean
 // cross-entropy of every next character, AdamW (betas 0.9, 0.99; weight decay 0.1 on the matrices
@@ -16,6 +17,14 @@
 // At the end: the loss picture and the attention heatmaps (gnuplot), a sample of generated text
 // and one line "gpt result: ..." for bench/gpt_compare.
 //
+// On several processes (`mpirun -np N gpt ...`, when tapegrad was built with MPI): every rank
+// holds the whole model and trains on its own --batch-size windows of each step's N * B, which
+// all ranks draw alike from the shared data generator (rank r takes windows r*B .. r*B + B - 1);
+// distributed::DistributedDataParallel averages the gradients during backward, so every rank
+// takes the same optimizer step. Rank 0 alone prints, validates and writes the checkpoints; the
+// checkpoint holds nothing about the number of ranks, so --resume continues on any number of
+// them (with N' ranks, each step then trains on N' * B windows).
+//
 // Exit status: 0 when the validation loss fell below its value before training, 1 otherwise;
 // 2 for bad flags or data.
 #include <algorithm>
@@ -24,11 +33,15 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
+#ifdef TAPEGRAD_GPT_MPI
+#include <tapegrad/distributed.hpp>
+#endif
 
 #include "run_files.hpp"
 #include "text_data.hpp"
@@ -48,7 +61,7 @@ struct Settings {
   double val_fraction = 0.1;
   std::uint64_t seed = 0, split_seed = 0;
   std::string pos = "learned", gelu = "none", out = "gpt_out";
-  bool resume = false, quiet = false;
+  bool resume = false, quiet = false, check_in_sync = false;
 };
 
 std::string fixed(double x, int digits) {
@@ -102,11 +115,22 @@ std::u32string attention_line(const std::vector<std::u32string>& val_entries, st
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TAPEGRAD_GPT_MPI
+  // MPI only when mpirun started us: alone, the program runs as it does without MPI.
+  std::optional<distributed::Environment> mpi;
+  if (distributed::launched_by_mpirun()) mpi.emplace(argc, argv);
+  const int rank = mpi ? distributed::rank() : 0, world = mpi ? distributed::world_size() : 1;
+#else
+  const int rank = 0, world = 1;
+#endif
+  // Rank 0 speaks for the job: the other ranks' std::cout has no buffer, so what they would print
+  // is dropped (their errors, on std::cerr, still show).
+  if (rank != 0) std::cout.rdbuf(nullptr);
   Settings s;
   CLI::App app("Train a small GPT on real text, one character at a time (nanoGPT's baby GPT on Debian's fortunes)");
   app.add_option("--data", s.data, "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)");
   app.add_option("--steps", s.steps, "training steps (the schedule decays over them)")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", s.batch_size, "windows per step")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", s.batch_size, "windows per step (per rank under mpirun)")->check(CLI::PositiveNumber);
   app.add_option("--block-size", s.block_size, "context length in characters")->check(CLI::PositiveNumber);
   app.add_option("--n-layer", s.n_layer, "Transformer blocks")->check(CLI::PositiveNumber);
   app.add_option("--n-head", s.n_head, "attention heads (must divide --n-embd)")->check(CLI::PositiveNumber);
@@ -132,6 +156,8 @@ int main(int argc, char** argv) {
   app.add_option("--stop-after", s.stop_after, "stop after this step (checkpoint saved), to --resume later")->check(CLI::NonNegativeNumber);
   app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", s.quiet, "no progress lines");
+  app.add_flag("--check-in-sync", s.check_in_sync,
+               "under mpirun: after every backward, check that every rank holds the same bits (slower)");
   CLI11_PARSE(app, argc, argv);
   if (s.warmup >= s.steps) {
     std::cerr << "--warmup: expected fewer warm-up steps than --steps (" << s.steps << "), got " << s.warmup << '\n';
@@ -139,6 +165,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(static_cast<int>(s.threads));
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
+  const std::size_t global_B = B * std::size_t(world);   // the windows of one step, all ranks together
 
   // ---- the data ----
   const std::vector<std::string> files = s.data.empty() ? gpt::fortune_files() : s.data;
@@ -214,6 +241,18 @@ int main(int argc, char** argv) {
   } else if (s.resume) {
     std::cout << "no " << last_path.string() << " to resume from: starting from scratch\n";
   }
+#ifdef TAPEGRAD_GPT_MPI
+  // Every rank has read the checkpoint (or built the same model from the same seed); constructing
+  // DDP is a collective, so rank 0 cannot overwrite the file before the others have read it.
+  std::optional<distributed::DistributedDataParallel> ddp;
+  if (mpi) ddp.emplace(*model, distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
+  // Dropout: each rank its own masks (the same masks for different windows would be a weaker
+  // regulariser). Rank 0 keeps the stream the checkpoint saves; rank r > 0 draws from a stream
+  // derived from it, so a run is still reproducible for a given number of ranks (with dropout on,
+  // a multi-rank run stopped and resumed is not the bits of one run straight through: the ranks
+  // r > 0 derive their streams again at the resume).
+  if (rank > 0) model_gen->manual_seed(model_gen->next_u64() + std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL);
+#endif
 
   const std::int64_t n_params = model->num_params();
   std::cout << "gpt: " << files.size() << " files, " << split.train.size() << " training and " << split.val.size()
@@ -222,7 +261,8 @@ int main(int argc, char** argv) {
             << " n_head=" << s.n_head << " n_embd=" << s.n_embd << " block_size=" << s.block_size << " pos=" << s.pos
             << " gelu=" << s.gelu << " dropout=" << s.dropout << ", " << n_params << " parameters (" << std::fixed
             << std::setprecision(2) << model->flops_per_token() / 1e6 << std::defaultfloat
-            << " MFLOP per token); batch " << B << ", " << s.steps << " steps, threads=" << s.threads
+            << " MFLOP per token); batch " << B << (world > 1 ? " per rank x " + std::to_string(world) + " ranks" : "")
+            << ", " << s.steps << " steps, threads=" << s.threads
             << (step > 0 ? ", resumed at step " + std::to_string(step) : std::string()) << std::endl;
 
   auto save = [&](std::int64_t done, bool best) {
@@ -238,7 +278,7 @@ int main(int argc, char** argv) {
     if (best) ckpt.save(best_path.string(), {done, done, extra});
   };
 
-  if (step == 0) {
+  if (step == 0 && rank == 0) {
     const double v = validation_loss(*model, val_ids, val_starts, B, T);
     val_history.emplace_back(0, float(v));
     std::cout << "step 0: validation loss " << fixed(v, 4) << " (ln " << vocab.size() << " = "
@@ -251,9 +291,13 @@ int main(int argc, char** argv) {
   model->train();
   for (; step < stop; ++step) {
     const auto t0 = clock::now();
-    const gpt::Batch b = gpt::windows(train_ids, gpt::random_starts(train_ids.size(), T, B, *data_gen), T);
+    // Every rank draws the step's global_B windows alike and trains on its own B of them.
+    const std::vector<std::size_t> starts = gpt::random_starts(train_ids.size(), T, global_B, *data_gen);
+    const std::vector<std::size_t> mine(starts.begin() + std::ptrdiff_t(std::size_t(rank) * B),
+                                        starts.begin() + std::ptrdiff_t(std::size_t(rank + 1) * B));
+    const gpt::Batch b = gpt::windows(train_ids, mine, T);
     Tensor loss = model->loss(b.x, b.y, gpt::Vocabulary::kUnk);
-    loss.backward();
+    loss.backward();                     // under mpirun, the gradients are averaged over the ranks here
     if (s.clip > 0) optim::clip_grad_norm_(model->parameters(), s.clip);
     opt.step();
     opt.zero_grad();
@@ -261,7 +305,11 @@ int main(int argc, char** argv) {
     const double dt = std::chrono::duration<double>(clock::now() - t0).count();
     train_seconds += dt;
     step_seconds.push_back(float(dt));
-    train_losses.push_back(loss.item());
+    double step_loss = loss.item();
+#ifdef TAPEGRAD_GPT_MPI
+    if (mpi) step_loss = distributed::all_reduce(step_loss, distributed::ReduceOp::average);   // the global batch's
+#endif
+    train_losses.push_back(float(step_loss));
     const std::int64_t done = step + 1;
     if (!s.quiet) {
       const bool shown_now = in_place ? (train_seconds - shown_at >= 0.1 || done == stop)
@@ -271,14 +319,14 @@ int main(int argc, char** argv) {
         const double per_step = train_seconds / double(step_seconds.size());
         std::ostringstream line;
         line << "step " << std::setw(int(std::to_string(s.steps).size())) << done << "/" << s.steps << "  loss "
-             << fixed(train_losses.back(), 4) << "  " << std::setw(7) << std::int64_t(double(B * T) / per_step)
+             << fixed(train_losses.back(), 4) << "  " << std::setw(7) << std::int64_t(double(global_B * T) / per_step)
              << " tokens/s  lr " << std::scientific << std::setprecision(2) << sched.get_last_lr()[0]
              << std::defaultfloat << "  ETA " << duration(per_step * double(s.steps - done));
         if (in_place) std::cout << '\r' << line.str() << "\x1b[K" << std::flush;
         else std::cout << line.str() << '\n' << std::flush;
       }
     }
-    if (done % s.eval_every == 0 || done == s.steps || done == stop) {
+    if (rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
       const double v = validation_loss(*model, val_ids, val_starts, B, T);
       val_history.emplace_back(done, float(v));
       const bool best = v < best_val;
@@ -294,6 +342,19 @@ int main(int argc, char** argv) {
     std::cout << "stopped after step " << stop << "; continue with --resume (checkpoint " << last_path.string() << ")\n";
     return 0;
   }
+  double exposed_ms = 0.0;               // communication backward waited for at its end, per step
+#ifdef TAPEGRAD_GPT_MPI
+  if (ddp && ddp->total().steps > 0) {
+    const distributed::SyncStats& t = ddp->total();
+    exposed_ms = 1e3 * t.exposed_seconds / double(t.steps);
+    std::cout << "communication: " << t.buckets / t.steps << " buckets of gradients per step ("
+              << fixed(double(t.bytes) / double(t.steps) / 1e6, 2) << " MB), " << fixed(exposed_ms, 3)
+              << " ms per step exposed (waited for at the end of backward), "
+              << fixed(1e3 * t.communication_seconds / double(t.steps), 3) << " ms from the first bucket's start "
+              << "to the last one's end\n";
+  }
+#endif
+  if (rank != 0) return 0;               // rank 0 alone draws, samples and reports
 
   // ---- what the run shows ----
   const std::u32string line = attention_line(split.val, T);
@@ -338,7 +399,8 @@ int main(int argc, char** argv) {
   std::cout << "gpt result: steps=" << s.steps << " val_loss=" << fixed(final_val, 4)
             << " best_val_loss=" << fixed(best_val, 4) << " train_loss=" << fixed(train_losses.back(), 4)
             << " step_ms_median=" << fixed(median * 1e3, 3)
-            << " tokens_per_s=" << fixed(median > 0 ? double(B * T) / median : 0.0, 1)
+            << " tokens_per_s=" << fixed(median > 0 ? double(global_B * T) / median : 0.0, 1)
+            << " ranks=" << world << " comm_exposed_ms=" << fixed(exposed_ms, 3)
             << " flops_per_token=" << std::int64_t(model->flops_per_token()) << " seconds=" << fixed(train_seconds, 1)
             << std::endl;
   if (!(final_val < first_val)) {

@@ -17,11 +17,14 @@
 //   3. consume (unless retain_graph): an entry that ran frees its closure, its saved tensors and
 //      its inputs, and keeps its name and number so that a later backward can say what is gone.
 //      Entries this backward did not reach are untouched: other graphs stay usable.
+//   4. finish: run the callbacks that hooks or closures queued during this backward
+//      (autograd::queue_callback), in order, before backward() returns.
 #include "engine.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +36,8 @@ namespace tapegrad::autograd::detail {
 namespace {
 std::atomic<std::uint64_t> walks{0};
 thread_local std::uint64_t current_walk = 0;   // the walk running on this thread, 0 when none
+// The callbacks queued during the backward running on this thread; null when none runs.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
 
 constexpr const char* kSecondTime =
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
@@ -147,6 +152,24 @@ void fire_hooks(std::vector<HookedLeaf>& hooked, const EntryBase& e, bool ran) {
   }
 }
 
+// The callbacks of one backward: queue_callback() appends to the innermost running backward's list.
+// run() is the last thing a backward that succeeded does; a callback may queue another, which runs
+// after it. A backward that throws drops what was queued.
+struct CallbackScope {
+  std::vector<std::function<void()>> callbacks;
+  std::vector<std::function<void()>>* previous;
+  CallbackScope() : previous(queued_callbacks) { queued_callbacks = &callbacks; }
+  ~CallbackScope() { queued_callbacks = previous; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  void run() {
+    for (std::size_t i = 0; i < callbacks.size(); ++i) {
+      const std::function<void()> callback = std::move(callbacks[i]);   // the list may grow meanwhile
+      callback();
+    }
+  }
+};
+
 // Restores "no walk running" however the walk ends.
 struct WalkScope {
   std::uint64_t previous;
@@ -171,11 +194,12 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
     fail<ShapeError>("backward: expected a seed of the loss's shape ", root.shape(), " for ", root.describe(),
                      ", got ", seed.shape());
   NoGradGuard no_grad;                                   // backward closures never record
+  CallbackScope callbacks;
   const Impl& root_impl = TensorAccess::handle(root);
   if (root_impl->is_leaf()) {                            // a leaf is its own loss
     root.accumulate_grad(std::move(seed), "backward");
-    std::vector<HookedLeaf> hooked;
     for (const auto& [id, hook] : std::vector(root_impl->hooks)) hook(root);
+    callbacks.run();
     return;
   }
 
@@ -211,6 +235,19 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
       if (tape[k]) drop_pending(*tape[k]);
     throw;
   }
+  callbacks.run();
 }
 
 }  // namespace tapegrad::autograd::detail
+
+namespace tapegrad::autograd {
+
+void queue_callback(std::function<void()> callback) {
+  check<ValueError>(static_cast<bool>(callback), "queue_callback: expected a callable, got an empty one");
+  check<AutogradError>(detail::queued_callbacks != nullptr,
+                       "Final callbacks can only be installed during backward pass. | queue_callback: no backward "
+                       "is running on this thread; call it from a post-accumulate hook or a backward closure");
+  detail::queued_callbacks->push_back(std::move(callback));
+}
+
+}  // namespace tapegrad::autograd

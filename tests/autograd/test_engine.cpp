@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -287,6 +288,58 @@ TEST_CASE("a post-accumulate hook does not run for a leaf the backward gave no g
   CHECK(calls == 0);
   ops::sum(ops::mul(a, b)).backward();
   CHECK(calls == 1);
+}
+
+TEST_CASE("a queued callback runs once, after the whole backward, in the order queued") {
+  Tensor a(Array{1.f}, true), b(Array{2.f}, true);
+  std::vector<std::string> events;
+  a.register_post_accumulate_grad_hook([&](const Tensor&) {
+    events.push_back("hook a");
+    autograd::queue_callback([&] {
+      events.push_back("first: b has its gradient " + std::to_string(b.grad()(0)));
+      autograd::queue_callback([&] { events.push_back("queued by a callback"); });
+    });
+    autograd::queue_callback([&] { events.push_back("second"); });
+  });
+  b.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("hook b"); });
+  // a is used by the newest entry, b by the oldest: a's hook fires before b's gradient exists.
+  Tensor loss = ops::sum(ops::mul(ops::mul(b, 3.0), a));
+  loss.backward();
+  const std::vector<std::string> expected{"hook a", "hook b", "first: b has its gradient 3.000000", "second",
+                                          "queued by a callback"};
+  CHECK(events == expected);
+  events.clear();
+  ops::sum(ops::mul(b, 2.0)).backward();              // a is not reached: nothing queued, nothing runs
+  CHECK(events == std::vector<std::string>{"hook b"});
+}
+
+TEST_CASE("a callback queued for a leaf used as its own loss runs too") {
+  Tensor w(Array{1.f}, true);
+  int runs = 0;
+  w.register_post_accumulate_grad_hook([&](const Tensor&) { autograd::queue_callback([&] { ++runs; }); });
+  w.backward();
+  CHECK(runs == 1);
+}
+
+TEST_CASE("queue_callback outside a backward is refused with PyTorch's text") {
+  CHECK_THROWS_WITH_AS(autograd::queue_callback([] {}),
+                       doctest::Contains("Final callbacks can only be installed during backward pass."),
+                       AutogradError);
+  CHECK_THROWS_WITH_AS(autograd::queue_callback(nullptr), doctest::Contains("expected a callable"), ValueError);
+}
+
+TEST_CASE("a backward that throws drops its queued callbacks") {
+  Tensor a(Array{1.f}, true), w(Array{1.f}, true);
+  int runs = 0;
+  a.register_post_accumulate_grad_hook([&](const Tensor&) { autograd::queue_callback([&] { ++runs; }); });
+  Tensor y = ops::mul(w, 2.0);
+  Tensor z(Array{0.f});
+  autograd::record("throws", z, {y}, {}, [](Array) { fail<ValueError>("throws: on purpose"); });
+  Tensor loss = ops::sum(ops::add(ops::mul(a, 1.0), z));   // a's hook fires, then 'throws' runs
+  CHECK_THROWS_AS(loss.backward(), ValueError);
+  CHECK(runs == 0);
+  ops::sum(ops::mul(a, 1.0)).backward();              // the next backward runs only its own callback
+  CHECK(runs == 1);
 }
 
 TEST_CASE("an entry whose output received no gradient does not run and is not consumed") {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
@@ -95,6 +96,14 @@ std::ostream& operator<<(std::ostream& os, const Tape& tape);
 /// How many entries exist in the whole process (consumed ones included, until their output dies).
 /// A loop whose outputs are dropped must leave this where it was: tests read it to prove that.
 std::size_t live_entries();
+
+/// Runs `callback` once the backward running on this thread has finished: every entry it reaches
+/// has run and every post-accumulate hook has fired; then, in the order queued, the callbacks, and
+/// only then does backward() return (PyTorch's Variable._execution_engine.queue_callback, which
+/// DistributedDataParallel uses to wait for its last gradients). A callback may queue another.
+/// Call it during a backward (from a hook or a closure); AutogradError otherwise. A backward that
+/// throws drops its callbacks.
+void queue_callback(std::function<void()> callback);
 
 // ---- grad mode ---------------------------------------------------------------------------------
 
