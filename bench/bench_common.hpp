@@ -64,11 +64,12 @@ inline Args parse_args(int argc, char** argv) {
 }
 
 /// Prints "NAME threads=T median_ms=... min_ms=... max_ms=... n=N warmup=W EXTRA".
-inline void print_ms(const std::string& name, int threads, const std::vector<double>& seconds, int warmup,
-                     const std::string& extra = "") {
+inline void print_ms(const std::string& name, int threads, const std::vector<double>& seconds,
+                     int warmup, const std::string& extra = "") {
   const Stats s = stats(seconds);
-  std::printf("%s threads=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f n=%zu warmup=%d%s\n", name.c_str(), threads,
-              s.median * 1e3, s.min * 1e3, s.max * 1e3, seconds.size(), warmup, extra.c_str());
+  std::printf("%s threads=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f n=%zu warmup=%d%s\n",
+              name.c_str(), threads, s.median * 1e3, s.min * 1e3, s.max * 1e3, seconds.size(),
+              warmup, extra.c_str());
   std::fflush(stdout);
 }
 

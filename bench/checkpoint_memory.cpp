@@ -82,8 +82,8 @@ void measure(const std::string& label, const std::string& file, const std::funct
       op();
       const double peak = status_bytes("VmHWM");
       const double size = static_cast<double>(std::filesystem::file_size(file));
-      std::printf("%-26s file %7.1f MB  extra peak %7.1f MB  %5.2fx the file\n", label.c_str(), size / 1e6,
-                  (peak - before) / 1e6, (peak - before) / size);
+      std::printf("%-26s file %7.1f MB  extra peak %7.1f MB  %5.2fx the file\n", label.c_str(),
+                  size / 1e6, (peak - before) / 1e6, (peak - before) / size);
       std::fflush(stdout);
       ::_exit(0);
     } catch (const std::exception& e) {
@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--mb") mb = std::atof(argv[i + 1]);
-    else if (flag == "--dir") dir = argv[i + 1];
+    if (flag == "--mb")
+      mb = std::atof(argv[i + 1]);
+    else if (flag == "--dir")
+      dir = argv[i + 1];
     else {
       std::cerr << "usage: checkpoint_memory [--mb 200] [--dir /tmp]\n";
       return 2;
@@ -134,16 +136,16 @@ int main(int argc, char** argv) {
   }
   const std::string optim_path = dir + "/checkpoint_memory_optim.safetensors";
   {
-    BigModel model(mb * 1e6 / 2.0);          // Adam's two moments: about mb
+    BigModel model(mb * 1e6 / 2.0);  // Adam's two moments: about mb
     optim::Adam adam(model.parameters(), optim::AdamOptions(1e-3));
     for (const Parameter& p : model.parameters()) p.set_grad(xt::ones<float>(p.shape()));
-    adam.step();                             // the moments exist, as in a run that resumes
+    adam.step();  // the moments exist, as in a run that resumes
     adam.zero_grad();
     measure("io::save_optimizer", optim_path, [&] { io::save_optimizer(adam, optim_path); });
     measure("io::load_optimizer", optim_path, [&] { io::load_optimizer(adam, optim_path); });
   }
   {
-    BigModel model(mb * 1e6 / 3.0);          // parameters + Adam's two moments: about mb in all
+    BigModel model(mb * 1e6 / 3.0);  // parameters + Adam's two moments: about mb in all
     optim::Adam adam(model.parameters(), optim::AdamOptions(1e-3));
     for (const Parameter& p : model.parameters()) p.set_grad(xt::ones<float>(p.shape()));
     adam.step();

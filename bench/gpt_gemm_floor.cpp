@@ -35,8 +35,8 @@ struct Product {
 };
 
 void run(const Product& p) {
-  cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans, p.M, p.N, p.K, 1.0f,
-              p.a, p.lda, p.b, p.ldb, 0.0f, p.c, p.ldc);
+  cblas_sgemm(CblasRowMajor, p.ta ? CblasTrans : CblasNoTrans, p.tb ? CblasTrans : CblasNoTrans,
+              p.M, p.N, p.K, 1.0f, p.a, p.lda, p.b, p.ldb, 0.0f, p.c, p.ldc);
 }
 
 // Buffers live as long as the program, like a step's tensors live through its backward.
@@ -52,20 +52,28 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads") threads = v;
-    else if (k == "--batch-size") B = v;
-    else if (k == "--block-size") T = v;
-    else if (k == "--n-layer") L = v;
-    else if (k == "--n-head") H = v;
-    else if (k == "--n-embd") C = v;
-    else if (k == "--vocab") vocab = v;
+    if (k == "--threads")
+      threads = v;
+    else if (k == "--batch-size")
+      B = v;
+    else if (k == "--block-size")
+      T = v;
+    else if (k == "--n-layer")
+      L = v;
+    else if (k == "--n-head")
+      H = v;
+    else if (k == "--n-embd")
+      C = v;
+    else if (k == "--vocab")
+      vocab = v;
     else {
       std::fprintf(stderr, "gpt_gemm_floor: unknown option %s\n", argv[i]);
       return 2;
     }
   }
   if (threads < 1 || B < 1 || T < 1 || L < 1 || H < 1 || C < 1 || vocab < 1 || C % H != 0) {
-    std::fprintf(stderr, "gpt_gemm_floor: expected positive sizes and n_embd a multiple of n_head\n");
+    std::fprintf(stderr,
+                 "gpt_gemm_floor: expected positive sizes and n_embd a multiple of n_head\n");
     return 2;
   }
   openblas_set_num_threads(threads);
@@ -77,7 +85,11 @@ int main(int argc, char** argv) {
   };
   // x (N, in), W (out, in), y and dY (N, out): Y = x W^T, dX = dY W, dW = dY^T x
   auto linear = [&](int in, int out, float* x, float* dx) {
-    Linear l{x, buffer(std::size_t(out) * in), buffer(std::size_t(N) * out), buffer(std::size_t(N) * out), dx,
+    Linear l{x,
+             buffer(std::size_t(out) * in),
+             buffer(std::size_t(N) * out),
+             buffer(std::size_t(N) * out),
+             dx,
              buffer(std::size_t(out) * in)};
     products.push_back({false, true, N, out, in, l.x, in, l.w, in, l.y, out});
     products.push_back({false, false, N, in, out, l.dy, out, l.w, in, l.dx, in});
@@ -87,11 +99,11 @@ int main(int argc, char** argv) {
   float* x = buffer(std::size_t(N) * C);
   for (int layer = 0; layer < L; ++layer) {
     float *ln1 = buffer(std::size_t(N) * C), *dln1 = buffer(std::size_t(N) * C);
-    const Linear c_attn = linear(C, 3 * C, ln1, dln1);                 // qkv = c_attn.y, dqkv = c_attn.dy
+    const Linear c_attn = linear(C, 3 * C, ln1, dln1);  // qkv = c_attn.y, dqkv = c_attn.dy
     float *att = buffer(std::size_t(N) * C), *datt = buffer(std::size_t(N) * C);
     float *P = buffer(std::size_t(B) * H * T * T), *dS = buffer(std::size_t(T) * T);
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h) {                                    // one (batch row, head), read in place
+      for (int h = 0; h < H; ++h) {  // one (batch row, head), read in place
         const std::size_t row = std::size_t(b) * T, at = (std::size_t(b) * H + h) * T * T;
         const float* Q = c_attn.y + row * 3 * C + h * hs;
         const float *K = Q + C, *V = Q + 2 * C;
@@ -99,12 +111,12 @@ int main(int argc, char** argv) {
         float *dK = dQ + C, *dV = dQ + 2 * C;
         float* O = att + row * C + h * hs;
         const float* dO = datt + row * C + h * hs;
-        products.push_back({false, true, T, T, hs, Q, 3 * C, K, 3 * C, P + at, T});        // S = Q K^T
-        products.push_back({false, false, T, hs, T, P + at, T, V, 3 * C, O, C});           // O = P V
-        products.push_back({true, false, T, hs, T, P + at, T, dO, C, dV, 3 * C});          // dV = P^T dO
-        products.push_back({false, true, T, T, hs, dO, C, V, 3 * C, dS, T});               // dP = dO V^T
-        products.push_back({false, false, T, hs, T, dS, T, K, 3 * C, dQ, 3 * C});          // dQ = dS K
-        products.push_back({true, false, T, hs, T, dS, T, Q, 3 * C, dK, 3 * C});           // dK = dS^T Q
+        products.push_back({false, true, T, T, hs, Q, 3 * C, K, 3 * C, P + at, T});  // S = Q K^T
+        products.push_back({false, false, T, hs, T, P + at, T, V, 3 * C, O, C});     // O = P V
+        products.push_back({true, false, T, hs, T, P + at, T, dO, C, dV, 3 * C});    // dV = P^T dO
+        products.push_back({false, true, T, T, hs, dO, C, V, 3 * C, dS, T});         // dP = dO V^T
+        products.push_back({false, false, T, hs, T, dS, T, K, 3 * C, dQ, 3 * C});    // dQ = dS K
+        products.push_back({true, false, T, hs, T, dS, T, Q, 3 * C, dK, 3 * C});     // dK = dS^T Q
       }
     linear(C, C, att, datt);
     float *ln2 = buffer(std::size_t(N) * C), *dln2 = buffer(std::size_t(N) * C);
@@ -122,7 +134,10 @@ int main(int argc, char** argv) {
     if (it >= 5) seconds.push_back(bench::now_seconds() - t0);
   }
   const bench::Stats s = bench::stats(seconds);
-  std::printf("gpt_gemm_floor threads=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f gflop=%.4f products=%zu gflops=%.2f\n",
-              threads, s.median * 1e3, s.min * 1e3, s.max * 1e3, flops * 1e-9, products.size(), flops / s.median * 1e-9);
+  std::printf(
+      "gpt_gemm_floor threads=%d median_ms=%.4f min_ms=%.4f max_ms=%.4f gflop=%.4f products=%zu "
+      "gflops=%.2f\n",
+      threads, s.median * 1e3, s.min * 1e3, s.max * 1e3, flops * 1e-9, products.size(),
+      flops / s.median * 1e-9);
   return 0;
 }

@@ -44,8 +44,8 @@ static double median(double* t, int n) {
 }
 
 /* A separate function, so that each timed call is one whole pass. */
-__attribute__((noinline)) static void triad(float* restrict a, const float* restrict b, const float* restrict c,
-                                            float s, long n) {
+__attribute__((noinline)) static void triad(float* restrict a, const float* restrict b,
+                                            const float* restrict c, float s, long n) {
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
@@ -74,8 +74,8 @@ static void measure_triad(int threads) {
     t[r] = seconds_now() - start;
   }
   const double bytes = 12.0 * (double)n, med = median(t, REPS);
-  printf("LIMIT triad threads=%d median_GBps=%.2f best_GBps=%.2f median_ms=%.3f check=%g\n", threads,
-         bytes / med * 1e-9, bytes / t[0] * 1e-9, med * 1e3, (double)a[n / 2]);
+  printf("LIMIT triad threads=%d median_GBps=%.2f best_GBps=%.2f median_ms=%.3f check=%g\n",
+         threads, bytes / med * 1e-9, bytes / t[0] * 1e-9, med * 1e3, (double)a[n / 2]);
   free(a);
   free(b);
   free(c);
@@ -84,8 +84,10 @@ static void measure_triad(int threads) {
 static void measure_sgemm(int threads) {
   const int N = 1024;
   const size_t count = (size_t)N * N;
-  float *A = malloc(count * sizeof(float)), *B = malloc(count * sizeof(float)), *C = malloc(count * sizeof(float));
-  float *G = malloc(count * sizeof(float)), *dA = malloc(count * sizeof(float)), *dB = malloc(count * sizeof(float));
+  float *A = malloc(count * sizeof(float)), *B = malloc(count * sizeof(float)),
+        *C = malloc(count * sizeof(float));
+  float *G = malloc(count * sizeof(float)), *dA = malloc(count * sizeof(float)),
+        *dB = malloc(count * sizeof(float));
   if (!A || !B || !C || !G || !dA || !dB) {
     fprintf(stderr, "machine_limits: out of memory for the matrices\n");
     exit(1);
@@ -114,10 +116,12 @@ static void measure_sgemm(int threads) {
     if (r >= 0) t3[r] = seconds_now() - start;
   }
   const double flops = 2.0 * N * (double)N * N, med = median(t, REPS), med3 = median(t3, REPS);
-  printf("LIMIT sgemm N=%d threads=%d median_GFLOPs=%.2f best_GFLOPs=%.2f median_ms=%.3f\n", N, threads,
-         flops / med * 1e-9, flops / t[0] * 1e-9, med * 1e3);
-  printf("LIMIT w5gemm3 N=%d threads=%d median_GFLOPs=%.2f best_GFLOPs=%.2f median_ms=%.3f check=%g\n", N, threads,
-         3 * flops / med3 * 1e-9, 3 * flops / t3[0] * 1e-9, med3 * 1e3, (double)(C[7] + dA[3] + dB[5]));
+  printf("LIMIT sgemm N=%d threads=%d median_GFLOPs=%.2f best_GFLOPs=%.2f median_ms=%.3f\n", N,
+         threads, flops / med * 1e-9, flops / t[0] * 1e-9, med * 1e3);
+  printf(
+      "LIMIT w5gemm3 N=%d threads=%d median_GFLOPs=%.2f best_GFLOPs=%.2f median_ms=%.3f check=%g\n",
+      N, threads, 3 * flops / med3 * 1e-9, 3 * flops / t3[0] * 1e-9, med3 * 1e3,
+      (double)(C[7] + dA[3] + dB[5]));
   free(A);
   free(B);
   free(C);
@@ -129,8 +133,8 @@ static void measure_sgemm(int threads) {
 int main(int argc, char** argv) {
   int max_threads = argc > 1 ? atoi(argv[1]) : 2;
   if (max_threads < 1) max_threads = 1;
-  printf("# machine_limits: %d processors, OpenBLAS %s, core %s\n", omp_get_num_procs(), openblas_get_config(),
-         openblas_get_corename());
+  printf("# machine_limits: %d processors, OpenBLAS %s, core %s\n", omp_get_num_procs(),
+         openblas_get_config(), openblas_get_corename());
   fflush(stdout);
   for (int threads = 1; threads <= max_threads; ++threads) {
     measure_triad(threads);

@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
     std::vector<float> a(n * n), b(n * n), c(n * n);
     for (std::size_t i = 0; i < n * n; ++i) a[i] = float(i % 7) * 0.1f, b[i] = float(i % 5) * 0.1f;
     auto run = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, a.data(), int(n), b.data(),
-                  int(n), 0.0f, c.data(), int(n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, a.data(),
+                  int(n), b.data(), int(n), 0.0f, c.data(), int(n));
     };
     run();
     std::vector<double> seconds;
@@ -45,9 +45,11 @@ int main(int argc, char** argv) {
       run();
       seconds.push_back(bench::now_seconds() - t0);
     }
-    const double gflops = 2.0 * double(n) * double(n) * double(n) / bench::stats(seconds).median * 1e-9;
+    const double gflops =
+        2.0 * double(n) * double(n) * double(n) / bench::stats(seconds).median * 1e-9;
     if (gflops > best) best = gflops, best_n = n;
   }
-  std::printf("sgemm_peak threads=%d gflops=%.2f n=%zu core=%s\n", threads, best, best_n, openblas_get_corename());
+  std::printf("sgemm_peak threads=%d gflops=%.2f n=%zu core=%s\n", threads, best, best_n,
+              openblas_get_corename());
   return 0;
 }

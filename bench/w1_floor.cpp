@@ -31,10 +31,10 @@
 #include <tapegrad/nn/positional_encoding.hpp>
 #include <tapegrad/random.hpp>
 
-#include "../src/exp_f32.hpp"     // the same vectorised e^x as tapegrad's cross_entropy
-#include "../src/ops/gemm.hpp"    // tapegrad's sgemm call, cut by shape alone
-#include "../src/parallel.hpp"    // tapegrad's thread pool
-#include "../src/philox.hpp"      // the dropout mask's counter-based stream
+#include "../src/exp_f32.hpp"   // the same vectorised e^x as tapegrad's cross_entropy
+#include "../src/ops/gemm.hpp"  // tapegrad's sgemm call, cut by shape alone
+#include "../src/parallel.hpp"  // tapegrad's thread pool
+#include "../src/philox.hpp"    // the dropout mask's counter-based stream
 #include "bench_common.hpp"
 
 namespace {
@@ -45,7 +45,8 @@ struct Size {
   const char* name;
   std::size_t V, D, B, T, C;
 };
-constexpr Size kSizes[] = {{"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
+constexpr Size kSizes[] = {
+    {"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
 
 // Adam (lr 1e-3, betas 0.9 / 0.98, eps 1e-9) at step t, over n elements, in tapegrad's order of
 // operations: m + w1 (g - m), v b2 + w2 g g, theta + ((-lr / bc1) m) / (sqrt(v) / sqrt(bc2) + eps).
@@ -86,7 +87,8 @@ void run(const Size& s, int threads) {
   for (float& w : b) w = float(-bound + (bound - -bound) * gen.uniform_double());
   const std::uint64_t seed = gen.next_u64();
   std::vector<float> gW(V * D), gWp(C * D), gb(C);
-  std::vector<float> mW(V * D, 0.f), vW(V * D, 0.f), mWp(C * D, 0.f), vWp(C * D, 0.f), mb(C, 0.f), vb(C, 0.f);
+  std::vector<float> mW(V * D, 0.f), vW(V * D, 0.f), mWp(C * D, 0.f), vWp(C * D, 0.f), mb(C, 0.f),
+      vb(C, 0.f);
   const tapegrad::Array table = tapegrad::nn::sinusoid_table(std::int64_t(T), std::int64_t(D));
   const float* pe = table.data();
 
@@ -122,65 +124,72 @@ void run(const Size& s, int threads) {
     // forward: h = (W[id] * sqrt(D) + pe) * m, one pass over the positions
     parallel_for(N, rows_grain, [&](std::size_t begin, std::size_t end) {
       alignas(64) float buffer[tapegrad::detail::kMaskBuffer];
-      const float c = emb_scale;                          // a local: see adam()
+      const float c = emb_scale;  // a local: see adam()
       for (std::size_t i = begin; i < end; ++i) {
         const float* w = W.data() + std::size_t(ids[i]) * D;
         const float* pr = pe + (i % T) * D;
         float* y = h.data() + i * D;
         for (std::size_t j0 = 0; j0 < D; j0 += tapegrad::detail::kMaskChunk) {
           const std::size_t len = std::min(tapegrad::detail::kMaskChunk, D - j0);
-          const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale, i * D + j0, len, buffer);
+          const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale,
+                                                        i * D + j0, len, buffer);
           for (std::size_t j = 0; j < len; ++j) y[j0 + j] = (w[j0 + j] * c + pr[j0 + j]) * m[j];
         }
       }
     });
     // logits = h Wp^T + b: every row starts as b, the product adds to it
     for (std::size_t r = 0; r < N; ++r) std::copy_n(b.data(), C, logits.data() + r * C);
-    tapegrad::ops::detail::gemm(false, true, N, C, D, 1.0f, h.data(), D, Wp.data(), D, 1.0f, logits.data(), C);
+    tapegrad::ops::detail::gemm(false, true, N, C, D, 1.0f, h.data(), D, Wp.data(), D, 1.0f,
+                                logits.data(), C);
     // cross-entropy (mean over the non-padding rows) and its gradient, one pass per row
     const float g = float(1.0 / double(count));
-    parallel_for(N, std::max<std::size_t>(1, (std::size_t{1} << 16) / C), [&](std::size_t begin, std::size_t end) {
-      float e[256];
-      const float gr = g;                                 // a local: see adam()
-      for (std::size_t r = begin; r < end; ++r) {
-        float* d = dlogits.data() + r * C;
-        if (labels[r] < 0) {
-          std::fill_n(d, C, 0.0f);
-          row_loss[r] = 0.0;
-          continue;
-        }
-        const float* x = logits.data() + r * C;
-        float mx = x[0];
-        for (std::size_t c = 1; c < C; ++c) mx = std::max(mx, x[c]);
-        for (std::size_t c = 0; c < C; ++c) e[c] = tapegrad::detail::exp_f32(x[c] - mx);
-        double sum = 0.0;
-        for (std::size_t c = 0; c < C; ++c) sum += e[c];
-        const float log_sum = float(std::log(sum));
-        const std::size_t t = std::size_t(labels[r]);
-        row_loss[r] = -((x[t] - mx) - log_sum);
-        for (std::size_t c = 0; c < C; ++c) d[c] = tapegrad::detail::exp_f32((x[c] - mx) - log_sum) * gr;
-        d[t] -= gr;
-      }
-    });
+    parallel_for(N, std::max<std::size_t>(1, (std::size_t{1} << 16) / C),
+                 [&](std::size_t begin, std::size_t end) {
+                   float e[256];
+                   const float gr = g;  // a local: see adam()
+                   for (std::size_t r = begin; r < end; ++r) {
+                     float* d = dlogits.data() + r * C;
+                     if (labels[r] < 0) {
+                       std::fill_n(d, C, 0.0f);
+                       row_loss[r] = 0.0;
+                       continue;
+                     }
+                     const float* x = logits.data() + r * C;
+                     float mx = x[0];
+                     for (std::size_t c = 1; c < C; ++c) mx = std::max(mx, x[c]);
+                     for (std::size_t c = 0; c < C; ++c)
+                       e[c] = tapegrad::detail::exp_f32(x[c] - mx);
+                     double sum = 0.0;
+                     for (std::size_t c = 0; c < C; ++c) sum += e[c];
+                     const float log_sum = float(std::log(sum));
+                     const std::size_t t = std::size_t(labels[r]);
+                     row_loss[r] = -((x[t] - mx) - log_sum);
+                     for (std::size_t c = 0; c < C; ++c)
+                       d[c] = tapegrad::detail::exp_f32((x[c] - mx) - log_sum) * gr;
+                     d[t] -= gr;
+                   }
+                 });
     double total = 0.0;
     for (std::size_t r = 0; r < N; ++r) total += float(row_loss[r]);
     loss = float(total / double(count));
     // backward: db (column sums in double, row by row), dWp = dlogits^T h, dh = dlogits Wp
     {
-      std::vector<double>& sums = row_loss;               // reused: N >= C
+      std::vector<double>& sums = row_loss;  // reused: N >= C
       std::fill_n(sums.begin(), C, 0.0);
       for (std::size_t r = 0; r < N; ++r)
         for (std::size_t c = 0; c < C; ++c) sums[c] += dlogits[r * C + c];
       for (std::size_t c = 0; c < C; ++c) gb[c] = float(sums[c]);
     }
-    tapegrad::ops::detail::gemm(true, false, C, D, N, 1.0f, dlogits.data(), C, h.data(), D, 0.0f, gWp.data(), D);
-    tapegrad::ops::detail::gemm(false, false, N, D, C, 1.0f, dlogits.data(), C, Wp.data(), D, 0.0f, dh.data(), D);
+    tapegrad::ops::detail::gemm(true, false, C, D, N, 1.0f, dlogits.data(), C, h.data(), D, 0.0f,
+                                gWp.data(), D);
+    tapegrad::ops::detail::gemm(false, false, N, D, C, 1.0f, dlogits.data(), C, Wp.data(), D, 0.0f,
+                                dh.data(), D);
     // dropout backward and the embedding gradient in one pass over the gradient's rows:
     // dW[k] = 0 + sum over k's positions p (in order) of (dh[p] * m[p]) * sqrt(D); the pad row 0
     // and rows no position holds are zero.
     parallel_for(V, rows_grain, [&](std::size_t lo, std::size_t hi) {
       alignas(64) float buffer[tapegrad::detail::kMaskBuffer];
-      const float c = emb_scale;                          // a local: see adam()
+      const float c = emb_scale;  // a local: see adam()
       for (std::size_t k = lo; k < hi; ++k) {
         float* row = gW.data() + k * D;
         const std::size_t from = first_of[k], to = first_of[k + 1];
@@ -194,7 +203,8 @@ void run(const Size& s, int threads) {
           const float* gp = dh.data() + i * D;
           for (std::size_t j0 = 0; j0 < D; j0 += tapegrad::detail::kMaskChunk) {
             const std::size_t len = std::min(tapegrad::detail::kMaskChunk, D - j0);
-            const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale, i * D + j0, len, buffer);
+            const float* m = tapegrad::detail::mask_chunk(seed, call, threshold, keep_scale,
+                                                          i * D + j0, len, buffer);
             float* r = row + j0;
             const float* gj = gp + j0;
             if (q == from)
@@ -213,14 +223,15 @@ void run(const Size& s, int threads) {
     if (it >= 5) seconds.push_back(t1 - t0);
   }
   char extra[64];
-  std::snprintf(extra, sizeof extra, " loss=%.4f loss_bits=%08x", loss, std::bit_cast<std::uint32_t>(loss));
+  std::snprintf(extra, sizeof extra, " loss=%.4f loss_bits=%08x", loss,
+                std::bit_cast<std::uint32_t>(loss));
   bench::print_ms(std::string("W1-") + s.name + "-floor", threads, seconds, 5, extra);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bench::Args args = bench::parse_args(argc, argv);   // sets tapegrad's pool to --threads
+  const bench::Args args = bench::parse_args(argc, argv);  // sets tapegrad's pool to --threads
   for (const Size& s : kSizes)
     if (args.wants(std::string("W1-") + s.name + "-floor")) run(s, args.threads);
   return 0;

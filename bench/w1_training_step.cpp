@@ -32,19 +32,23 @@ struct Size {
   const char* name;
   std::size_t V, D, B, T, C;
 };
-constexpr Size kSizes[] = {{"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
+constexpr Size kSizes[] = {
+    {"S", 1000, 64, 16, 32, 16}, {"M", 10000, 512, 32, 128, 16}, {"L", 32000, 512, 64, 256, 64}};
 
 class ToyModel : public nn::Module {
  public:
   ToyModel(const Size& s, bool sparse, std::shared_ptr<Generator> gen)
-      : embed(register_module("embed", std::make_shared<nn::Embeddings>(
-                                           nn::EmbeddingOptions(std::int64_t(s.V), std::int64_t(s.D))
-                                               .padding_idx(0)
-                                               .sparse(sparse),
-                                           gen))),
-        pos(register_module("pos", std::make_shared<nn::PositionalEncoding>(std::int64_t(s.D), 0.1, 5000, gen))),
-        proj(register_module("proj", std::make_shared<nn::Linear>(
-                                         nn::LinearOptions(std::int64_t(s.D), std::int64_t(s.C)), gen))) {}
+      : embed(
+            register_module("embed", std::make_shared<nn::Embeddings>(
+                                         nn::EmbeddingOptions(std::int64_t(s.V), std::int64_t(s.D))
+                                             .padding_idx(0)
+                                             .sparse(sparse),
+                                         gen))),
+        pos(register_module(
+            "pos", std::make_shared<nn::PositionalEncoding>(std::int64_t(s.D), 0.1, 5000, gen))),
+        proj(register_module("proj",
+                             std::make_shared<nn::Linear>(
+                                 nn::LinearOptions(std::int64_t(s.D), std::int64_t(s.C)), gen))) {}
 
   Tensor forward(const IndexArray& ids) { return proj->forward(pos->forward(embed->forward(ids))); }
 
@@ -65,7 +69,7 @@ void run(const Size& s, Mode mode, const bench::Args& args) {
   auto gen = std::make_shared<Generator>(0);
   ToyModel model(s, mode == Mode::sparse, gen);
   model.train();
-  nn::CrossEntropyLoss criterion;                       // ignore_index -100, mean over the rest
+  nn::CrossEntropyLoss criterion;  // ignore_index -100, mean over the rest
 
   const optim::AdamOptions adam = optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9);
   std::unique_ptr<optim::Optimizer> dense_opt, sparse_opt;
@@ -73,8 +77,9 @@ void run(const Size& s, Mode mode, const bench::Args& args) {
     std::vector<Parameter> rest;
     for (const auto& [name, p] : model.named_parameters())
       if (name != "embed.lut.weight") rest.push_back(p);
-    sparse_opt = std::make_unique<optim::SparseAdam>(std::vector<Parameter>{model.embed->lut->weight},
-                                                     optim::SparseAdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
+    sparse_opt = std::make_unique<optim::SparseAdam>(
+        std::vector<Parameter>{model.embed->lut->weight},
+        optim::SparseAdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
     dense_opt = std::make_unique<optim::Adam>(rest, adam);
   } else {
     dense_opt = std::make_unique<optim::Adam>(model.parameters(), adam);
@@ -86,7 +91,7 @@ void run(const Size& s, Mode mode, const bench::Args& args) {
   for (std::size_t b = 0; b < s.B; ++b)
     for (std::size_t t = 0; t < s.T; ++t) {
       const std::size_t p = b * s.T + t;
-      const bool pad = t >= s.T - s.T / 4;               // the last quarter of every row
+      const bool pad = t >= s.T - s.T / 4;  // the last quarter of every row
       ids.data()[p] = pad ? 0 : data.randint(1, std::int64_t(s.V));
       labels.data()[p] = pad ? -100 : ids.data()[p] % std::int64_t(s.C);
     }
@@ -118,8 +123,10 @@ void run(const Size& s, Mode mode, const bench::Args& args) {
   for (const Parameter& p : model.parameters()) n_params += p.numel();
   const char* suffix = mode == Mode::sparse ? "-sparse" : mode == Mode::forward ? "-fwd" : "";
   char extra[192];
-  std::snprintf(extra, sizeof extra, " loss=%.4f loss_bits=%08x params=%zu tape_after_backward=%zu maxrss_kb=%ld",
-                loss_value, std::bit_cast<std::uint32_t>(loss_value), n_params, tape_after, max_rss_kb());
+  std::snprintf(extra, sizeof extra,
+                " loss=%.4f loss_bits=%08x params=%zu tape_after_backward=%zu maxrss_kb=%ld",
+                loss_value, std::bit_cast<std::uint32_t>(loss_value), n_params, tape_after,
+                max_rss_kb());
   bench::print_ms(std::string("W1-") + s.name + suffix, args.threads, seconds, warmup, extra);
 }
 

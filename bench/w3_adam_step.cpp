@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     if (it >= warmup) seconds.push_back(t1 - t0);
   }
   char extra[96];
-  std::snprintf(extra, sizeof extra, " GBps=%.2f P=%zu", 28.0 * double(P) / bench::stats(seconds).median * 1e-9, P);
+  std::snprintf(extra, sizeof extra, " GBps=%.2f P=%zu",
+                28.0 * double(P) / bench::stats(seconds).median * 1e-9, P);
   bench::print_ms("W3", args.threads, seconds, warmup, extra);
   return 0;
 }

@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
   const int warmup = 5, iters = 20;
   std::vector<double> seconds;
   for (int it = 0; it < warmup + iters; ++it) {
-    weight.zero_grad(/*set_to_none=*/true);        // a fresh dense gradient every time, as the peer
+    weight.zero_grad(/*set_to_none=*/true);  // a fresh dense gradient every time, as the peer
     const double t0 = bench::now_seconds();
     Tensor out = ops::embedding(ids, weight, options);
-    out.backward(G);                               // = backward of sum(out * G)
+    out.backward(G);  // = backward of sum(out * G)
     const double t1 = bench::now_seconds();
     if (it >= warmup) seconds.push_back(t1 - t0);
   }

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
     if (it >= warmup) seconds.push_back(t1 - t0);
   }
   char extra[64];
-  std::snprintf(extra, sizeof extra, " GFLOPs=%.2f", 6.0 * double(n * n * n) / bench::stats(seconds).median * 1e-9);
+  std::snprintf(extra, sizeof extra, " GFLOPs=%.2f",
+                6.0 * double(n * n * n) / bench::stats(seconds).median * 1e-9);
   bench::print_ms("W5", args.threads, seconds, warmup, extra);
   return 0;
 }

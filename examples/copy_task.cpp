@@ -31,13 +31,15 @@ using namespace tapegrad;
 namespace {
 
 struct Settings {
-  std::int64_t vocab = 11, seq_len = 10, batch_size = 80, batches = 20, eval_batches = 5, epochs = 20;
+  std::int64_t vocab = 11, seq_len = 10, batch_size = 80, batches = 20, eval_batches = 5,
+               epochs = 20;
   std::int64_t layers = 2, d_model = 128, d_ff = 512, heads = 8, warmup = 400, threads = 1;
   double dropout = 0.1, base_lr = 0.5, smoothing = 0.0;
   std::uint64_t seed = 0;
   std::string checkpoint = "copy_task.safetensors";
-  std::vector<std::int64_t> source{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};   // the tutorial's held-out sequence
-  std::int64_t start_symbol = 0;                                    // and its start symbol
+  std::vector<std::int64_t> source{0, 1, 2, 3, 4,
+                                   5, 6, 7, 8, 9};  // the tutorial's held-out sequence
+  std::int64_t start_symbol = 0;                    // and its start symbol
   bool expect_copy = false;
 };
 
@@ -74,9 +76,10 @@ Batch random_batch(const Settings& s, Generator& gen) {
 }
 
 // SimpleLossCompute: generator, then the criterion over (B * T, V), divided by the token count.
-Tensor loss_of(nn::transformer::EncoderDecoder& model, nn::transformer::LabelSmoothing& criterion, const Batch& b) {
+Tensor loss_of(nn::transformer::EncoderDecoder& model, nn::transformer::LabelSmoothing& criterion,
+               const Batch& b) {
   const Tensor out = model.forward(b.src, b.tgt, b.src_mask, b.tgt_mask);
-  const Tensor logp = model.generator->forward(out);                         // (B, T, V)
+  const Tensor logp = model.generator->forward(out);  // (B, T, V)
   const auto V = static_cast<std::int64_t>(logp.shape()[2]);
   IndexArray flat_y = b.tgt_y;
   flat_y.reshape({b.tgt_y.size()});
@@ -96,46 +99,61 @@ int main(int argc, char** argv) {
   CLI::App app("The Annotated Transformer's copy task: train, then greedy-decode 0 1 2 ... 9");
   app.add_option("--epochs", s.epochs, "training epochs")->check(CLI::PositiveNumber);
   app.add_option("--batches", s.batches, "training batches per epoch")->check(CLI::PositiveNumber);
-  app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")->check(CLI::NonNegativeNumber);
+  app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")
+      ->check(CLI::NonNegativeNumber);
   // Upper bounds where a larger value could only exhaust memory: the tutorial's model is d-model
   // 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096 rows.
   app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::Range(1, 4096));
   app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::Range(1, 48));
-  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")->check(CLI::Range(1, 4096));
-  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")->check(CLI::Range(1, 16384));
-  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")->check(CLI::Range(1, 64));
+  app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")
+      ->check(CLI::Range(1, 16384));
+  app.add_option("--heads", s.heads, "attention heads (must divide d-model)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
   app.add_option("--warmup", s.warmup, "Noam warm-up steps")->check(CLI::PositiveNumber);
-  app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")->check(CLI::PositiveNumber);
+  app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")
+      ->check(CLI::PositiveNumber);
   app.add_option("--smoothing", s.smoothing, "label smoothing")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", s.seed, "seed of the model's and the data's generators");
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (GEMMs included)")->check(CLI::PositiveNumber);
-  app.add_option("--checkpoint", s.checkpoint, "where to save the trained model (empty: do not save)");
-  app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")->expected(1, 1000);
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (GEMMs included)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint", s.checkpoint,
+                 "where to save the trained model (empty: do not save)");
+  app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")
+      ->expected(1, 1000);
   app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding");
-  app.add_flag("--expect-copy", s.expect_copy, "exit with status 1 unless the decode is an exact copy");
+  app.add_flag("--expect-copy", s.expect_copy,
+               "exit with status 1 unless the decode is an exact copy");
   CLI11_PARSE(app, argc, argv);
   for (std::int64_t id : s.source)
     if (id < 0 || id >= s.vocab) {
       std::cerr << "--source: expected ids in [0, " << s.vocab << "), got " << id << '\n';
       return 2;
     }
-  set_num_threads(static_cast<int>(s.threads));   // tapegrad's pool; results do not depend on it
+  set_num_threads(static_cast<int>(s.threads));  // tapegrad's pool; results do not depend on it
 
   auto model_gen = std::make_shared<Generator>(s.seed);
   Generator data_gen(s.seed + 1);
-  const auto options =
-      nn::transformer::TransformerOptions().N(s.layers).d_model(s.d_model).d_ff(s.d_ff).h(s.heads).dropout(s.dropout);
+  const auto options = nn::transformer::TransformerOptions()
+                           .N(s.layers)
+                           .d_model(s.d_model)
+                           .d_ff(s.d_ff)
+                           .h(s.heads)
+                           .dropout(s.dropout);
   auto model = nn::transformer::make_model(s.vocab, s.vocab, options, model_gen);
   nn::transformer::LabelSmoothing criterion(s.vocab, /*padding_idx=*/0, s.smoothing);
   optim::Adam opt(model->parameters(), optim::AdamOptions(s.base_lr).betas({0.9, 0.98}).eps(1e-9));
-  optim::LambdaLR sched(opt, [&](std::int64_t step) { return optim::noam(step, s.d_model, 1.0, s.warmup); });
+  optim::LambdaLR sched(
+      opt, [&](std::int64_t step) { return optim::noam(step, s.d_model, 1.0, s.warmup); });
 
   std::size_t n_params = 0;
   for (const Parameter& p : model->parameters()) n_params += p.numel();
-  std::cout << "copy task: V=" << s.vocab << " N=" << s.layers << " d_model=" << s.d_model << " d_ff=" << s.d_ff
-            << " h=" << s.heads << " dropout=" << s.dropout << ", " << n_params << " parameters; " << s.epochs
-            << " epochs x " << s.batches << " batches of " << s.batch_size << ", threads=" << s.threads << '\n';
+  std::cout << "copy task: V=" << s.vocab << " N=" << s.layers << " d_model=" << s.d_model
+            << " d_ff=" << s.d_ff << " h=" << s.heads << " dropout=" << s.dropout << ", "
+            << n_params << " parameters; " << s.epochs << " epochs x " << s.batches
+            << " batches of " << s.batch_size << ", threads=" << s.threads << '\n';
 
   using clock = std::chrono::steady_clock;
   double first_loss = 0.0, last_loss = 0.0;
@@ -155,7 +173,7 @@ int main(int argc, char** argv) {
       tokens += double(b.ntokens);
     }
     const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;   // all threads
+    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;  // all threads
     const double train_loss = total / tokens;
 
     model->eval();
@@ -170,11 +188,12 @@ int main(int argc, char** argv) {
     }
     if (epoch == 0) first_loss = train_loss;
     last_loss = train_loss;
-    std::cout << "epoch " << std::setw(3) << epoch + 1 << " | train loss " << std::fixed << std::setprecision(4)
-              << train_loss << " | eval loss " << (eval_tokens > 0 ? eval_total / eval_tokens : 0.0)
-              << " | tokens/s " << std::setprecision(1) << tokens / seconds << " | cpu s " << std::setprecision(2)
-              << cpu_seconds << " | lr " << std::scientific
-              << std::setprecision(2) << sched.get_last_lr()[0] << std::defaultfloat << std::endl;
+    std::cout << "epoch " << std::setw(3) << epoch + 1 << " | train loss " << std::fixed
+              << std::setprecision(4) << train_loss << " | eval loss "
+              << (eval_tokens > 0 ? eval_total / eval_tokens : 0.0) << " | tokens/s "
+              << std::setprecision(1) << tokens / seconds << " | cpu s " << std::setprecision(2)
+              << cpu_seconds << " | lr " << std::scientific << std::setprecision(2)
+              << sched.get_last_lr()[0] << std::defaultfloat << std::endl;
   }
 
   // The tutorial decodes with an all-true source mask, even though 0 is the padding id.
@@ -183,21 +202,25 @@ int main(int argc, char** argv) {
   IndexArray src = IndexArray::from_shape({1, L});
   std::copy(s.source.begin(), s.source.end(), src.begin());
   const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, L});
-  const IndexArray decoded = nn::transformer::greedy_decode(*model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
+  const IndexArray decoded = nn::transformer::greedy_decode(
+      *model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
   const bool exact = decoded == src;
   std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded)
             << (exact ? "  (exact copy)" : "  (not a copy)") << '\n';
   if (!s.checkpoint.empty()) {
-    io::save(*model, s.checkpoint);   // the state dict under PyTorch's keys, F32, written atomically
+    io::save(*model, s.checkpoint);  // the state dict under PyTorch's keys, F32, written atomically
     // Proof that the file holds the whole model: a fresh one (another seed) loads it and decodes
     // exactly the same.
-    auto reloaded = nn::transformer::make_model(s.vocab, s.vocab, options, std::make_shared<Generator>(s.seed + 2));
-    io::load(*reloaded, s.checkpoint);   // strict: every key and shape must match
+    auto reloaded = nn::transformer::make_model(s.vocab, s.vocab, options,
+                                                std::make_shared<Generator>(s.seed + 2));
+    io::load(*reloaded, s.checkpoint);  // strict: every key and shape must match
     reloaded->eval();
     const bool same =
-        nn::transformer::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol) == decoded;
-    std::cout << "saved " << s.checkpoint << (same ? "; a fresh model loaded from it decodes the same\n"
-                                                   : "; ERROR: the reloaded model decodes differently\n");
+        nn::transformer::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L),
+                                       s.start_symbol) == decoded;
+    std::cout << "saved " << s.checkpoint
+              << (same ? "; a fresh model loaded from it decodes the same\n"
+                       : "; ERROR: the reloaded model decodes differently\n");
     if (!same) return 1;
   }
   const bool fell = last_loss < first_loss;

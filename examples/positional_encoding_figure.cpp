@@ -22,19 +22,21 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "CSV file to write (default: standard output)");
   app.add_option("--d-model", d_model, "width of the encoding")->check(CLI::PositiveNumber);
   app.add_option("--positions", positions, "number of positions")->check(CLI::PositiveNumber);
-  app.add_option("--first-dim", first_dim, "first dimension plotted")->check(CLI::NonNegativeNumber);
+  app.add_option("--first-dim", first_dim, "first dimension plotted")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--last-dim", last_dim, "last dimension plotted")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   if (first_dim > last_dim || last_dim >= d_model) {
-    std::cerr << "expected first-dim <= last-dim < d-model, got " << first_dim << ", " << last_dim << ", "
-              << d_model << '\n';
+    std::cerr << "expected first-dim <= last-dim < d-model, got " << first_dim << ", " << last_dim
+              << ", " << d_model << '\n';
     return 2;
   }
 
   nn::PositionalEncoding pe(d_model, /*dropout=*/0.0, /*max_len=*/positions);
   pe.eval();
-  autograd::NoGradGuard no_grad;                     // nothing to learn here: record nothing
-  const Tensor y = pe.forward(Tensor(xt::zeros<float>({std::size_t{1}, std::size_t(positions), std::size_t(d_model)})));
+  autograd::NoGradGuard no_grad;  // nothing to learn here: record nothing
+  const Tensor y = pe.forward(
+      Tensor(xt::zeros<float>({std::size_t{1}, std::size_t(positions), std::size_t(d_model)})));
 
   std::ofstream file;
   if (!out_path.empty()) file.open(out_path);
@@ -45,12 +47,14 @@ int main(int argc, char** argv) {
   csv << '\n';
   for (std::size_t pos = 0; pos < std::size_t(positions); ++pos) {
     csv << pos;
-    for (std::int64_t j = first_dim; j <= last_dim; ++j) csv << ',' << y.data()(0, pos, std::size_t(j));
+    for (std::int64_t j = first_dim; j <= last_dim; ++j)
+      csv << ',' << y.data()(0, pos, std::size_t(j));
     csv << '\n';
   }
 
-  pe.verify();                                       // throws InvariantError if the table was touched
+  pe.verify();  // throws InvariantError if the table was touched
   std::cerr << "pe: buffer " << str(pe.pe.shape()) << ", parameters: " << pe.parameters().size()
-            << ", fingerprint 0x" << std::hex << pe.fingerprint() << std::dec << ", verify() passed\n";
+            << ", fingerprint 0x" << std::hex << pe.fingerprint() << std::dec
+            << ", verify() passed\n";
   return csv.good() ? 0 : 1;
 }

@@ -32,7 +32,8 @@ namespace {
 // The largest |a - b| over one row of two (rows, d) tables, or over all of two arrays.
 double max_change(const Array& a, const Array& b) {
   double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::abs(a.data()[i] - b.data()[i])));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, double(std::abs(a.data()[i] - b.data()[i])));
   return m;
 }
 
@@ -54,12 +55,13 @@ void print_batch(const Language& lang, const Batch& batch) {
 
 int main() {
   // A tiny version of toy_training's model, so that every shape fits on a line.
-  const Language lang(/*vocab=*/7, /*synonyms=*/3);            // <pad>, A1 A2 A3, B1 B2 B3
-  ToyModel model(ModelOptions{lang.vocab(), /*d_model=*/4, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/16},
-                 std::make_shared<Generator>(0));
+  const Language lang(/*vocab=*/7, /*synonyms=*/3);  // <pad>, A1 A2 A3, B1 B2 B3
+  ToyModel model(
+      ModelOptions{lang.vocab(), /*d_model=*/4, lang.num_tags(), /*dropout=*/0.1, /*max_len=*/16},
+      std::make_shared<Generator>(0));
   optim::Adam opt(model.parameters(), optim::AdamOptions(0.01).betas({0.9, 0.98}).eps(1e-9));
   nn::CrossEntropyLoss criterion;
-  const Batch batch = make_batch(lang, {{1, 4, 2, 5}, {4, 1}});   // A3 and B3 are not in it
+  const Batch batch = make_batch(lang, {{1, 4, 2, 5}, {4, 1}});  // A3 and B3 are not in it
   print_batch(lang, batch);
 
   // ---- forward: every op records one entry, owned by the tensor it produced ----
@@ -72,12 +74,15 @@ int main() {
   // ---- backward: newest entry first; leaves receive .grad; the entries are consumed ----
   const nn::StateDict before = model.state_dict();
   loss.backward();
-  std::cout << "\nbackward() ran the " << recorded << " entries and consumed them; the tape now holds "
-            << autograd::tape().size() << ". Gradients landed on the parameters only:\n";
+  std::cout << "\nbackward() ran the " << recorded
+            << " entries and consumed them; the tape now holds " << autograd::tape().size()
+            << ". Gradients landed on the parameters only:\n";
   for (const auto& [name, p] : model.named_parameters())
-    std::cout << "  " << name << " " << str(p.shape()) << ": gradient " << (p.has_grad() ? "yes" : "no") << '\n';
+    std::cout << "  " << name << " " << str(p.shape()) << ": gradient "
+              << (p.has_grad() ? "yes" : "no") << '\n';
   const Buffer& pe = model.pos->pe;
-  std::cout << "  pos.pe " << str(pe.shape()) << " (a buffer): gradient " << (pe.has_grad() ? "yes" : "no") << '\n';
+  std::cout << "  pos.pe " << str(pe.shape()) << " (a buffer): gradient "
+            << (pe.has_grad() ? "yes" : "no") << '\n';
 
   const Array& dweight = model.embed->lut->weight.grad();
   std::set<std::int64_t> words_in_batch, rows_with_gradient, rows_moved;
@@ -98,17 +103,21 @@ int main() {
   for (std::int64_t id = 0; id < lang.vocab(); ++id) {
     const bool moved = !same_bits_row(weight, before.at("embed.lut.weight"), std::size_t(id));
     if (moved) rows_moved.insert(id);
-    const char* why = words_in_batch.count(id) ? " (in the batch)"
-                      : id == kPad ? " (padding_idx: no gradient)"
-                                   : " (not in the batch: a zero gradient, and Adam's moments are still zero)";
-    std::cout << "  " << id << " " << lang.word(id) << ": " << (moved ? "moved" : "unchanged") << why << '\n';
+    const char* why =
+        words_in_batch.count(id) ? " (in the batch)"
+        : id == kPad             ? " (padding_idx: no gradient)"
+                     : " (not in the batch: a zero gradient, and Adam's moments are still zero)";
+    std::cout << "  " << id << " " << lang.word(id) << ": " << (moved ? "moved" : "unchanged")
+              << why << '\n';
   }
 
   // ---- the facts this program shows, checked ----
-  const bool ok = autograd::tape().empty() && rows_with_gradient == words_in_batch && rows_moved == words_in_batch &&
-                  row_is_plus_zero(weight, kPad) && same_bits(pe.data(), before.at("pos.pe")) && !pe.has_grad();
+  const bool ok = autograd::tape().empty() && rows_with_gradient == words_in_batch &&
+                  rows_moved == words_in_batch && row_is_plus_zero(weight, kPad) &&
+                  same_bits(pe.data(), before.at("pos.pe")) && !pe.has_grad();
   std::cout << '\n'
-            << (ok ? "As expected: the tape is empty, exactly the rows of the batch's words got a gradient and "
+            << (ok ? "As expected: the tape is empty, exactly the rows of the batch's words got a "
+                     "gradient and "
                      "moved, the padding row is still zero and pe is unchanged.\n"
                    : "UNEXPECTED: see the tables above.\n");
   return ok ? 0 : 1;

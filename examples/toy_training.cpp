@@ -75,7 +75,7 @@ ModelOptions model_options(const Settings& s, const Language& lang) {
 struct Optimizers {
   std::unique_ptr<optim::Adam> adam;
   std::unique_ptr<optim::LambdaLR> adam_schedule;
-  std::unique_ptr<optim::SparseAdam> sparse_adam;     // --sparse only
+  std::unique_ptr<optim::SparseAdam> sparse_adam;  // --sparse only
   std::unique_ptr<optim::LambdaLR> sparse_schedule;
 
   Optimizers(ToyModel& model, const Settings& s) {
@@ -85,11 +85,13 @@ struct Optimizers {
     std::vector<Parameter> dense;
     for (const auto& [name, p] : model.named_parameters())
       if (!(s.sparse && p.is_same(model.embed->lut->weight))) dense.push_back(p);
-    adam = std::make_unique<optim::Adam>(dense, optim::AdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
+    adam =
+        std::make_unique<optim::Adam>(dense, optim::AdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
     adam_schedule = std::make_unique<optim::LambdaLR>(*adam, noam);
     if (s.sparse) {
-      sparse_adam = std::make_unique<optim::SparseAdam>(std::vector<Parameter>{model.embed->lut->weight},
-                                                        optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
+      sparse_adam = std::make_unique<optim::SparseAdam>(
+          std::vector<Parameter>{model.embed->lut->weight},
+          optim::SparseAdamOptions(s.lr).betas({0.9, 0.98}).eps(1e-9));
       sparse_schedule = std::make_unique<optim::LambdaLR>(*sparse_adam, noam);
     }
   }
@@ -111,8 +113,9 @@ struct Optimizers {
 
 // Forward, the loss over the words (pad positions have target kIgnore and count for nothing),
 // backward (the tape replays the forward newest-first), then the optimizer. Returns the loss.
-double train_step(ToyModel& model, nn::CrossEntropyLoss& criterion, const Batch& batch, Optimizers& opt) {
-  const Tensor logits = model.forward(batch.ids);                 // (B*T, tags)
+double train_step(ToyModel& model, nn::CrossEntropyLoss& criterion, const Batch& batch,
+                  Optimizers& opt) {
+  const Tensor logits = model.forward(batch.ids);  // (B*T, tags)
   const Tensor loss = criterion.forward(logits, flat(batch.targets));
   loss.backward();
   opt.step();
@@ -123,9 +126,9 @@ double train_step(ToyModel& model, nn::CrossEntropyLoss& criterion, const Batch&
 
 // Trains from run.first_step up to --steps, appending to run's loss history. The batch of step k
 // depends only on the seed and k, so a resumed run sees the batches an unbroken run sees.
-void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& lang, const Corpus& corpus,
-           const std::vector<Batch>& held_out, RunRecord& run) {
-  nn::CrossEntropyLoss criterion;          // ignore_index -100 = kIgnore; the mean over the words
+void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& lang,
+           const Corpus& corpus, const std::vector<Batch>& held_out, RunRecord& run) {
+  nn::CrossEntropyLoss criterion;  // ignore_index -100 = kIgnore; the mean over the words
   const std::int64_t eval_every = std::max<std::int64_t>(1, s.steps / 50);
   if (run.first_step == 0) run.loss.held_out.push_back({0, evaluate(model, held_out).loss});
   Progress progress(run.first_step, s.steps);
@@ -137,7 +140,7 @@ void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& 
     run.loss.train.push_back(train_step(model, criterion, batch, opt));
     run.unused_rows.record(batch, embedding_before, model.embed->lut->weight.data());
     tokens += batch.tokens;
-    if ((step + 1) % eval_every == 0 || step + 1 == s.steps)   // evaluating draws no random number
+    if ((step + 1) % eval_every == 0 || step + 1 == s.steps)  // evaluating draws no random number
       run.loss.held_out.push_back({step + 1, evaluate(model, held_out).loss});
     progress.update(step + 1, run.loss.train.back(), tokens, lr);
   }
@@ -149,7 +152,8 @@ void train(ToyModel& model, Optimizers& opt, const Settings& s, const Language& 
 // What a checkpoint saves for an exact resume: the model, the optimizers with their schedules and
 // the generator of the dropout masks (with the step, the settings and the loss history, which
 // save_checkpoint adds: toy_training/checkpoint.hpp).
-io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt, std::shared_ptr<Generator> generator) {
+io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt,
+                                     std::shared_ptr<Generator> generator) {
   io::TrainingCheckpoint state(model, *opt.adam, opt.adam_schedule.get());
   if (opt.sparse_adam) state.add_optimizer(*opt.sparse_adam, opt.sparse_schedule.get());
   state.add_generator("model", std::move(generator));
@@ -158,30 +162,34 @@ io::TrainingCheckpoint tracked_state(ToyModel& model, Optimizers& opt, std::shar
 
 // ---- the run -----------------------------------------------------------------------------------
 
-void describe(const Settings& s, const Language& lang, const ToyModel& model, std::int64_t first_step) {
+void describe(const Settings& s, const Language& lang, const ToyModel& model,
+              std::int64_t first_step) {
   std::cout << "toy_training: tag each word with its meaning and its role (open: the first "
             << kOpeningLength << " words; rest)\n"
-            << "  vocabulary: <pad> and " << s.vocab - 1 << " words, " << lang.groups() << " meanings of up to "
-            << s.synonyms << " synonyms (" << lang.word(1) << " .. " << lang.word(std::min(s.synonyms, s.vocab - 1))
-            << " mean the same); " << lang.num_tags() << " tags\n"
-            << "  data: " << kTrainSentences << " training and " << kHeldOutSentences << " held-out sentences of "
-            << kMinLength << " to " << kMaxLength << " words\n"
+            << "  vocabulary: <pad> and " << s.vocab - 1 << " words, " << lang.groups()
+            << " meanings of up to " << s.synonyms << " synonyms (" << lang.word(1) << " .. "
+            << lang.word(std::min(s.synonyms, s.vocab - 1)) << " mean the same); "
+            << lang.num_tags() << " tags\n"
+            << "  data: " << kTrainSentences << " training and " << kHeldOutSentences
+            << " held-out sentences of " << kMinLength << " to " << kMaxLength << " words\n"
             << "  training: " << s.steps << " steps of " << s.batch_size << " sentences, "
-            << (s.sparse ? "SparseAdam (embedding) + Adam" : "Adam") << ", lr " << s.lr << " * noam(step, "
-            << s.d_model << ", 1, " << s.warmup << "), seed " << s.seed << "\n";
-  if (first_step > 0) std::cout << "  resumed from " << s.resume << " at step " << first_step << "\n";
+            << (s.sparse ? "SparseAdam (embedding) + Adam" : "Adam") << ", lr " << s.lr
+            << " * noam(step, " << s.d_model << ", 1, " << s.warmup << "), seed " << s.seed << "\n";
+  if (first_step > 0)
+    std::cout << "  resumed from " << s.resume << " at step " << first_step << "\n";
   std::cout << model << "\n";
 }
 
 int run(Settings s, const std::set<std::string>& given) {
-  set_num_threads(s.threads);   // tapegrad's pool; results do not depend on it
+  set_num_threads(s.threads);  // tapegrad's pool; results do not depend on it
   std::optional<io::SafetensorsFile> saved;
   if (!s.resume.empty()) saved = read_resume_file(s, given);
   const Language lang(s.vocab, s.synonyms);
   const Corpus corpus = make_corpus(lang, kTrainSentences, kHeldOutSentences, s.seed);
   const std::vector<Batch> held_out = held_out_batches(lang, corpus, 64);
 
-  const auto generator = std::make_shared<Generator>(s.seed);   // initial weights, then dropout masks
+  const auto generator =
+      std::make_shared<Generator>(s.seed);  // initial weights, then dropout masks
   const ModelOptions options = model_options(s, lang);
   ToyModel model(options, generator);
   Optimizers opt(model, s);
@@ -195,13 +203,15 @@ int run(Settings s, const std::set<std::string>& given) {
 
   describe(s, lang, model, run.first_step);
   train(model, opt, s, lang, corpus, held_out, run);
-  std::cout << "trained " << s.steps - run.first_step << " steps in " << duration(run.seconds) << '\n';
+  std::cout << "trained " << s.steps - run.first_step << " steps in " << duration(run.seconds)
+            << '\n';
   save_checkpoint(state, s, run.loss);
 
   const int status = report_what_changed(model, options, lang, held_out, run, s.checkpoint);
 
   fs::create_directories(s.out);
-  write_picture_data(s.out, lang, model.pos->pe.data(), run.loss, similarity_matrix(run.embedding_at_start),
+  write_picture_data(s.out, lang, model.pos->pe.data(), run.loss,
+                     similarity_matrix(run.embedding_at_start),
                      similarity_matrix(model.embed->lut->weight.data()));
   std::cout << draw_pictures(s.out) << '\n';
   return status;
@@ -210,9 +220,11 @@ int run(Settings s, const std::set<std::string>& given) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and shows, "
-               "with measured facts, that the embeddings learn while the positional encoding stays fixed. "
-               "Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
+  CLI::App app(
+      "Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and "
+      "shows, "
+      "with measured facts, that the embeddings learn while the positional encoding stays fixed. "
+      "Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
   Settings settings;
   add_flags(app, settings);
   try {
@@ -222,7 +234,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (settings.checkpoint.empty()) settings.checkpoint = settings.out + "/checkpoint.safetensors";
-  std::set<std::string> given;             // the flags on the command line, for --resume
+  std::set<std::string> given;  // the flags on the command line, for --resume
   for (const CLI::Option* option : app.get_options())
     if (option->count() > 0) given.insert(option->get_name());
   try {

@@ -55,7 +55,7 @@ inline float erf_f32(float x, float& gauss) {
   r = r * u + 3.909842074e-01f;
   r = r * u + 2.962874770e-01f;
   const float tail = 1.0f - gauss * r;
-  const float large = t > 3.95f ? 1.0f : tail;   // NaN fails every test: stays NaN
+  const float large = t > 3.95f ? 1.0f : tail;  // NaN fails every test: stays NaN
 
   return t < 0.921875f ? small : std::copysign(large, x);
 }

@@ -10,7 +10,7 @@ std::string str(const Shape& shape) {
   std::ostringstream os;
   os << '(';
   for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  if (shape.size() == 1) os << ',';   // "(3,)", as Python prints a one-element tuple
+  if (shape.size() == 1) os << ',';  // "(3,)", as Python prints a one-element tuple
   os << ')';
   return os.str();
 }
@@ -35,7 +35,7 @@ std::string py_float(double x) {
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  const std::string sci(buf, res.ptr);                    // "-1.2345e-05"
+  const std::string sci(buf, res.ptr);  // "-1.2345e-05"
   const std::size_t e = sci.find('e');
   const bool negative = sci[0] == '-';
   std::string digits;

@@ -26,11 +26,11 @@ namespace tapegrad::detail {
 
 inline float exp_f32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;          // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits, so
-  constexpr float kLn2Lo = -2.12194440e-4f;       // n * kLn2Hi is exact for |n| < 2^15
-  constexpr float kRound = 12582912.0f;           // 1.5 * 2^23: (v + kRound) - kRound rounds v to an integer
-  constexpr float kOverflow = 88.72283905206835f; // above: e^x > FLT_MAX
-  constexpr float kUnderflow = -103.97207708f;    // below: e^x < half the smallest subnormal
+  constexpr float kLn2Hi = 0.693359375f;     // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits, so
+  constexpr float kLn2Lo = -2.12194440e-4f;  // n * kLn2Hi is exact for |n| < 2^15
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (v + kRound) - kRound rounds v to an integer
+  constexpr float kOverflow = 88.72283905206835f;  // above: e^x > FLT_MAX
+  constexpr float kUnderflow = -103.97207708f;     // below: e^x < half the smallest subnormal
 
   // Clamped so that n stays in range (NaN fails both tests and becomes kUnderflow, so that the
   // conversion to int below is always defined); out-of-range and NaN inputs are handled at the end.
@@ -57,7 +57,7 @@ inline float exp_f32(float x) {
 
   if (x > kOverflow) return std::numeric_limits<float>::infinity();
   if (x < kUnderflow) return 0.0f;
-  return x != x ? x : y;                          // NaN stays NaN
+  return x != x ? x : y;  // NaN stays NaN
 }
 
 }  // namespace tapegrad::detail

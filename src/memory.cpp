@@ -11,7 +11,7 @@
 namespace tapegrad {
 
 namespace {
-std::atomic<bool> chosen{false};   // by keep_freed_memory() or by the default policy
+std::atomic<bool> chosen{false};  // by keep_freed_memory() or by the default policy
 std::atomic<bool> keeping{false};
 }  // namespace
 
@@ -22,7 +22,7 @@ void keep_freed_memory(bool keep) {
     mallopt(M_MMAP_MAX, 0);              // no block comes from (or goes back to) its own mmap
     mallopt(M_TRIM_THRESHOLD, INT_MAX);  // the free top of the heap stays mapped
   } else {
-    mallopt(M_MMAP_MAX, 65536);          // glibc's defaults (DEFAULT_MMAP_MAX, 128 KiB thresholds)
+    mallopt(M_MMAP_MAX, 65536);  // glibc's defaults (DEFAULT_MMAP_MAX, 128 KiB thresholds)
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
     malloc_trim(0);

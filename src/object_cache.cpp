@@ -13,7 +13,7 @@ namespace tapegrad::detail {
 namespace {
 constexpr std::size_t kGranule = 64, kClasses = 16, kMaxCached = 4096;
 
-thread_local bool cache_gone = false;   // trivially destructible: still readable after ~Cache
+thread_local bool cache_gone = false;  // trivially destructible: still readable after ~Cache
 
 struct FreeBlock {
   FreeBlock* next;
@@ -23,7 +23,7 @@ struct Cache {
   FreeBlock* head[kClasses] = {};
   std::size_t count[kClasses] = {};
   ~Cache() {
-    cache_gone = true;                    // blocks freed later, during this thread's exit, go to delete
+    cache_gone = true;  // blocks freed later, during this thread's exit, go to delete
     for (std::size_t c = 0; c < kClasses; ++c)
       while (head[c] != nullptr) {
         FreeBlock* b = head[c];

@@ -33,12 +33,17 @@ void parallel_for(std::size_t n, std::size_t grain, F&& f) {
     F* f;
     std::size_t n, count;
   } loop{&f, n, threads};
-  run_tasks(threads, [](void* context, std::size_t t) {
-    const Loop& l = *static_cast<const Loop*>(context);
-    const std::size_t base = l.n / l.count, extra = l.n % l.count;   // the first `extra` chunks get one more
-    const std::size_t begin = t * base + std::min(t, extra), end = begin + base + (t < extra ? 1 : 0);
-    if (begin < end) (*l.f)(begin, end);
-  }, &loop);
+  run_tasks(
+      threads,
+      [](void* context, std::size_t t) {
+        const Loop& l = *static_cast<const Loop*>(context);
+        const std::size_t base = l.n / l.count,
+                          extra = l.n % l.count;  // the first `extra` chunks get one more
+        const std::size_t begin = t * base + std::min(t, extra),
+                          end = begin + base + (t < extra ? 1 : 0);
+        if (begin < end) (*l.f)(begin, end);
+      },
+      &loop);
 }
 
 }  // namespace tapegrad::detail

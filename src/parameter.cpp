@@ -11,7 +11,7 @@ Parameter::Parameter(Array data, bool requires_grad) : Tensor(std::move(data), r
 
 Parameter::Parameter(const Tensor& t, bool requires_grad) {
   check<ValueError>(t.defined(), "Parameter: expected a defined tensor, got an empty handle");
-  impl_ = share_storage(TensorAccess::impl(t));     // shares data and version, like detach()
+  impl_ = share_storage(TensorAccess::impl(t));  // shares data and version, like detach()
   impl_->requires_grad = requires_grad;
 }
 
@@ -33,8 +33,9 @@ std::uint64_t fingerprint(const Array& a) {
   for (float v : a) {
     std::uint32_t bits;
     std::memcpy(&bits, &v, 4);
-    const unsigned char bytes[4] = {static_cast<unsigned char>(bits), static_cast<unsigned char>(bits >> 8),
-                                    static_cast<unsigned char>(bits >> 16), static_cast<unsigned char>(bits >> 24)};
+    const unsigned char bytes[4] = {
+        static_cast<unsigned char>(bits), static_cast<unsigned char>(bits >> 8),
+        static_cast<unsigned char>(bits >> 16), static_cast<unsigned char>(bits >> 24)};
     eat(bytes, 4);
   }
   return h;
@@ -45,8 +46,8 @@ std::uint64_t Buffer::fingerprint() const { return tapegrad::fingerprint(data())
 void Buffer::expect_unchanged(std::uint64_t expected) const {
   const std::uint64_t now = fingerprint();
   if (now != expected)
-    fail<InvariantError>("Buffer ", describe(), ": expected fingerprint 0x", std::hex,
-                         expected, ", got 0x", now, "; the buffer was modified");
+    fail<InvariantError>("Buffer ", describe(), ": expected fingerprint 0x", std::hex, expected,
+                         ", got 0x", now, "; the buffer was modified");
 }
 
 }  // namespace tapegrad

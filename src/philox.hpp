@@ -40,7 +40,8 @@ inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 
 /// One Philox4x32-10 block: ctr and key in, the four output words in out. The reference form.
-inline void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2], std::uint32_t out[4]) {
+inline void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2],
+                          std::uint32_t out[4]) {
   std::uint32_t x0 = ctr[0], x1 = ctr[1], x2 = ctr[2], x3 = ctr[3], k0 = key[0], k1 = key[1];
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -66,7 +67,8 @@ inline constexpr std::size_t kPhiloxLanes = 16;
 
 /// philox_blocks in plain C++ (any CPU): the kPhiloxLanes consecutive blocks q0, q0 + 1, ... of
 /// the stream (seed, call), in element order: words[4 * b + j] is word j of block q0 + b.
-inline void philox_blocks_portable(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::uint32_t* words) {
+inline void philox_blocks_portable(std::uint64_t seed, std::uint64_t call, std::uint64_t q0,
+                                   std::uint32_t* words) {
   for (std::size_t b = 0; b < kPhiloxLanes; ++b) {
     const std::uint64_t q = q0 + b;
     const std::uint32_t ctr[4] = {std::uint32_t(q), std::uint32_t(q >> 32), std::uint32_t(call),
@@ -98,9 +100,11 @@ inline void round(Block4& s, __m256i k0, __m256i k1) {
 // The low halves of 4 blocks as 16 words in element order, in two vectors: blocks 0 and 1 in
 // `first`, blocks 2 and 3 in `second`.
 inline void pack(const Block4& s, __m256i& first, __m256i& second) {
-  const __m256i w01 = _mm256_blend_epi32(s.x0, _mm256_slli_epi64(s.x1, 32), 0xAA);   // b0w0 b0w1 b1w0 b1w1 | b2.. b3..
+  const __m256i w01 = _mm256_blend_epi32(s.x0, _mm256_slli_epi64(s.x1, 32),
+                                         0xAA);  // b0w0 b0w1 b1w0 b1w1 | b2.. b3..
   const __m256i w23 = _mm256_blend_epi32(s.x2, _mm256_slli_epi64(s.x3, 32), 0xAA);
-  const __m256i lo = _mm256_unpacklo_epi64(w01, w23), hi = _mm256_unpackhi_epi64(w01, w23);   // b0 | b2, b1 | b3
+  const __m256i lo = _mm256_unpacklo_epi64(w01, w23),
+                hi = _mm256_unpackhi_epi64(w01, w23);  // b0 | b2, b1 | b3
   first = _mm256_permute2x128_si256(lo, hi, 0x20);
   second = _mm256_permute2x128_si256(lo, hi, 0x31);
 }
@@ -108,17 +112,20 @@ inline void pack(const Block4& s, __m256i& first, __m256i& second) {
 // Ten rounds on `count` blocks from q0 (a multiple of 8), 8 at a time; store(v, e) receives the
 // words of elements [e, e + 8) relative to block q0, in element order, 4 vectors per 8 blocks.
 template <class Store>
-void generate(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::size_t count, Store&& store) {
-  __m256i k0[10], k1[10];                            // the round keys, bumped once per round
+void generate(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::size_t count,
+              Store&& store) {
+  __m256i k0[10], k1[10];  // the round keys, bumped once per round
   std::uint32_t a = std::uint32_t(seed), b = std::uint32_t(seed >> 32);
   for (int r = 0; r < 10; ++r, a += kPhiloxW0, b += kPhiloxW1) {
     k0[r] = _mm256_set1_epi64x(a);
     k1[r] = _mm256_set1_epi64x(b);
   }
-  const __m256i c_lo = _mm256_set1_epi64x(std::uint32_t(call)), c_hi = _mm256_set1_epi64x(std::uint32_t(call >> 32));
+  const __m256i c_lo = _mm256_set1_epi64x(std::uint32_t(call)),
+                c_hi = _mm256_set1_epi64x(std::uint32_t(call >> 32));
   // q + i for the 8 blocks of a group, as 64-bit lanes: the low half is the counter's word 0 (the
   // high half is ignored, like all garbage above), the high half shifted down is word 1.
-  __m256i q_s = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(q0)), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256i q_s = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(q0)),
+                                 _mm256_setr_epi64x(0, 1, 2, 3));
   __m256i q_t = _mm256_add_epi64(q_s, _mm256_set1_epi64x(4));
   const __m256i eight = _mm256_set1_epi64x(8);
   for (std::size_t g = 0; g < count; g += 8) {
@@ -126,7 +133,7 @@ void generate(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::siz
     Block4 t{q_t, _mm256_srli_epi64(q_t, 32), c_lo, c_hi};
     q_s = _mm256_add_epi64(q_s, eight);
     q_t = _mm256_add_epi64(q_t, eight);
-    for (int r = 0; r < 10; ++r) {                   // two independent chains keep the multipliers busy
+    for (int r = 0; r < 10; ++r) {  // two independent chains keep the multipliers busy
       round(s, k0[r], k1[r]);
       round(t, k0[r], k1[r]);
     }
@@ -144,20 +151,23 @@ void generate(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::siz
 
 /// philox_blocks_portable for `count` blocks (a multiple of kPhiloxLanes), bit for bit; with
 /// AVX2, 8 blocks at a time in two vectors per word.
-inline void philox_blocks(std::uint64_t seed, std::uint64_t call, std::uint64_t q0, std::size_t count,
-                          std::uint32_t* words) {
+inline void philox_blocks(std::uint64_t seed, std::uint64_t call, std::uint64_t q0,
+                          std::size_t count, std::uint32_t* words) {
 #if defined(__AVX2__)
   philox_avx2::generate(seed, call, q0, count, [words](__m256i v, std::size_t e) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + e), v);
   });
 #else
-  for (std::size_t g = 0; g < count; g += kPhiloxLanes) philox_blocks_portable(seed, call, q0 + g, words + 4 * g);
+  for (std::size_t g = 0; g < count; g += kPhiloxLanes)
+    philox_blocks_portable(seed, call, q0 + g, words + 4 * g);
 #endif
 }
 
 /// keep iff (x >> 8) >= keep_threshold(p):  u = (x >> 8) 2^-24 >= p  <=>  x >> 8 >= p 2^24 (exact:
 /// a power-of-two scale)  <=>  x >> 8 >= ceil(p 2^24). p = 1 gives 2^24, which nothing reaches.
-inline std::uint32_t keep_threshold(double p) { return static_cast<std::uint32_t>(std::ceil(p * 0x1.0p24)); }
+inline std::uint32_t keep_threshold(double p) {
+  return static_cast<std::uint32_t>(std::ceil(p * 0x1.0p24));
+}
 
 /// Elements handled per call of mask_chunk: 64 blocks, 256 floats (1 KiB) of multipliers, small
 /// enough to stay in L1 between computing them and applying them.
@@ -167,8 +177,8 @@ inline constexpr std::size_t kMaskChunk = 4 * 4 * kPhiloxLanes;
 /// keep(e) ? scale : 0. Computed whole blocks at a time into `buffer` (kMaskBuffer floats);
 /// returns where element `first`'s multiplier is in it. `first` need not be a multiple of 4.
 inline constexpr std::size_t kMaskBuffer = kMaskChunk + 4 * kPhiloxLanes;
-inline const float* mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint32_t threshold, float scale,
-                               std::size_t first, std::size_t n, float* buffer) {
+inline const float* mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint32_t threshold,
+                               float scale, std::size_t first, std::size_t n, float* buffer) {
   const std::uint64_t q0 = first / 4;
   const std::size_t skip = first % 4;
   const std::size_t count = ((skip + n + 3) / 4 + kPhiloxLanes - 1) / kPhiloxLanes * kPhiloxLanes;
@@ -176,13 +186,14 @@ inline const float* mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint
   const __m256i below = _mm256_set1_epi32(int(threshold) - 1);
   const __m256i s = _mm256_castps_si256(_mm256_set1_ps(scale));
   philox_avx2::generate(seed, call, q0, count, [&](__m256i v, std::size_t e) {
-    const __m256i keep = _mm256_cmpgt_epi32(_mm256_srli_epi32(v, 8), below);   // x >> 8 >= threshold
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_srli_epi32(v, 8), below);  // x >> 8 >= threshold
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(buffer + e), _mm256_and_si256(keep, s));
   });
 #else
   std::uint32_t words[kMaskBuffer];
   philox_blocks(seed, call, q0, count, words);
-  for (std::size_t i = 0; i < 4 * count; ++i) buffer[i] = (words[i] >> 8) >= threshold ? scale : 0.0f;
+  for (std::size_t i = 0; i < 4 * count; ++i)
+    buffer[i] = (words[i] >> 8) >= threshold ? scale : 0.0f;
 #endif
   return buffer + skip;
 }
@@ -190,8 +201,8 @@ inline const float* mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint
 /// Calls f(first, n, m) for consecutive pieces [first, first + n) of [begin, end), n <= kMaskChunk,
 /// with m the pieces' multipliers (mask_chunk): the one loop every masked kernel is built on.
 template <class F>
-void for_each_mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint32_t threshold, float scale,
-                         std::size_t begin, std::size_t end, F&& f) {
+void for_each_mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint32_t threshold,
+                         float scale, std::size_t begin, std::size_t end, F&& f) {
   alignas(64) float buffer[kMaskBuffer];
   for (std::size_t first = begin; first < end; first += kMaskChunk) {
     const std::size_t n = std::min(kMaskChunk, end - first);

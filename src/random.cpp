@@ -67,7 +67,10 @@ std::uint64_t new_stream_id() {
 }  // namespace
 
 Generator::Generator(const Generator& other)
-    : engine_(other.engine_), seed_(other.seed_), stream_id_(new_stream_id()), has_spare_(other.has_spare_),
+    : engine_(other.engine_),
+      seed_(other.seed_),
+      stream_id_(new_stream_id()),
+      has_spare_(other.has_spare_),
       spare_(other.spare_) {}
 
 Generator& Generator::operator=(const Generator& other) {
@@ -93,7 +96,7 @@ double Generator::normal() {
     has_spare_ = false;
     return spare_;
   }
-  const double u1 = 1.0 - uniform_double();   // in (0, 1]: log(u1) is finite
+  const double u1 = 1.0 - uniform_double();  // in (0, 1]: log(u1) is finite
   const double u2 = uniform_double();
   const double r = std::sqrt(-2.0 * std::log(u1));
   spare_ = r * std::sin(2.0 * std::numbers::pi * u2);
@@ -108,14 +111,16 @@ std::int64_t Generator::randint(std::int64_t low, std::int64_t high) {
   // Rejection sampling: without it the low values of a non-power-of-two span come up more often.
   const std::uint64_t limit = UINT64_MAX - UINT64_MAX % span;
   std::uint64_t r;
-  do r = engine_(); while (r >= limit);
+  do r = engine_();
+  while (r >= limit);
   return low + static_cast<std::int64_t>(r % span);
 }
 
 std::string Generator::state() const {
   std::ostringstream os;
   os.precision(17);
-  os << seed_ << ' ' << has_spare_ << ' ' << std::hexfloat << spare_ << std::defaultfloat << ' ' << engine_.text();
+  os << seed_ << ' ' << has_spare_ << ' ' << std::hexfloat << spare_ << std::defaultfloat << ' '
+     << engine_.text();
   return os.str();
 }
 

@@ -16,8 +16,9 @@ RowSparseGrad RowSparseGrad::coalesce() const {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
   // stable: rows of a repeated id are summed in the order they were produced
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return id[a] < id[b]; });
-  std::vector<std::size_t> group;                     // order[group[g] .. group[g + 1]) share one id
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return id[a] < id[b]; });
+  std::vector<std::size_t> group;  // order[group[g] .. group[g + 1]) share one id
   for (std::size_t i = 0; i < n; ++i)
     if (i == 0 || id[order[i]] != id[order[i - 1]]) group.push_back(i);
   const std::size_t unique = group.size();
@@ -30,7 +31,8 @@ RowSparseGrad RowSparseGrad::coalesce() const {
   // zeroed row gives, -0 included), the others added. The groups are disjoint: split over threads.
   const float* in = values.data();
   float* sum = out.values.data();
-  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
   detail::parallel_for(unique, grain, [&](std::size_t first, std::size_t last) {
     for (std::size_t g = first; g < last; ++g) {
       out.indices.data()[g] = id[order[group[g]]];

@@ -47,7 +47,8 @@ std::string bytes_str(double bytes) {
 std::size_t physical_memory() {
   static const std::size_t bytes = [] {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : std::numeric_limits<std::size_t>::max();
+    return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page)
+                                 : std::numeric_limits<std::size_t>::max();
   }();
   return bytes;
 }
@@ -57,20 +58,22 @@ std::size_t checked_numel(const Shape& shape, const std::string& where) {
   bool exact = true;
   const unsigned __int128 n = product(shape, false, exact);
   if (n > kMax)
-    fail<ShapeError>(where, ": the shape ", shape, " has ", exact ? u128_str(n) : "more than 2^128",
-                     " elements, more than 2^63 - 1: its sizes multiply past what a count holds (check them)");
+    fail<ShapeError>(
+        where, ": the shape ", shape, " has ", exact ? u128_str(n) : "more than 2^128",
+        " elements, more than 2^63 - 1: its sizes multiply past what a count holds (check them)");
   if (n == 0 && product(shape, true, exact) > kMax)
     fail<ShapeError>(where, ": the non-zero sizes of the empty shape ", shape,
                      " multiply past 2^63 - 1, which no array layout can hold (check them)");
   return static_cast<std::size_t>(n);
 }
 
-Shape checked_shape(const std::vector<std::int64_t>& sizes, const std::string& where, const std::string& what) {
+Shape checked_shape(const std::vector<std::int64_t>& sizes, const std::string& where,
+                    const std::string& what) {
   Shape shape(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0)
-      fail<ValueError>("Trying to create tensor with negative dimension ", sizes[i], ": ", where, ": expected ",
-                       what, " >= 0, got ", sizes[i]);
+      fail<ValueError>("Trying to create tensor with negative dimension ", sizes[i], ": ", where,
+                       ": expected ", what, " >= 0, got ", sizes[i]);
     shape[i] = static_cast<std::size_t>(sizes[i]);
   }
   checked_numel(shape, where);
@@ -81,9 +84,10 @@ void check_allocation(const Shape& shape, std::size_t element_size, const std::s
   const std::size_t n = checked_numel(shape, where);
   const unsigned __int128 bytes = static_cast<unsigned __int128>(n) * element_size;
   if (bytes > physical_memory())
-    fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: you tried to allocate ", u128_str(bytes),
-                           " bytes. | ", where, ": an array of shape ", shape, " needs ",
-                           bytes_str(static_cast<double>(bytes)), ", more than this machine's ",
+    fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: you tried to allocate ",
+                           u128_str(bytes), " bytes. | ", where, ": an array of shape ", shape,
+                           " needs ", bytes_str(static_cast<double>(bytes)),
+                           ", more than this machine's ",
                            bytes_str(static_cast<double>(physical_memory())), " of memory");
 }
 
@@ -95,7 +99,8 @@ xt::xarray<float> new_array(const Shape& shape, const std::string& where) {
     const double bytes = static_cast<double>(checked_numel(shape, where)) * sizeof(float);
     fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: you tried to allocate ",
                            u128_str(static_cast<unsigned __int128>(bytes)), " bytes. | ", where,
-                           ": the C library refused ", bytes_str(bytes), " for an array of shape ", shape);
+                           ": the C library refused ", bytes_str(bytes), " for an array of shape ",
+                           shape);
   }
 }
 

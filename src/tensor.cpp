@@ -22,19 +22,20 @@ namespace tapegrad {
 
 namespace {
 void check_defined(const std::shared_ptr<TensorImpl>& impl) {
-  check<ValueError>(impl != nullptr, "Tensor: expected a defined tensor, got an empty handle; "
-                                     "construct it from an Array first");
+  check<ValueError>(impl != nullptr,
+                    "Tensor: expected a defined tensor, got an empty handle; "
+                    "construct it from an Array first");
 }
 }  // namespace
 
 Tensor::Tensor(Array data, bool requires_grad) {
-  static const bool policy_applied = (detail::apply_default_memory_policy(), true);   // memory.hpp
+  static const bool policy_applied = (detail::apply_default_memory_policy(), true);  // memory.hpp
   (void)policy_applied;
   // An array made with sizes that multiply past 2^63 holds a wrapped-around number of elements
   // (xtensor does not check): refuse it before anything reads it.
   std::size_t numel = 0;
   if (data.dimension() > 1 && !(numel_fits(data.shape(), &numel) && numel == data.size())) {
-    checked_numel(data.shape(), "Tensor");            // names the sizes that overflow
+    checked_numel(data.shape(), "Tensor");  // names the sizes that overflow
     fail<ShapeError>("Tensor: the array of shape ", data.shape(), " holds ", data.size(),
                      " elements, not the product of its sizes");
   }
@@ -57,9 +58,9 @@ const Shape& Tensor::shape() const { return data().shape(); }
 std::size_t Tensor::numel() const { return data().size(); }
 
 float Tensor::item() const {
-  check<ValueError>(numel() == 1, "a Tensor with ", numel(),
-                    " elements cannot be converted to Scalar | item: expected one element, got shape ",
-                    shape());
+  check<ValueError>(
+      numel() == 1, "a Tensor with ", numel(),
+      " elements cannot be converted to Scalar | item: expected one element, got shape ", shape());
   return data().data()[0];
 }
 
@@ -78,11 +79,13 @@ bool Tensor::is_leaf() const { return impl_ == nullptr || impl_->is_leaf(); }
 const Tensor& Tensor::requires_grad_(bool on) const {
   check_defined(impl_);
   if (on && impl_->is_buffer)
-    fail<ValueError>("Buffer ", describe(),
-                     ": expected requires_grad=false, got true; register it as a Parameter to train it");
-  check<AutogradError>(impl_->is_leaf(),
-                       "you can only change requires_grad flags of leaf variables. | requires_grad_: ",
-                       "expected a leaf tensor, got the output of '", impl_->producer(), "'");
+    fail<ValueError>(
+        "Buffer ", describe(),
+        ": expected requires_grad=false, got true; register it as a Parameter to train it");
+  check<AutogradError>(
+      impl_->is_leaf(),
+      "you can only change requires_grad flags of leaf variables. | requires_grad_: ",
+      "expected a leaf tensor, got the output of '", impl_->producer(), "'");
   impl_->requires_grad = on;
   return *this;
 }
@@ -90,13 +93,15 @@ const Tensor& Tensor::requires_grad_(bool on) const {
 // ---- gradients -------------------------------------------------------------------------------
 
 bool Tensor::has_grad() const {
-  return impl_ != nullptr && impl_->is_leaf() && (impl_->grad.has_value() || impl_->sparse_grad != nullptr);
+  return impl_ != nullptr && impl_->is_leaf() &&
+         (impl_->grad.has_value() || impl_->sparse_grad != nullptr);
 }
 bool Tensor::grad_is_sparse() const { return has_grad() && impl_->sparse_grad != nullptr; }
 
 const Array& Tensor::grad() const {
   check_defined(impl_);
-  check<AutogradError>(impl_->is_leaf(), "Tensor::grad: expected a leaf tensor, got the output of '",
+  check<AutogradError>(impl_->is_leaf(),
+                       "Tensor::grad: expected a leaf tensor, got the output of '",
                        impl_->producer(), "'; intermediate gradients are freed by backward()");
   if (impl_->sparse_grad != nullptr)
     fail<TypeError>("Tensor::grad: ", describe(),
@@ -111,8 +116,8 @@ const Array& Tensor::grad() const {
 const RowSparseGrad& Tensor::sparse_grad() const {
   check_defined(impl_);
   if (impl_->sparse_grad == nullptr)
-    fail<TypeError>("Tensor::sparse_grad: ", describe(),
-                    " has no row-sparse gradient", impl_->grad ? " (its gradient is dense; use grad())" : "");
+    fail<TypeError>("Tensor::sparse_grad: ", describe(), " has no row-sparse gradient",
+                    impl_->grad ? " (its gradient is dense; use grad())" : "");
   return *impl_->sparse_grad;
 }
 
@@ -133,7 +138,8 @@ void check_grad_shape(const Tensor& t, const Shape& g, const char* op) {
 // reached (its pending gradient). Anything else is an op whose closure writes into a tensor it did
 // not list among its inputs: that gradient would never flow on, so it is refused, naming the op.
 void check_target(const Tensor& t, const TensorImpl& impl, const char* op) {
-  if (impl.is_buffer) fail<AutogradError>(op, ": ", t.describe(), " is a Buffer and never has a gradient");
+  if (impl.is_buffer)
+    fail<AutogradError>(op, ": ", t.describe(), " is a Buffer and never has a gradient");
   if (!impl.is_leaf()) autograd::detail::expect_reached(impl, op);
 }
 }  // namespace
@@ -143,7 +149,7 @@ void Tensor::accumulate_grad(const Array& g, const char* op) const {
   check_grad_shape(*this, g.shape(), op);
   check_target(*this, *impl_, op);
   TensorImpl& t = *impl_;
-  if (t.sparse_grad) {                       // row-sparse + dense -> dense
+  if (t.sparse_grad) {  // row-sparse + dense -> dense
     Array dense = t.sparse_grad->to_dense();
     dense += g;
     t.sparse_grad.reset();
@@ -162,7 +168,7 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
   if (!impl_->grad && !impl_->sparse_grad) {
     check_grad_shape(*this, g.shape(), op);
     check_target(*this, *impl_, op);
-    impl_->grad = std::move(g);              // the first gradient is adopted, not copied
+    impl_->grad = std::move(g);  // the first gradient is adopted, not copied
     return;
   }
   accumulate_grad(static_cast<const Array&>(g), op);
@@ -174,8 +180,9 @@ void check_sparse_fits(const Tensor& t, const RowSparseGrad& g, const char* op) 
                     g.values.shape()[0] == g.indices.size() &&
                     g.values.shape()[1] == (t.shape().size() == 2 ? t.shape()[1] : 0);
   if (!fits)
-    fail<AutogradError>(op, ": produced a row-sparse gradient of dense shape ", g.dense_shape, " with values ",
-                        g.values.shape(), " for ", t.describe(), "; expected dense shape ", t.shape());
+    fail<AutogradError>(op, ": produced a row-sparse gradient of dense shape ", g.dense_shape,
+                        " with values ", g.values.shape(), " for ", t.describe(),
+                        "; expected dense shape ", t.shape());
 }
 }  // namespace
 
@@ -186,7 +193,7 @@ void Tensor::accumulate_grad(RowSparseGrad&& g, const char* op) const {
   if (!nothing_yet) return accumulate_grad(static_cast<const RowSparseGrad&>(g), op);
   check_sparse_fits(*this, g, op);
   check_target(*this, t, op);
-  t.sparse_grad = std::make_unique<RowSparseGrad>(std::move(g));   // adopted, not copied
+  t.sparse_grad = std::make_unique<RowSparseGrad>(std::move(g));  // adopted, not copied
 }
 
 void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
@@ -194,9 +201,9 @@ void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
   check_sparse_fits(*this, g, op);
   check_target(*this, *impl_, op);
   TensorImpl& t = *impl_;
-  if (t.grad) {                              // dense + row-sparse -> dense, rows scatter-added
+  if (t.grad) {  // dense + row-sparse -> dense, rows scatter-added
     g.add_to(*t.grad);
-  } else if (t.sparse_grad) {                // row-sparse + row-sparse -> concatenated
+  } else if (t.sparse_grad) {  // row-sparse + row-sparse -> concatenated
     RowSparseGrad& s = *t.sparse_grad;
     const std::size_t n0 = s.indices.size(), n1 = g.indices.size(), dim = shape()[1];
     IndexArray ids = IndexArray::from_shape({n0 + n1});
@@ -220,7 +227,7 @@ void Tensor::zero_grad(bool set_to_none) const {
     return;
   }
   if (impl_->grad) std::fill(impl_->grad->begin(), impl_->grad->end(), 0.0f);
-  if (impl_->sparse_grad) {                  // an empty row-sparse gradient, as PyTorch's zero_()
+  if (impl_->sparse_grad) {  // an empty row-sparse gradient, as PyTorch's zero_()
     impl_->sparse_grad->indices = IndexArray::from_shape({0});
     impl_->sparse_grad->values = Array::from_shape({0, impl_->sparse_grad->dense_shape[1]});
   }
@@ -237,10 +244,11 @@ void Tensor::set_grad(Array g) const {
 
 void Tensor::backward(bool retain_graph) const {
   check_defined(impl_);
-  check<AutogradError>(numel() == 1,
-                       "grad can be implicitly created only for scalar outputs | backward: expected a loss "
-                       "with one element, got shape ", shape(),
-                       "; reduce it first (ops::sum, ops::mean) or pass grad_output");
+  check<AutogradError>(
+      numel() == 1,
+      "grad can be implicitly created only for scalar outputs | backward: expected a loss "
+      "with one element, got shape ",
+      shape(), "; reduce it first (ops::sum, ops::mean) or pass grad_output");
   Array seed = Array::from_shape(shape());
   seed.data()[0] = 1.0f;
   autograd::detail::backward(*this, std::move(seed), retain_graph);
@@ -248,17 +256,20 @@ void Tensor::backward(bool retain_graph) const {
 
 void Tensor::backward(Array grad_output, bool retain_graph) const {
   check_defined(impl_);
-  check<ShapeError>(grad_output.shape() == shape(), "backward: expected grad_output of shape ", shape(),
-                    " (the tensor's), got ", grad_output.shape());
+  check<ShapeError>(grad_output.shape() == shape(), "backward: expected grad_output of shape ",
+                    shape(), " (the tensor's), got ", grad_output.shape());
   autograd::detail::backward(*this, std::move(grad_output), retain_graph);
 }
 
-std::size_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+std::size_t Tensor::register_post_accumulate_grad_hook(
+    std::function<void(const Tensor&)> hook) const {
   check_defined(impl_);
-  check<AutogradError>(impl_->is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors | "
+  check<AutogradError>(impl_->is_leaf(),
+                       "post accumulate grad hooks cannot be registered on non-leaf tensors | "
                        "register_post_accumulate_grad_hook: expected a leaf, got the output of '",
                        impl_->producer(), "'");
-  check<ValueError>(static_cast<bool>(hook), "register_post_accumulate_grad_hook: expected a callable, got an empty one");
+  check<ValueError>(static_cast<bool>(hook),
+                    "register_post_accumulate_grad_hook: expected a callable, got an empty one");
   static std::atomic<std::size_t> next_id{1};
   const std::size_t id = next_id++;
   impl_->hooks.emplace_back(id, std::move(hook));
@@ -268,7 +279,8 @@ std::size_t Tensor::register_post_accumulate_grad_hook(std::function<void(const 
 void Tensor::remove_hook(std::size_t id) const {
   check_defined(impl_);
   auto& hooks = impl_->hooks;
-  const auto it = std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
+  const auto it =
+      std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
   if (it == hooks.end()) fail<ValueError>("remove_hook: ", describe(), " has no hook with id ", id);
   hooks.erase(it);
 }
@@ -276,14 +288,15 @@ void Tensor::remove_hook(std::size_t id) const {
 Tensor Tensor::clone() const {
   // y = x        dx = dy
   Tensor y(data());
-  autograd::record("clone", y, {*this}, {}, [x = *this](Array dy) { x.accumulate_grad(std::move(dy), "clone"); });
+  autograd::record("clone", y, {*this}, {},
+                   [x = *this](Array dy) { x.accumulate_grad(std::move(dy), "clone"); });
   return y;
 }
 
 Tensor Tensor::detach() const {
   check_defined(impl_);
   Tensor out;
-  out.impl_ = share_storage(*impl_);         // same data, same version counter, no graph
+  out.impl_ = share_storage(*impl_);  // same data, same version counter, no graph
   return out;
 }
 
@@ -317,8 +330,14 @@ std::string summary(const Tensor& t) {
   double lo = INFINITY, hi = -INFINITY, sum = 0.0, sum2 = 0.0;
   std::size_t nan = 0, inf = 0, finite = 0;
   for (float v : a) {
-    if (std::isnan(v)) { ++nan; continue; }
-    if (std::isinf(v)) { ++inf; continue; }
+    if (std::isnan(v)) {
+      ++nan;
+      continue;
+    }
+    if (std::isinf(v)) {
+      ++inf;
+      continue;
+    }
     ++finite;
     lo = std::min(lo, double(v));
     hi = std::max(hi, double(v));
@@ -351,5 +370,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
 
 namespace xt {
 std::ostream& operator<<(std::ostream& os, const xarray<float>& a) { return pretty_print(a, os); }
-std::ostream& operator<<(std::ostream& os, const xarray<std::int64_t>& a) { return pretty_print(a, os); }
+std::ostream& operator<<(std::ostream& os, const xarray<std::int64_t>& a) {
+  return pretty_print(a, os);
+}
 }  // namespace xt

@@ -25,9 +25,9 @@ struct Storage {
 };
 
 struct TensorImpl {
-  std::shared_ptr<Storage> storage;           // this tensor's data, perhaps shared with others
+  std::shared_ptr<Storage> storage;  // this tensor's data, perhaps shared with others
   bool requires_grad = false;
-  bool is_buffer = false;                     // a Buffer: never requires grad, never has .grad
+  bool is_buffer = false;  // a Buffer: never requires grad, never has .grad
   // The entry that produced this tensor, owned by it (null for a leaf). The entry holds this
   // tensor's inputs and never this tensor, so there is no cycle. Deleted through
   // autograd::detail::destroy_entry, which frees a long chain of entries without deep recursion.
@@ -35,9 +35,9 @@ struct TensorImpl {
     void operator()(autograd::detail::EntryBase* e) const;
   };
   std::unique_ptr<autograd::detail::EntryBase, EntryDeleter> grad_fn;
-  std::optional<Array> grad;                  // a leaf's .grad, or an intermediate's pending gradient
-  std::unique_ptr<RowSparseGrad> sparse_grad; // a leaf's row-sparse .grad (rare: kept out of line)
-  std::string name;                           // registered path of a parameter or buffer
+  std::optional<Array> grad;  // a leaf's .grad, or an intermediate's pending gradient
+  std::unique_ptr<RowSparseGrad> sparse_grad;  // a leaf's row-sparse .grad (rare: kept out of line)
+  std::string name;                            // registered path of a parameter or buffer
   // Called once a backward has finished a leaf's gradient (register_post_accumulate_grad_hook).
   std::vector<std::pair<std::size_t, std::function<void(const Tensor&)>>> hooks;
 

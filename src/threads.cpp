@@ -35,7 +35,8 @@ T wait_for_change(const std::atomic<T>& value, T seen) {
 #endif
   }
   T now;
-  while ((now = value.load(std::memory_order_acquire)) == seen) value.wait(seen, std::memory_order_acquire);
+  while ((now = value.load(std::memory_order_acquire)) == seen)
+    value.wait(seen, std::memory_order_acquire);
   return now;
 }
 
@@ -48,10 +49,11 @@ class Pool {
     auto inline_run = [&] {
       for (std::size_t t = 0; t < count; ++t) task(context, t);
     };
-    if (inside_task) return inline_run();              // nested: this thread is one of the pool's
+    if (inside_task) return inline_run();  // nested: this thread is one of the pool's
     std::unique_lock<std::mutex> busy(mutex_, std::try_to_lock);
-    if (!busy.owns_lock()) return inline_run();        // another thread of the program is using it
-    while (workers_.size() + 1 < count) workers_.push_back(std::make_unique<Worker>(*this, workers_.size() + 1));
+    if (!busy.owns_lock()) return inline_run();  // another thread of the program is using it
+    while (workers_.size() + 1 < count)
+      workers_.push_back(std::make_unique<Worker>(*this, workers_.size() + 1));
     task_ = task;
     context_ = context;
     remaining_.store(static_cast<std::uint32_t>(count - 1), std::memory_order_relaxed);
@@ -60,31 +62,35 @@ class Pool {
     task(context, 0);
     inside_task = false;
     std::uint32_t left;
-    while ((left = remaining_.load(std::memory_order_acquire)) != 0) wait_for_change(remaining_, left);
+    while ((left = remaining_.load(std::memory_order_acquire)) != 0)
+      wait_for_change(remaining_, left);
   }
 
  private:
   struct Worker {
-    Worker(Pool& pool, std::size_t t) : thread([this, &pool, t] { loop(pool, t); }) { thread.detach(); }
+    Worker(Pool& pool, std::size_t t) : thread([this, &pool, t] { loop(pool, t); }) {
+      thread.detach();
+    }
     void start() {
-      epoch.fetch_add(1, std::memory_order_release);   // publishes the pool's task_ and context_
+      epoch.fetch_add(1, std::memory_order_release);  // publishes the pool's task_ and context_
       epoch.notify_one();
     }
     void loop(Pool& pool, std::size_t t) {
-      inside_task = true;                              // a task's own parallel_for runs inline
+      inside_task = true;  // a task's own parallel_for runs inline
       std::uint32_t seen = 0;
       for (;;) {
         seen = wait_for_change(epoch, seen);
         pool.task_(pool.context_, t);
-        if (pool.remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) pool.remaining_.notify_one();
+        if (pool.remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+          pool.remaining_.notify_one();
       }
     }
-    alignas(64) std::atomic<std::uint32_t> epoch{0};   // bumped once per task given to this worker
+    alignas(64) std::atomic<std::uint32_t> epoch{0};  // bumped once per task given to this worker
     std::thread thread;
   };
 
-  std::mutex mutex_;                                   // one caller at a time
-  std::vector<std::unique_ptr<Worker>> workers_;       // worker t - 1 runs task t
+  std::mutex mutex_;                              // one caller at a time
+  std::vector<std::unique_ptr<Worker>> workers_;  // worker t - 1 runs task t
   void (*task_)(void*, std::size_t) = nullptr;
   void* context_ = nullptr;
   alignas(64) std::atomic<std::uint32_t> remaining_{0};
@@ -96,7 +102,7 @@ Pool& pool() {
   return *instance;
 }
 
-std::atomic<int> configured_threads{0};                // 0: not chosen yet
+std::atomic<int> configured_threads{0};  // 0: not chosen yet
 
 int default_threads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

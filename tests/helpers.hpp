@@ -52,9 +52,8 @@ inline bool all_close(const Array& a, const Array& b, double atol = 1e-6, double
 /// Bit-for-bit equality (NaNs compare equal to NaNs with the same bits).
 inline bool bit_equal(const Array& a, const Array& b) {
   if (a.shape() != b.shape()) return false;
-  return std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
-    return std::memcmp(&x, &y, sizeof(float)) == 0;
-  });
+  return std::equal(a.begin(), a.end(), b.begin(),
+                    [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; });
 }
 
 /// A fresh generator with a fixed seed, for test inputs.
@@ -69,7 +68,8 @@ inline Tensor input(const Shape& shape, std::uint64_t seed, bool requires_grad =
 /// An array of `shape` filled row-major from `v` (golden values pasted from PyTorch). Often
 /// called while statics are initialised, outside any test, hence an exception, not a REQUIRE.
 inline Array values(const Shape& shape, std::vector<float> v) {
-  check<ValueError>(v.size() == xt::compute_size(shape), "values: ", v.size(), " numbers for shape ", shape);
+  check<ValueError>(v.size() == xt::compute_size(shape), "values: ", v.size(),
+                    " numbers for shape ", shape);
   Array a = Array::from_shape(shape);
   std::copy(v.begin(), v.end(), a.data());
   return a;

@@ -29,9 +29,11 @@ TEST_CASE("erf_f32 is within 1.25 ulp of erf from 0 to 4.5, and odd") {
   std::size_t checked = 0;
   std::vector<float> xs, ys;
   for (std::uint32_t b = 0; b <= 0x40900000u; b += 97) xs.push_back(std::bit_cast<float>(b));
-  for (std::uint32_t k = 0; k < 2000; ++k) xs.push_back(std::bit_cast<float>(std::bit_cast<std::uint32_t>(0.921875f) - 1000 + k));
+  for (std::uint32_t k = 0; k < 2000; ++k)
+    xs.push_back(std::bit_cast<float>(std::bit_cast<std::uint32_t>(0.921875f) - 1000 + k));
   ys.resize(xs.size());
-  for (std::size_t i = 0; i < xs.size(); ++i) ys[i] = erf_f32(xs[i]);   // a loop the compiler vectorises
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    ys[i] = erf_f32(xs[i]);  // a loop the compiler vectorises
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const double e = ulps(ys[i], std::erf(double(xs[i])));
     ++checked;
@@ -52,6 +54,6 @@ TEST_CASE("erf_f32 gives std::erf's special values") {
   CHECK(erf_f32(-inf) == -1.0f);
   CHECK(erf_f32(10.0f) == 1.0f);
   CHECK(std::isnan(erf_f32(std::numeric_limits<float>::quiet_NaN())));
-  CHECK(ulps(erf_f32(1e-30f), std::erf(double(1e-30f))) <= 1.0);    // tiny: 2x/sqrt(pi), not 0
+  CHECK(ulps(erf_f32(1e-30f), std::erf(double(1e-30f))) <= 1.0);  // tiny: 2x/sqrt(pi), not 0
   CHECK(erf_f32(std::numeric_limits<float>::denorm_min()) >= 0.0f);
 }

@@ -22,33 +22,33 @@ long faults_of_a_buffer(std::size_t mib) {
   {
     Tensor t(Array::from_shape({mib << 18}));
     float* p = t.mutable_data().data();
-    for (std::size_t i = 0; i < t.numel(); i += 1024) p[i] = 1.0f;   // one write per 4 KiB page
+    for (std::size_t i = 0; i < t.numel(); i += 1024) p[i] = 1.0f;  // one write per 4 KiB page
   }
   return minor_faults() - before;
 }
 }  // namespace
 
 TEST_SUITE("memory") {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)  // ASan brings its own allocator
+  TEST_CASE("by default a freed large buffer is reused without faulting its pages in again") {
+    Tensor first(Array{1.f});  // the default policy applies at the first tensor
+    CHECK(keeps_freed_memory());
+    faults_of_a_buffer(64);               // the heap grows once
+    CHECK(faults_of_a_buffer(64) < 256);  // then the same pages are reused
+  }
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)   // ASan brings its own allocator
-TEST_CASE("by default a freed large buffer is reused without faulting its pages in again") {
-  Tensor first(Array{1.f});                        // the default policy applies at the first tensor
-  CHECK(keeps_freed_memory());
-  faults_of_a_buffer(64);                          // the heap grows once
-  CHECK(faults_of_a_buffer(64) < 256);             // then the same pages are reused
-}
-
-TEST_CASE("keep_freed_memory(false) restores glibc's defaults: a new large block is mmap'ed each time") {
-  // 96 MiB is larger than any free block the heap holds, so glibc maps it and unmaps it on free
-  keep_freed_memory(false);
-  CHECK_FALSE(keeps_freed_memory());
-  faults_of_a_buffer(96);
-  CHECK(faults_of_a_buffer(96) > 96 * 128);
-  keep_freed_memory(true);
-  CHECK(keeps_freed_memory());
-  faults_of_a_buffer(96);
-  CHECK(faults_of_a_buffer(96) < 256);
-}
+  TEST_CASE(
+      "keep_freed_memory(false) restores glibc's defaults: a new large block is mmap'ed each "
+      "time") {
+    // 96 MiB is larger than any free block the heap holds, so glibc maps it and unmaps it on free
+    keep_freed_memory(false);
+    CHECK_FALSE(keeps_freed_memory());
+    faults_of_a_buffer(96);
+    CHECK(faults_of_a_buffer(96) > 96 * 128);
+    keep_freed_memory(true);
+    CHECK(keeps_freed_memory());
+    faults_of_a_buffer(96);
+    CHECK(faults_of_a_buffer(96) < 256);
+  }
 #endif
-
 }

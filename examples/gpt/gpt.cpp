@@ -54,10 +54,12 @@ namespace {
 
 struct Settings {
   std::vector<std::string> data;
-  std::int64_t steps = 2000, batch_size = 12, block_size = 64, n_layer = 4, n_head = 4, n_embd = 128;
+  std::int64_t steps = 2000, batch_size = 12, block_size = 64, n_layer = 4, n_head = 4,
+               n_embd = 128;
   std::int64_t warmup = 100, eval_every = 250, eval_windows = 480, threads = 1, stop_after = 0;
   std::int64_t sample_tokens = 500;
-  double lr = 1e-3, min_lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0.1, clip = 1.0, dropout = 0.0;
+  double lr = 1e-3, min_lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0.1, clip = 1.0,
+         dropout = 0.0;
   double val_fraction = 0.1;
   std::uint64_t seed = 0, split_seed = 0;
   std::string pos = "learned", gelu = "none", out = "gpt_out";
@@ -79,15 +81,16 @@ std::string duration(double seconds) {
 }
 
 // The mean loss over the fixed validation windows (every target that is not <unk>), eval mode.
-double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids, const std::vector<std::size_t>& starts,
-                       std::size_t B, std::size_t T) {
+double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids,
+                       const std::vector<std::size_t>& starts, std::size_t B, std::size_t T) {
   autograd::NoGradGuard no_grad;
   model.eval();
   double total = 0.0;
   std::size_t count = 0;
   for (std::size_t i = 0; i < starts.size(); i += B) {
-    const std::vector<std::size_t> chunk(starts.begin() + std::ptrdiff_t(i),
-                                         starts.begin() + std::ptrdiff_t(std::min(i + B, starts.size())));
+    const std::vector<std::size_t> chunk(
+        starts.begin() + std::ptrdiff_t(i),
+        starts.begin() + std::ptrdiff_t(std::min(i + B, starts.size())));
     const gpt::Batch b = gpt::windows(val_ids, chunk, T);
     IndexArray y = b.y;
     y.reshape({y.size()});
@@ -109,7 +112,9 @@ std::u32string attention_line(const std::vector<std::u32string>& val_entries, st
       if (end - begin >= 24) return e.substr(begin, std::min(end - begin, T));
       begin = end + 1;
     }
-  return val_entries.empty() ? U"" : val_entries.front().substr(0, std::min(val_entries.front().size(), T));
+  return val_entries.empty()
+             ? U""
+             : val_entries.front().substr(0, std::min(val_entries.front().size(), T));
 }
 
 }  // namespace
@@ -127,50 +132,74 @@ int main(int argc, char** argv) {
   // is dropped (their errors, on std::cerr, still show).
   if (rank != 0) std::cout.rdbuf(nullptr);
   Settings s;
-  CLI::App app("Train a small GPT on real text, one character at a time (nanoGPT's baby GPT on Debian's fortunes)");
-  app.add_option("--data", s.data, "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)");
-  app.add_option("--steps", s.steps, "training steps (the schedule decays over them)")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", s.batch_size, "windows per step (per rank under mpirun)")->check(CLI::PositiveNumber);
-  app.add_option("--block-size", s.block_size, "context length in characters")->check(CLI::PositiveNumber);
+  CLI::App app(
+      "Train a small GPT on real text, one character at a time (nanoGPT's baby GPT on Debian's "
+      "fortunes)");
+  app.add_option("--data", s.data,
+                 "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)");
+  app.add_option("--steps", s.steps, "training steps (the schedule decays over them)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", s.batch_size, "windows per step (per rank under mpirun)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--block-size", s.block_size, "context length in characters")
+      ->check(CLI::PositiveNumber);
   app.add_option("--n-layer", s.n_layer, "Transformer blocks")->check(CLI::PositiveNumber);
-  app.add_option("--n-head", s.n_head, "attention heads (must divide --n-embd)")->check(CLI::PositiveNumber);
+  app.add_option("--n-head", s.n_head, "attention heads (must divide --n-embd)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--n-embd", s.n_embd, "model width")->check(CLI::PositiveNumber);
   app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--pos", s.pos, "position information")->check(CLI::IsMember({"learned", "sinusoidal"}));
+  app.add_option("--pos", s.pos, "position information")
+      ->check(CLI::IsMember({"learned", "sinusoidal"}));
   app.add_option("--gelu", s.gelu, "GELU form of the MLPs")->check(CLI::IsMember({"none", "tanh"}));
   app.add_option("--lr", s.lr, "peak learning rate, after the warm-up")->check(CLI::PositiveNumber);
-  app.add_option("--min-lr", s.min_lr, "learning rate at the end of the cosine decay")->check(CLI::NonNegativeNumber);
+  app.add_option("--min-lr", s.min_lr, "learning rate at the end of the cosine decay")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", s.warmup, "linear warm-up steps")->check(CLI::NonNegativeNumber);
   app.add_option("--beta1", s.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0));
   app.add_option("--beta2", s.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--weight-decay", s.weight_decay, "AdamW decoupled weight decay of the matrices")->check(CLI::NonNegativeNumber);
-  app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-every", s.eval_every, "steps between validations and checkpoints")->check(CLI::PositiveNumber);
-  app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")->check(CLI::PositiveNumber);
-  app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--weight-decay", s.weight_decay, "AdamW decoupled weight decay of the matrices")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--eval-every", s.eval_every, "steps between validations and checkpoints")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", s.seed, "seed of the initial weights, dropout and batches");
-  app.add_option("--split-seed", s.split_seed, "seed of the train/validation split and the validation windows");
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (results do not depend on it)")->check(CLI::PositiveNumber);
+  app.add_option("--split-seed", s.split_seed,
+                 "seed of the train/validation split and the validation windows");
+  app.add_option("--threads", s.threads,
+                 "threads of tapegrad's kernels (results do not depend on it)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
   app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
-  app.add_option("--stop-after", s.stop_after, "stop after this step (checkpoint saved), to --resume later")->check(CLI::NonNegativeNumber);
-  app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")->check(CLI::NonNegativeNumber);
+  app.add_option("--stop-after", s.stop_after,
+                 "stop after this step (checkpoint saved), to --resume later")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", s.quiet, "no progress lines");
-  app.add_flag("--check-in-sync", s.check_in_sync,
-               "under mpirun: after every backward, check that every rank holds the same bits (slower)");
+  app.add_flag(
+      "--check-in-sync", s.check_in_sync,
+      "under mpirun: after every backward, check that every rank holds the same bits (slower)");
   CLI11_PARSE(app, argc, argv);
   if (s.warmup >= s.steps) {
-    std::cerr << "--warmup: expected fewer warm-up steps than --steps (" << s.steps << "), got " << s.warmup << '\n';
+    std::cerr << "--warmup: expected fewer warm-up steps than --steps (" << s.steps << "), got "
+              << s.warmup << '\n';
     return 2;
   }
   set_num_threads(static_cast<int>(s.threads));
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
-  const std::size_t global_B = B * std::size_t(world);   // the windows of one step, all ranks together
+  const std::size_t global_B =
+      B * std::size_t(world);  // the windows of one step, all ranks together
 
   // ---- the data ----
   const std::vector<std::string> files = s.data.empty() ? gpt::fortune_files() : s.data;
   if (files.empty()) {
-    std::cerr << "gpt: no text: " << gpt::kFortunesDir << " has no fortune files; install Debian's fortunes "
+    std::cerr << "gpt: no text: " << gpt::kFortunesDir
+              << " has no fortune files; install Debian's fortunes "
               << "(scripts/setup.sh does) or give --data FILE...\n";
     return 2;
   }
@@ -180,13 +209,15 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> val_starts;
   try {
     split = gpt::split_entries(gpt::read_entries(files), s.val_fraction, s.split_seed);
-    const std::u32string train_text = gpt::join_entries(split.train), val_text = gpt::join_entries(split.val);
+    const std::u32string train_text = gpt::join_entries(split.train),
+                         val_text = gpt::join_entries(split.val);
     vocab = gpt::Vocabulary(train_text);
     train_ids = vocab.encode(train_text);
     val_ids = vocab.encode(val_text);
     Generator window_gen(s.split_seed + 1);
     val_starts = gpt::random_starts(val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
-    if (train_ids.size() <= T) throw std::runtime_error("the training text is shorter than one window");
+    if (train_ids.size() <= T)
+      throw std::runtime_error("the training text is shorter than one window");
   } catch (const std::exception& e) {
     std::cerr << "gpt: " << e.what() << '\n';
     return 2;
@@ -195,9 +226,14 @@ int main(int argc, char** argv) {
 
   // ---- the model, the optimizer, the schedule, the checkpoint ----
   const auto config = tt::GPTConfig(vocab.size(), s.block_size)
-                          .n_layer(s.n_layer).n_head(s.n_head).n_embd(s.n_embd).dropout(s.dropout)
-                          .position(s.pos).gelu(s.gelu);
-  auto model_gen = std::make_shared<Generator>(s.seed), data_gen = std::make_shared<Generator>(s.seed + 1);
+                          .n_layer(s.n_layer)
+                          .n_head(s.n_head)
+                          .n_embd(s.n_embd)
+                          .dropout(s.dropout)
+                          .position(s.pos)
+                          .gelu(s.gelu);
+  auto model_gen = std::make_shared<Generator>(s.seed),
+       data_gen = std::make_shared<Generator>(s.seed + 1);
   std::unique_ptr<tt::GPT> model;
   try {
     model = std::make_unique<tt::GPT>(config, model_gen);
@@ -205,11 +241,13 @@ int main(int argc, char** argv) {
     std::cerr << "gpt: " << e.what() << '\n';
     return 2;
   }
-  const auto adamw = optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).weight_decay(s.weight_decay);
+  const auto adamw =
+      optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).weight_decay(s.weight_decay);
   optim::AdamW opt(model->optimizer_groups(adamw));
   const double min_ratio = std::min(1.0, s.min_lr / s.lr);
   const std::int64_t warmup = s.warmup, steps = s.steps;
-  optim::LambdaLR sched(opt, [=](std::int64_t e) { return optim::cosine_with_warmup(e, warmup, steps, min_ratio); });
+  optim::LambdaLR sched(
+      opt, [=](std::int64_t e) { return optim::cosine_with_warmup(e, warmup, steps, min_ratio); });
   io::TrainingCheckpoint ckpt(*model, opt, &sched);
   ckpt.add_generator("model", model_gen).add_generator("data", data_gen);
 
@@ -227,12 +265,15 @@ int main(int argc, char** argv) {
       const io::SafetensorsFile f = io::load_safetensors(last_path.string());
       for (const auto& [key, value] : notes)
         if (gpt::note(f, key, last_path.string()) != value)
-          throw std::runtime_error("the run in '" + last_path.string() + "' was made with another " + key.substr(4) +
-                                   (key == "gpt.vocab" ? " (other text)" : "") + "; start it again without --resume");
+          throw std::runtime_error(
+              "the run in '" + last_path.string() + "' was made with another " + key.substr(4) +
+              (key == "gpt.vocab" ? " (other text)" : "") + "; start it again without --resume");
       step = ckpt.restore(f, last_path.string()).step;
       train_losses = gpt::floats_from(gpt::note(f, "history.train", last_path.string()));
-      const std::vector<float> v = gpt::floats_from(gpt::note(f, "history.val", last_path.string()));
-      for (std::size_t i = 0; i + 1 < v.size(); i += 2) val_history.emplace_back(std::int64_t(v[i]), v[i + 1]);
+      const std::vector<float> v =
+          gpt::floats_from(gpt::note(f, "history.val", last_path.string()));
+      for (std::size_t i = 0; i + 1 < v.size(); i += 2)
+        val_history.emplace_back(std::int64_t(v[i]), v[i + 1]);
       best_val = std::strtod(gpt::note(f, "best_val", last_path.string()).c_str(), nullptr);
     } catch (const std::exception& e) {
       std::cerr << "gpt: cannot resume: " << e.what() << '\n';
@@ -245,25 +286,32 @@ int main(int argc, char** argv) {
   // Every rank has read the checkpoint (or built the same model from the same seed); constructing
   // DDP is a collective, so rank 0 cannot overwrite the file before the others have read it.
   std::optional<distributed::DistributedDataParallel> ddp;
-  if (mpi) ddp.emplace(*model, distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
+  if (mpi)
+    ddp.emplace(*model,
+                distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
   // Dropout: each rank its own masks (the same masks for different windows would be a weaker
   // regulariser). Rank 0 keeps the stream the checkpoint saves; rank r > 0 draws from a stream
   // derived from it, so a run is still reproducible for a given number of ranks (with dropout on,
   // a multi-rank run stopped and resumed is not the bits of one run straight through: the ranks
   // r > 0 derive their streams again at the resume).
-  if (rank > 0) model_gen->manual_seed(model_gen->next_u64() + std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL);
+  if (rank > 0)
+    model_gen->manual_seed(model_gen->next_u64() + std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL);
 #endif
 
   const std::int64_t n_params = model->num_params();
-  std::cout << "gpt: " << files.size() << " files, " << split.train.size() << " training and " << split.val.size()
-            << " validation entries (" << train_ids.size() << " and " << val_ids.size() << " characters; " << unknown
-            << " validation characters are <unk>), vocabulary " << vocab.size() << "\n     n_layer=" << s.n_layer
-            << " n_head=" << s.n_head << " n_embd=" << s.n_embd << " block_size=" << s.block_size << " pos=" << s.pos
-            << " gelu=" << s.gelu << " dropout=" << s.dropout << ", " << n_params << " parameters (" << std::fixed
+  std::cout << "gpt: " << files.size() << " files, " << split.train.size() << " training and "
+            << split.val.size() << " validation entries (" << train_ids.size() << " and "
+            << val_ids.size() << " characters; " << unknown
+            << " validation characters are <unk>), vocabulary " << vocab.size()
+            << "\n     n_layer=" << s.n_layer << " n_head=" << s.n_head << " n_embd=" << s.n_embd
+            << " block_size=" << s.block_size << " pos=" << s.pos << " gelu=" << s.gelu
+            << " dropout=" << s.dropout << ", " << n_params << " parameters (" << std::fixed
             << std::setprecision(2) << model->flops_per_token() / 1e6 << std::defaultfloat
-            << " MFLOP per token); batch " << B << (world > 1 ? " per rank x " + std::to_string(world) + " ranks" : "")
-            << ", " << s.steps << " steps, threads=" << s.threads
-            << (step > 0 ? ", resumed at step " + std::to_string(step) : std::string()) << std::endl;
+            << " MFLOP per token); batch " << B
+            << (world > 1 ? " per rank x " + std::to_string(world) + " ranks" : "") << ", "
+            << s.steps << " steps, threads=" << s.threads
+            << (step > 0 ? ", resumed at step " + std::to_string(step) : std::string())
+            << std::endl;
 
   auto save = [&](std::int64_t done, bool best) {
     std::map<std::string, std::string> extra = notes;
@@ -292,12 +340,13 @@ int main(int argc, char** argv) {
   for (; step < stop; ++step) {
     const auto t0 = clock::now();
     // Every rank draws the step's global_B windows alike and trains on its own B of them.
-    const std::vector<std::size_t> starts = gpt::random_starts(train_ids.size(), T, global_B, *data_gen);
+    const std::vector<std::size_t> starts =
+        gpt::random_starts(train_ids.size(), T, global_B, *data_gen);
     const std::vector<std::size_t> mine(starts.begin() + std::ptrdiff_t(std::size_t(rank) * B),
                                         starts.begin() + std::ptrdiff_t(std::size_t(rank + 1) * B));
     const gpt::Batch b = gpt::windows(train_ids, mine, T);
     Tensor loss = model->loss(b.x, b.y, gpt::Vocabulary::kUnk);
-    loss.backward();                     // under mpirun, the gradients are averaged over the ranks here
+    loss.backward();  // under mpirun, the gradients are averaged over the ranks here
     if (s.clip > 0) optim::clip_grad_norm_(model->parameters(), s.clip);
     opt.step();
     opt.zero_grad();
@@ -307,23 +356,29 @@ int main(int argc, char** argv) {
     step_seconds.push_back(float(dt));
     double step_loss = loss.item();
 #ifdef TAPEGRAD_GPT_MPI
-    if (mpi) step_loss = distributed::all_reduce(step_loss, distributed::ReduceOp::average);   // the global batch's
+    if (mpi)
+      step_loss =
+          distributed::all_reduce(step_loss, distributed::ReduceOp::average);  // the global batch's
 #endif
     train_losses.push_back(float(step_loss));
     const std::int64_t done = step + 1;
     if (!s.quiet) {
-      const bool shown_now = in_place ? (train_seconds - shown_at >= 0.1 || done == stop)
-                                      : (done % std::max<std::int64_t>(1, s.steps / 10) == 0 || done == stop);
+      const bool shown_now =
+          in_place ? (train_seconds - shown_at >= 0.1 || done == stop)
+                   : (done % std::max<std::int64_t>(1, s.steps / 10) == 0 || done == stop);
       if (shown_now) {
         shown_at = train_seconds;
         const double per_step = train_seconds / double(step_seconds.size());
         std::ostringstream line;
-        line << "step " << std::setw(int(std::to_string(s.steps).size())) << done << "/" << s.steps << "  loss "
-             << fixed(train_losses.back(), 4) << "  " << std::setw(7) << std::int64_t(double(global_B * T) / per_step)
-             << " tokens/s  lr " << std::scientific << std::setprecision(2) << sched.get_last_lr()[0]
-             << std::defaultfloat << "  ETA " << duration(per_step * double(s.steps - done));
-        if (in_place) std::cout << '\r' << line.str() << "\x1b[K" << std::flush;
-        else std::cout << line.str() << '\n' << std::flush;
+        line << "step " << std::setw(int(std::to_string(s.steps).size())) << done << "/" << s.steps
+             << "  loss " << fixed(train_losses.back(), 4) << "  " << std::setw(7)
+             << std::int64_t(double(global_B * T) / per_step) << " tokens/s  lr " << std::scientific
+             << std::setprecision(2) << sched.get_last_lr()[0] << std::defaultfloat << "  ETA "
+             << duration(per_step * double(s.steps - done));
+        if (in_place)
+          std::cout << '\r' << line.str() << "\x1b[K" << std::flush;
+        else
+          std::cout << line.str() << '\n' << std::flush;
       }
     }
     if (rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
@@ -333,28 +388,31 @@ int main(int argc, char** argv) {
       if (best) best_val = v;
       save(done, best);
       if (!s.quiet)
-        std::cout << (in_place ? "\r\x1b[K" : "") << "step " << done << ": validation loss " << fixed(v, 4)
-                  << (best ? " (best so far, saved)" : "") << std::endl;
+        std::cout << (in_place ? "\r\x1b[K" : "") << "step " << done << ": validation loss "
+                  << fixed(v, 4) << (best ? " (best so far, saved)" : "") << std::endl;
     }
   }
   if (in_place && !s.quiet) std::cout << '\n';
   if (stop < s.steps) {
-    std::cout << "stopped after step " << stop << "; continue with --resume (checkpoint " << last_path.string() << ")\n";
+    std::cout << "stopped after step " << stop << "; continue with --resume (checkpoint "
+              << last_path.string() << ")\n";
     return 0;
   }
-  double exposed_ms = 0.0;               // communication backward waited for at its end, per step
+  double exposed_ms = 0.0;  // communication backward waited for at its end, per step
 #ifdef TAPEGRAD_GPT_MPI
   if (ddp && ddp->total().steps > 0) {
     const distributed::SyncStats& t = ddp->total();
     exposed_ms = 1e3 * t.exposed_seconds / double(t.steps);
     std::cout << "communication: " << t.buckets / t.steps << " buckets of gradients per step ("
-              << fixed(double(t.bytes) / double(t.steps) / 1e6, 2) << " MB), " << fixed(exposed_ms, 3)
+              << fixed(double(t.bytes) / double(t.steps) / 1e6, 2) << " MB), "
+              << fixed(exposed_ms, 3)
               << " ms per step exposed (waited for at the end of backward), "
-              << fixed(1e3 * t.communication_seconds / double(t.steps), 3) << " ms from the first bucket's start "
+              << fixed(1e3 * t.communication_seconds / double(t.steps), 3)
+              << " ms from the first bucket's start "
               << "to the last one's end\n";
   }
 #endif
-  if (rank != 0) return 0;               // rank 0 alone draws, samples and reports
+  if (rank != 0) return 0;  // rank 0 alone draws, samples and reports
 
   // ---- what the run shows ----
   const std::u32string line = attention_line(split.val, T);
@@ -369,9 +427,11 @@ int main(int argc, char** argv) {
   }
   gpt::write_loss_data(dir, train_losses, val_history);
   gpt::write_attention_data(dir, weights);
-  gpt::write_plot_script(dir, "GPT on " + std::string(s.data.empty() ? "the fortunes" : "your text") + ": " +
-                              std::to_string(s.n_layer) + " layers, width " + std::to_string(s.n_embd) + ", " + s.pos +
-                              " positions", weights.size(), std::size_t(s.n_head), line);
+  gpt::write_plot_script(dir,
+                         "GPT on " + std::string(s.data.empty() ? "the fortunes" : "your text") +
+                             ": " + std::to_string(s.n_layer) + " layers, width " +
+                             std::to_string(s.n_embd) + ", " + s.pos + " positions",
+                         weights.size(), std::size_t(s.n_head), line);
   std::cout << gpt::draw(dir) << "\nattention line: \"" << gpt::encode_utf8(line) << "\"\n";
 
   if (s.sample_tokens > 0) {
@@ -388,21 +448,24 @@ int main(int argc, char** argv) {
               << vocab.decode(out.data() + 2, out.size() - 2) << "\n";
   }
 
-  std::vector<float> sorted(step_seconds.begin() + std::min<std::ptrdiff_t>(10, std::ptrdiff_t(step_seconds.size()) - 1),
-                            step_seconds.end());
+  std::vector<float> sorted(
+      step_seconds.begin() + std::min<std::ptrdiff_t>(10, std::ptrdiff_t(step_seconds.size()) - 1),
+      step_seconds.end());
   float median = 0.0f;
   if (!sorted.empty()) {
-    std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2), sorted.end());
+    std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2),
+                     sorted.end());
     median = sorted[sorted.size() / 2];
   }
   const double final_val = val_history.back().second, first_val = val_history.front().second;
   std::cout << "gpt result: steps=" << s.steps << " val_loss=" << fixed(final_val, 4)
-            << " best_val_loss=" << fixed(best_val, 4) << " train_loss=" << fixed(train_losses.back(), 4)
+            << " best_val_loss=" << fixed(best_val, 4)
+            << " train_loss=" << fixed(train_losses.back(), 4)
             << " step_ms_median=" << fixed(median * 1e3, 3)
             << " tokens_per_s=" << fixed(median > 0 ? double(global_B * T) / median : 0.0, 1)
             << " ranks=" << world << " comm_exposed_ms=" << fixed(exposed_ms, 3)
-            << " flops_per_token=" << std::int64_t(model->flops_per_token()) << " seconds=" << fixed(train_seconds, 1)
-            << std::endl;
+            << " flops_per_token=" << std::int64_t(model->flops_per_token())
+            << " seconds=" << fixed(train_seconds, 1) << std::endl;
   if (!(final_val < first_val)) {
     std::cerr << "the validation loss did not fall: " << first_val << " -> " << final_val << '\n';
     return 1;

@@ -31,15 +31,21 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   bool no_cache = false, compare = false;
   CLI::App app("Generate text with a GPT trained by examples/gpt");
-  app.add_option("--checkpoint", checkpoint, "a checkpoint written by gpt (best.safetensors or last.safetensors)");
-  app.add_option("--prompt", prompt, "the text to continue (default: an entry separator, so a new fortune starts)");
+  app.add_option("--checkpoint", checkpoint,
+                 "a checkpoint written by gpt (best.safetensors or last.safetensors)");
+  app.add_option("--prompt", prompt,
+                 "the text to continue (default: an entry separator, so a new fortune starts)");
   app.add_option("--tokens", tokens, "characters to generate")->check(CLI::NonNegativeNumber);
-  app.add_option("--temperature", temperature, "logits are divided by it; lower is more conservative")->check(CLI::PositiveNumber);
-  app.add_option("--top-k", top_k, "sample among the k most likely characters (0: all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--temperature", temperature,
+                 "logits are divided by it; lower is more conservative")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--top-k", top_k, "sample among the k most likely characters (0: all)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "seed of the sampling");
   app.add_option("--threads", threads, "threads of tapegrad's kernels")->check(CLI::PositiveNumber);
   app.add_flag("--no-cache", no_cache, "re-run the model on the whole context for every character");
-  app.add_flag("--compare", compare, "sample with and without the cache, check they agree, print both speeds");
+  app.add_flag("--compare", compare,
+               "sample with and without the cache, check they agree, print both speeds");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(static_cast<int>(threads));
 
@@ -51,7 +57,7 @@ int main(int argc, char** argv) {
     auto [config, v] = gpt::read_model_notes(f, checkpoint);
     vocab = std::move(v);
     model = std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0));
-    io::load(*model, checkpoint);   // the "model." part of the training checkpoint, strict
+    io::load(*model, checkpoint);  // the "model." part of the training checkpoint, strict
     text = gpt::decode_utf8(prompt, "--prompt");
   } catch (const std::exception& e) {
     std::cerr << "gpt_sample: " << e.what() << '\n';
@@ -79,8 +85,8 @@ int main(int argc, char** argv) {
   double seconds = 0.0;
   const IndexArray out = run(!no_cache || compare, seconds);
   std::cout << vocab.decode(out.data(), out.size()) << "\n\n"
-            << tokens << " characters in " << std::fixed << std::setprecision(3) << seconds << " s: "
-            << std::setprecision(0) << double(tokens) / seconds << " characters/s ("
+            << tokens << " characters in " << std::fixed << std::setprecision(3) << seconds
+            << " s: " << std::setprecision(0) << double(tokens) / seconds << " characters/s ("
             << ((!no_cache || compare) ? "with" : "without") << " the cache), "
             << std::setprecision(1) << seconds / double(std::max<std::int64_t>(tokens, 1)) * 1e6
             << " us per character" << std::endl;
@@ -88,9 +94,10 @@ int main(int argc, char** argv) {
     double uncached_seconds = 0.0;
     const IndexArray again = run(false, uncached_seconds);
     const bool same = again == out;
-    std::cout << tokens << " characters without the cache in " << std::setprecision(3) << uncached_seconds << " s: "
-              << std::setprecision(0) << double(tokens) / uncached_seconds << " characters/s, "
-              << std::setprecision(1) << uncached_seconds / double(std::max<std::int64_t>(tokens, 1)) * 1e6
+    std::cout << tokens << " characters without the cache in " << std::setprecision(3)
+              << uncached_seconds << " s: " << std::setprecision(0)
+              << double(tokens) / uncached_seconds << " characters/s, " << std::setprecision(1)
+              << uncached_seconds / double(std::max<std::int64_t>(tokens, 1)) * 1e6
               << " us per character; the cache is " << uncached_seconds / seconds << "x faster; "
               << (same ? "the same characters" : "DIFFERENT characters") << std::endl;
     // nanoGPT re-runs a full context of block_size characters for every character once the text is
@@ -109,8 +116,9 @@ int main(int argc, char** argv) {
     }
     std::sort(passes.begin(), passes.end());
     const double full = passes[passes.size() / 2];
-    std::cout << "one pass over a full context of " << T << " characters (median of 30): " << std::setprecision(1)
-              << full * 1e6 << " us, " << full / (seconds / double(std::max<std::int64_t>(tokens, 1)))
+    std::cout << "one pass over a full context of " << T
+              << " characters (median of 30): " << std::setprecision(1) << full * 1e6 << " us, "
+              << full / (seconds / double(std::max<std::int64_t>(tokens, 1)))
               << "x the cached cost per character" << std::endl;
     if (!same) return 1;
   }

@@ -29,7 +29,8 @@ namespace gpt {
 namespace tt = tapegrad::nn::transformer;
 
 /// The notes that describe the model: its config and its vocabulary.
-inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c, const Vocabulary& vocab) {
+inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
+                                                      const Vocabulary& vocab) {
   return {{"gpt.vocab", vocab.to_text()},
           {"gpt.block_size", std::to_string(c.block_size())},
           {"gpt.n_layer", std::to_string(c.n_layer())},
@@ -41,14 +42,18 @@ inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c, co
 }
 
 /// A checkpoint's metadata value `progress.extra.<key>`; std::runtime_error naming the file if absent.
-inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::string& key, const std::string& path) {
+inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::string& key,
+                        const std::string& path) {
   const auto v = f.metadata_value("progress.extra." + key);
-  if (!v) throw std::runtime_error("'" + path + "' holds no '" + key + "': not a checkpoint of examples/gpt");
+  if (!v)
+    throw std::runtime_error("'" + path + "' holds no '" + key +
+                             "': not a checkpoint of examples/gpt");
   return *v;
 }
 
 /// The config and vocabulary a checkpoint of examples/gpt was trained with.
-inline std::pair<tt::GPTConfig, Vocabulary> read_model_notes(const tapegrad::io::SafetensorsFile& f, const std::string& path) {
+inline std::pair<tt::GPTConfig, Vocabulary> read_model_notes(const tapegrad::io::SafetensorsFile& f,
+                                                             const std::string& path) {
   Vocabulary vocab = Vocabulary::from_text(note(f, "gpt.vocab", path));
   tt::GPTConfig c(vocab.size(), std::stoll(note(f, "gpt.block_size", path)));
   c.n_layer(std::stoll(note(f, "gpt.n_layer", path)))
@@ -80,7 +85,8 @@ inline std::string find_on_path(const std::string& name) {
   for (std::size_t begin = 0; begin <= folders.size();) {
     std::size_t end = folders.find(':', begin);
     if (end == std::string::npos) end = folders.size();
-    const std::filesystem::path candidate = std::filesystem::path(folders.substr(begin, end - begin)) / name;
+    const std::filesystem::path candidate =
+        std::filesystem::path(folders.substr(begin, end - begin)) / name;
     if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate.string();
     begin = end + 1;
   }
@@ -89,9 +95,9 @@ inline std::string find_on_path(const std::string& name) {
 
 /// A character as a gnuplot tic label: printable, quotes escaped; space, newline and tab as symbols.
 inline std::string tic_label(char32_t c) {
-  if (c == U' ') return "\xE2\x90\xA3";        // open box
-  if (c == U'\n') return "\xE2\x8F\x8E";       // return symbol
-  if (c == U'\t') return "\xE2\x87\xA5";       // tab arrow
+  if (c == U' ') return "\xE2\x90\xA3";   // open box
+  if (c == U'\n') return "\xE2\x8F\x8E";  // return symbol
+  if (c == U'\t') return "\xE2\x87\xA5";  // tab arrow
   if (c < 0x20 || c == 0x7F) return "?";
   std::string s;
   if (c == U'"' || c == U'\\') s += '\\';
@@ -112,43 +118,56 @@ inline void write_loss_data(const std::filesystem::path& dir, const std::vector<
 
 /// Writes attention_l{l}_h{h}.dat, the weights (T, T) of every head of every block on one line
 /// of text (rows: the position attending, columns: the position attended to).
-inline void write_attention_data(const std::filesystem::path& dir, const std::vector<tapegrad::Array>& weights) {
+inline void write_attention_data(const std::filesystem::path& dir,
+                                 const std::vector<tapegrad::Array>& weights) {
   for (std::size_t l = 0; l < weights.size(); ++l) {
     const std::size_t H = weights[l].shape()[1], T = weights[l].shape()[2];
     for (std::size_t h = 0; h < H; ++h) {
-      std::ofstream f(dir / ("attention_l" + std::to_string(l) + "_h" + std::to_string(h) + ".dat"));
+      std::ofstream f(dir /
+                      ("attention_l" + std::to_string(l) + "_h" + std::to_string(h) + ".dat"));
       f.precision(5);
       for (std::size_t i = 0; i < T; ++i) {
         for (std::size_t j = 0; j < T; ++j) f << (j ? " " : "") << weights[l](0, h, i, j);
         f << '\n';
       }
-      if (!f) throw std::runtime_error("cannot write the attention data into '" + dir.string() + "'");
+      if (!f)
+        throw std::runtime_error("cannot write the attention data into '" + dir.string() + "'");
     }
   }
 }
 
 /// plots.gp: loss.png (training loss per step, validation loss at each evaluation) and
 /// attention.png (one heatmap per head, blocks as rows), the line's characters as tic labels.
-inline void write_plot_script(const std::filesystem::path& dir, const std::string& title, std::size_t layers,
-                              std::size_t heads, const std::u32string& line) {
+inline void write_plot_script(const std::filesystem::path& dir, const std::string& title,
+                              std::size_t layers, std::size_t heads, const std::u32string& line) {
   std::ofstream f(dir / "plots.gp");
   f << "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp\n"
        "set terminal pngcairo size 900,560 font 'sans,11'\n"
        "set output 'loss.png'\nset grid\nset key top right\n"
-       "set title \"" << title << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per character)'\n"
+       "set title \""
+    << title
+    << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per character)'\n"
        "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch', \\\n"
-       "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title 'validation windows'\n\n";
+       "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title "
+       "'validation windows'\n\n";
   if (layers > 0 && !line.empty()) {
     std::string tics = "(";
-    for (std::size_t i = 0; i < line.size(); ++i) tics += (i ? ", \"" : "\"") + tic_label(line[i]) + "\" " + std::to_string(i);
+    for (std::size_t i = 0; i < line.size(); ++i)
+      tics += (i ? ", \"" : "\"") + tic_label(line[i]) + "\" " + std::to_string(i);
     tics += ")";
-    f << "set terminal pngcairo size " << 360 * heads << "," << 340 * layers + 60 << " font 'sans,8'\n"
+    f << "set terminal pngcairo size " << 360 * heads << "," << 340 * layers + 60
+      << " font 'sans,8'\n"
          "set output 'attention.png'\nunset grid\nunset key\nunset xlabel\nunset ylabel\n"
-         "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset colorbox\n"
-         "set size ratio -1\nset xrange [-0.5:" << line.size() - 0.5 << "]\nset yrange [" << line.size() - 0.5
-      << ":-0.5]\nset xtics " << tics << " font ',5' rotate by 90 right\nset ytics " << tics << " font ',5'\n"
-         "set multiplot layout " << layers << "," << heads
-      << " title 'Attention of each head on a validation line (row: the position attending; column: the position it reads)'\n";
+         "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset "
+         "colorbox\n"
+         "set size ratio -1\nset xrange [-0.5:"
+      << line.size() - 0.5 << "]\nset yrange [" << line.size() - 0.5 << ":-0.5]\nset xtics " << tics
+      << " font ',5' rotate by 90 right\nset ytics " << tics
+      << " font ',5'\n"
+         "set multiplot layout "
+      << layers << "," << heads
+      << " title 'Attention of each head on a validation line (row: the position attending; "
+         "column: the position it reads)'\n";
     for (std::size_t l = 0; l < layers; ++l)
       for (std::size_t h = 0; h < heads; ++h)
         f << "set title 'block " << l << ", head " << h << "'\nplot 'attention_l" << l << "_h" << h
@@ -166,8 +185,10 @@ inline std::string draw(const std::filesystem::path& dir) {
            " (apt-get install gnuplot-nox, then: cd " + dir.string() + " && gnuplot plots.gp)";
   const std::string command = "cd '" + dir.string() + "' && '" + gnuplot + "' plots.gp 2>&1";
   const int status = std::system(command.c_str());
-  return status == 0 ? "pictures: " + (dir / "loss.png").string() + ", " + (dir / "attention.png").string()
-                     : "gnuplot failed on " + (dir / "plots.gp").string() + " (status " + std::to_string(status) + ")";
+  return status == 0
+             ? "pictures: " + (dir / "loss.png").string() + ", " + (dir / "attention.png").string()
+             : "gnuplot failed on " + (dir / "plots.gp").string() + " (status " +
+                   std::to_string(status) + ")";
 }
 
 }  // namespace gpt

@@ -47,9 +47,12 @@ inline std::vector<std::string> fortune_files(const std::string& dir = kFortunes
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     const auto ends = [&](const std::string& tail) {
-      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
     };
-    if (e.is_symlink() || !e.is_regular_file() || ends(".dat") || ends(".u8") || name.front() == '.') continue;
+    if (e.is_symlink() || !e.is_regular_file() || ends(".dat") || ends(".u8") ||
+        name.front() == '.')
+      continue;
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -63,7 +66,11 @@ inline std::u32string decode_utf8(const std::string& bytes, const std::string& s
   out.reserve(bytes.size());
   for (std::size_t i = 0; i < bytes.size();) {
     const auto b0 = static_cast<unsigned char>(bytes[i]);
-    std::size_t n = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+    std::size_t n = b0 < 0x80           ? 1
+                    : (b0 >> 5) == 0x6  ? 2
+                    : (b0 >> 4) == 0xE  ? 3
+                    : (b0 >> 3) == 0x1E ? 4
+                                        : 0;
     char32_t c = n == 1 ? b0 : n == 2 ? (b0 & 0x1F) : n == 3 ? (b0 & 0x0F) : (b0 & 0x07);
     bool ok = n != 0 && i + n <= bytes.size();
     for (std::size_t k = 1; ok && k < n; ++k) {
@@ -74,7 +81,8 @@ inline std::u32string decode_utf8(const std::string& bytes, const std::string& s
     const char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
     ok = ok && c >= least[n] && c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF);
     if (!ok)
-      throw std::runtime_error("'" + source + "' is not UTF-8 text: invalid byte sequence at byte " + std::to_string(i));
+      throw std::runtime_error(
+          "'" + source + "' is not UTF-8 text: invalid byte sequence at byte " + std::to_string(i));
     out.push_back(c);
     i += n;
   }
@@ -106,7 +114,9 @@ inline std::string encode_utf8(const std::u32string& text) {
 }
 
 inline bool is_blank(const std::u32string& s) {
-  return std::all_of(s.begin(), s.end(), [](char32_t c) { return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r'; });
+  return std::all_of(s.begin(), s.end(), [](char32_t c) {
+    return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r';
+  });
 }
 
 /// The entries of one file's text: between "%" lines, or, without any, between blank lines.
@@ -152,25 +162,30 @@ inline std::vector<std::u32string> read_entries(const std::vector<std::string>& 
 }
 
 struct Split {
-  std::vector<std::u32string> train, val;   ///< whole entries, each in its original order
+  std::vector<std::u32string> train, val;  ///< whole entries, each in its original order
 };
 
 /// A seeded split by whole entries: a Fisher-Yates shuffle of the indices (for i = n-1 .. 1: swap
 /// i with randint(0, i + 1)) whose first floor(n * val_fraction + 0.5) (at least 1, at most n - 1)
 /// go to validation. Needs 2 entries or more.
-inline Split split_entries(const std::vector<std::u32string>& entries, double val_fraction, std::uint64_t seed) {
+inline Split split_entries(const std::vector<std::u32string>& entries, double val_fraction,
+                           std::uint64_t seed) {
   const std::size_t n = entries.size();
-  if (n < 2) throw std::runtime_error("the text has " + std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") +
-                                      "; a train/validation split needs at least 2 (entries are separated by lines "
-                                      "holding only %, or by blank lines)");
+  if (n < 2)
+    throw std::runtime_error(
+        "the text has " + std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") +
+        "; a train/validation split needs at least 2 (entries are separated by lines "
+        "holding only %, or by blank lines)");
   if (!(val_fraction > 0.0 && val_fraction < 1.0))
-    throw std::runtime_error("expected a validation fraction in (0, 1), got " + std::to_string(val_fraction));
+    throw std::runtime_error("expected a validation fraction in (0, 1), got " +
+                             std::to_string(val_fraction));
   auto n_val = static_cast<std::size_t>(std::floor(double(n) * val_fraction + 0.5));
   n_val = std::clamp<std::size_t>(n_val, 1, n - 1);
   std::vector<std::size_t> perm(n);
   for (std::size_t i = 0; i < n; ++i) perm[i] = i;
   tapegrad::Generator gen(seed);
-  for (std::size_t i = n - 1; i >= 1; --i) std::swap(perm[i], perm[std::size_t(gen.randint(0, std::int64_t(i) + 1))]);
+  for (std::size_t i = n - 1; i >= 1; --i)
+    std::swap(perm[i], perm[std::size_t(gen.randint(0, std::int64_t(i) + 1))]);
   std::vector<bool> is_val(n, false);
   for (std::size_t k = 0; k < n_val; ++k) is_val[perm[k]] = true;
   Split s;
@@ -203,7 +218,8 @@ class Vocabulary {
     v.chars_.assign(chars.begin(), chars.end());
     if (!std::is_sorted(v.chars_.begin(), v.chars_.end()) ||
         std::adjacent_find(v.chars_.begin(), v.chars_.end()) != v.chars_.end())
-      throw std::runtime_error("the checkpoint's vocabulary is not a sorted list of distinct characters");
+      throw std::runtime_error(
+          "the checkpoint's vocabulary is not a sorted list of distinct characters");
     v.index();
     return v;
   }
@@ -221,7 +237,8 @@ class Vocabulary {
   std::string decode(const std::int64_t* ids, std::size_t n) const {
     std::string out;
     for (std::size_t i = 0; i < n; ++i)
-      append_utf8(out, ids[i] >= 1 && ids[i] < size() ? chars_[std::size_t(ids[i] - 1)] : U'\uFFFD');
+      append_utf8(out,
+                  ids[i] >= 1 && ids[i] < size() ? chars_[std::size_t(ids[i] - 1)] : U'\uFFFD');
     return out;
   }
 
@@ -240,7 +257,8 @@ struct Batch {
 };
 
 /// Rows of T + 1 consecutive ids starting at `starts`.
-inline Batch windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts, std::size_t T) {
+inline Batch windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts,
+                     std::size_t T) {
   const std::size_t B = starts.size();
   Batch b{tapegrad::IndexArray::from_shape({B, T}), tapegrad::IndexArray::from_shape({B, T})};
   for (std::size_t r = 0; r < B; ++r)
@@ -252,9 +270,11 @@ inline Batch windows(const std::vector<std::int64_t>& ids, const std::vector<std
 }
 
 /// `count` window starts drawn uniformly from [0, n - T), in order (nanoGPT's torch.randint(len(data) - T)).
-inline std::vector<std::size_t> random_starts(std::size_t n, std::size_t T, std::size_t count, tapegrad::Generator& gen) {
-  if (n <= T) throw std::runtime_error("a text of " + std::to_string(n) + " characters has no window of " +
-                                       std::to_string(T + 1) + "; lower --block-size or give more text");
+inline std::vector<std::size_t> random_starts(std::size_t n, std::size_t T, std::size_t count,
+                                              tapegrad::Generator& gen) {
+  if (n <= T)
+    throw std::runtime_error("a text of " + std::to_string(n) + " characters has no window of " +
+                             std::to_string(T + 1) + "; lower --block-size or give more text");
   std::vector<std::size_t> starts(count);
   for (std::size_t& s : starts) s = std::size_t(gen.randint(0, std::int64_t(n - T)));
   return starts;

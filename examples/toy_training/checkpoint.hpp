@@ -36,25 +36,31 @@ using tapegrad::CheckpointError;
 /// v with enough digits to read back the same double.
 inline std::string exact(double v) {
   std::ostringstream os;
-  os.precision(17);                        // enough digits to read back the same double
+  os.precision(17);  // enough digits to read back the same double
   os << v;
   return os.str();
 }
 
 /// The settings that make a run what it is, as the text of their flags (what a checkpoint stores).
 inline std::map<std::string, std::string> settings_text(const Settings& s) {
-  return {{"seed", std::to_string(s.seed)},         {"vocab", std::to_string(s.vocab)},
-          {"synonyms", std::to_string(s.synonyms)}, {"d-model", std::to_string(s.d_model)},
-          {"batch-size", std::to_string(s.batch_size)}, {"lr", exact(s.lr)},
-          {"warmup", std::to_string(s.warmup)},     {"sparse", s.sparse ? "1" : "0"}};
+  return {{"seed", std::to_string(s.seed)},
+          {"vocab", std::to_string(s.vocab)},
+          {"synonyms", std::to_string(s.synonyms)},
+          {"d-model", std::to_string(s.d_model)},
+          {"batch-size", std::to_string(s.batch_size)},
+          {"lr", exact(s.lr)},
+          {"warmup", std::to_string(s.warmup)},
+          {"sparse", s.sparse ? "1" : "0"}};
 }
 
 /// Saves the tracked state at step --steps, with the settings and the loss history as extra text.
-inline void save_checkpoint(const io::TrainingCheckpoint& state, const Settings& s, const LossHistory& loss) {
+inline void save_checkpoint(const io::TrainingCheckpoint& state, const Settings& s,
+                            const LossHistory& loss) {
   std::map<std::string, std::string> extra = settings_text(s);
   std::string train, held_out;
   for (const double l : loss.train) train += exact(l) + " ";
-  for (const auto& [step, l] : loss.held_out) held_out += std::to_string(step) + ":" + exact(l) + " ";
+  for (const auto& [step, l] : loss.held_out)
+    held_out += std::to_string(step) + ":" + exact(l) + " ";
   extra["loss"] = train;
   extra["held-out-loss"] = held_out;
   fs::create_directories(fs::absolute(s.checkpoint).parent_path());
@@ -68,7 +74,7 @@ inline void save_checkpoint(const io::TrainingCheckpoint& state, const Settings&
 inline io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::string>& given) {
   io::SafetensorsFile file;
   try {
-    file = io::load_safetensors(s.resume);   // reads and checks the whole file before anything else
+    file = io::load_safetensors(s.resume);  // reads and checks the whole file before anything else
   } catch (const CheckpointError& e) {
     throw std::runtime_error(std::string("--resume: ") + e.what());
   }
@@ -76,19 +82,24 @@ inline io::SafetensorsFile read_resume_file(Settings& s, const std::set<std::str
   auto adopt = [&](const std::string& flag, auto& setting) {
     const std::optional<std::string> saved = file.metadata_value("progress.extra." + flag);
     if (!saved)
-      throw std::runtime_error(where + ": expected a toy_training checkpoint, got a file without the setting --" + flag);
+      throw std::runtime_error(
+          where + ": expected a toy_training checkpoint, got a file without the setting --" + flag);
     std::string text = *saved;
     if (const std::string why = rule(flag)(text); !why.empty())
-      throw std::runtime_error(where + ": the checkpoint's setting --" + flag + " is refused: " + why);
+      throw std::runtime_error(where + ": the checkpoint's setting --" + flag +
+                               " is refused: " + why);
     std::remove_reference_t<decltype(setting)> value{};
-    CLI::detail::lexical_cast(text, value);   // cannot fail: the rule accepted the text
+    CLI::detail::lexical_cast(text, value);  // cannot fail: the rule accepted the text
     if (given.count("--" + flag) && value != setting)
-      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) + ": the checkpoint's run used " +
-                               *saved + "; leave the flag out to continue that run");
+      throw std::runtime_error("--" + flag + " " + settings_text(s).at(flag) +
+                               ": the checkpoint's run used " + *saved +
+                               "; leave the flag out to continue that run");
     setting = value;
   };
-  adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms), adopt("d-model", s.d_model);
-  adopt("batch-size", s.batch_size), adopt("lr", s.lr), adopt("warmup", s.warmup), adopt("sparse", s.sparse);
+  adopt("seed", s.seed), adopt("vocab", s.vocab), adopt("synonyms", s.synonyms),
+      adopt("d-model", s.d_model);
+  adopt("batch-size", s.batch_size), adopt("lr", s.lr), adopt("warmup", s.warmup),
+      adopt("sparse", s.sparse);
   try {
     check_settings(s);
   } catch (const CLI::ValidationError& e) {
@@ -108,17 +119,18 @@ inline std::optional<double> stored_number(const std::string& text) {
 }
 
 // Restores the tracked state from the file (all or nothing) and the loss history; returns the step.
-inline std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile file, const Settings& s,
-                           RunRecord& run) {
+inline std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile file,
+                           const Settings& s, RunRecord& run) {
   const std::string where = "--resume '" + s.resume + "'";
   io::TrainingProgress progress;
   try {
-    progress = state.restore(std::move(file), s.resume);   // all or nothing
+    progress = state.restore(std::move(file), s.resume);  // all or nothing
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--resume: ") + e.what());
   }
   if (progress.step < 1)
-    throw std::runtime_error(where + ": expected the number of steps the run took (at least 1), got " +
+    throw std::runtime_error(where +
+                             ": expected the number of steps the run took (at least 1), got " +
                              std::to_string(progress.step));
   if (progress.step >= s.steps)
     throw std::runtime_error(where + ": the run is at step " + std::to_string(progress.step) +
@@ -127,23 +139,28 @@ inline std::int64_t resume(io::TrainingCheckpoint& state, io::SafetensorsFile fi
   for (std::string l; train >> l;) {
     const auto loss = stored_number(l);
     if (!loss)
-      throw std::runtime_error(where + ": expected the loss of step " + std::to_string(run.loss.train.size() + 1) +
-                               " as a number, got '" + l + "'");
+      throw std::runtime_error(where + ": expected the loss of step " +
+                               std::to_string(run.loss.train.size() + 1) + " as a number, got '" +
+                               l + "'");
     run.loss.train.push_back(*loss);
   }
-  std::istringstream held_out(progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
+  std::istringstream held_out(
+      progress.extra.count("held-out-loss") ? progress.extra.at("held-out-loss") : "");
   for (std::string item; held_out >> item;) {
     const std::size_t colon = item.find(':');
     std::int64_t step = -1;
-    const auto loss = colon == std::string::npos ? std::nullopt : stored_number(item.substr(colon + 1));
+    const auto loss =
+        colon == std::string::npos ? std::nullopt : stored_number(item.substr(colon + 1));
     if (!loss || !parse_integer(item.substr(0, colon), step) || step < 0 || step > progress.step)
-      throw std::runtime_error(where + ": expected held-out losses as step:loss with a step in [0, " +
+      throw std::runtime_error(where +
+                               ": expected held-out losses as step:loss with a step in [0, " +
                                std::to_string(progress.step) + "], got '" + item + "'");
     run.loss.held_out.push_back({step, *loss});
   }
   if (std::int64_t(run.loss.train.size()) != progress.step || run.loss.held_out.empty())
-    throw std::runtime_error(where + ": expected the loss of each of its " + std::to_string(progress.step) +
-                             " steps, got " + std::to_string(run.loss.train.size()));
+    throw std::runtime_error(where + ": expected the loss of each of its " +
+                             std::to_string(progress.step) + " steps, got " +
+                             std::to_string(run.loss.train.size()));
   return progress.step;
 }
 

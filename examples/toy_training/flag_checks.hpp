@@ -43,7 +43,9 @@ inline CLI::Validator unsigned_integer() {
 }
 inline CLI::Validator zero_or_one() {
   return CLI::Validator(
-      [](std::string& text) -> std::string { return text == "0" || text == "1" ? "" : "expected 0 or 1, got '" + text + "'"; },
+      [](std::string& text) -> std::string {
+        return text == "0" || text == "1" ? "" : "expected 0 or 1, got '" + text + "'";
+      },
       "0 or 1");
 }
 inline CLI::Validator positive_number() {

@@ -24,12 +24,12 @@ namespace toy {
 using tapegrad::Generator;
 using tapegrad::IndexArray;
 
-constexpr std::int64_t kPad = 0;              // the padding id (Embedding's padding_idx)
-constexpr std::int64_t kIgnore = -100;        // the target of a pad position (PyTorch's ignore_index)
-constexpr std::int64_t kOpeningLength = 3;    // positions 0, 1, 2 have role "open"
+constexpr std::int64_t kPad = 0;            // the padding id (Embedding's padding_idx)
+constexpr std::int64_t kIgnore = -100;      // the target of a pad position (PyTorch's ignore_index)
+constexpr std::int64_t kOpeningLength = 3;  // positions 0, 1, 2 have role "open"
 constexpr std::int64_t kMinLength = 4, kMaxLength = 12;
 
-using Sentence = std::vector<std::int64_t>;   // word ids, no padding
+using Sentence = std::vector<std::int64_t>;  // word ids, no padding
 
 class Language {
  public:
@@ -49,7 +49,7 @@ class Language {
 
   std::int64_t vocab() const { return vocab_; }
   std::int64_t groups() const { return groups_; }
-  std::int64_t num_tags() const { return 2 * groups_; }       // (meaning, role) pairs
+  std::int64_t num_tags() const { return 2 * groups_; }  // (meaning, role) pairs
   std::int64_t group(std::int64_t id) const { return (id - 1) / synonyms_; }
   std::int64_t synonym_index(std::int64_t id) const { return (id - 1) % synonyms_; }
   bool synonyms(std::int64_t a, std::int64_t b) const { return a != b && group(a) == group(b); }
@@ -70,7 +70,8 @@ class Language {
   /// A random word, drawn by its Zipf frequency.
   std::int64_t random_word(Generator& g) const {
     // The first id whose cumulative probability exceeds u (the last one if rounding leaves none).
-    const auto it = std::upper_bound(cumulative_.begin() + 1, cumulative_.end() - 1, g.uniform_double());
+    const auto it =
+        std::upper_bound(cumulative_.begin() + 1, cumulative_.end() - 1, g.uniform_double());
     return it - cumulative_.begin();
   }
   Sentence random_sentence(Generator& g) const {
@@ -82,12 +83,13 @@ class Language {
  private:
   static std::string group_name(std::int64_t g) {
     std::string name;
-    for (std::int64_t n = g + 1; n > 0; n = (n - 1) / 26) name.insert(name.begin(), char('A' + (n - 1) % 26));
+    for (std::int64_t n = g + 1; n > 0; n = (n - 1) / 26)
+      name.insert(name.begin(), char('A' + (n - 1) % 26));
     return name;
   }
 
   std::int64_t vocab_, synonyms_, groups_;
-  std::vector<double> cumulative_;   // cumulative_[id]: P(word <= id)
+  std::vector<double> cumulative_;  // cumulative_[id]: P(word <= id)
 };
 
 /// A corpus split in two: the model trains on `train` and is measured on `held_out`, sentences
@@ -106,9 +108,9 @@ inline Corpus make_corpus(const Language& lang, std::size_t train_size, std::siz
 }
 
 struct Batch {
-  IndexArray ids;       // (B, T), padded with kPad
-  IndexArray targets;   // (B, T), kIgnore at padding
-  std::int64_t tokens = 0;   // non-padding positions
+  IndexArray ids;           // (B, T), padded with kPad
+  IndexArray targets;       // (B, T), kIgnore at padding
+  std::int64_t tokens = 0;  // non-padding positions
 };
 
 /// Pads the sentences to the longest one and tags every word.
@@ -136,16 +138,19 @@ inline Batch training_batch(const Language& lang, const Corpus& corpus, std::siz
   Generator g(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step));
   std::vector<Sentence> picked;
   for (std::size_t i = 0; i < batch_size; ++i)
-    picked.push_back(corpus.train[static_cast<std::size_t>(g.randint(0, std::int64_t(corpus.train.size())))]);
+    picked.push_back(
+        corpus.train[static_cast<std::size_t>(g.randint(0, std::int64_t(corpus.train.size())))]);
   return make_batch(lang, picked);
 }
 
 /// The held-out split in batches of `batch_size` sentences, in order.
-inline std::vector<Batch> held_out_batches(const Language& lang, const Corpus& corpus, std::size_t batch_size) {
+inline std::vector<Batch> held_out_batches(const Language& lang, const Corpus& corpus,
+                                           std::size_t batch_size) {
   std::vector<Batch> batches;
   for (std::size_t i = 0; i < corpus.held_out.size(); i += batch_size) {
     const auto first = corpus.held_out.begin() + std::ptrdiff_t(i);
-    const auto last = corpus.held_out.begin() + std::ptrdiff_t(std::min(i + batch_size, corpus.held_out.size()));
+    const auto last =
+        corpus.held_out.begin() + std::ptrdiff_t(std::min(i + batch_size, corpus.held_out.size()));
     batches.push_back(make_batch(lang, std::vector<Sentence>(first, last)));
   }
   return batches;

@@ -61,7 +61,7 @@ inline std::vector<std::vector<double>> similarity_matrix(const Array& table) {
 }
 
 struct PairSimilarity {
-  double synonyms = 0, others = 0;   // mean cosine over pairs of distinct words
+  double synonyms = 0, others = 0;  // mean cosine over pairs of distinct words
 };
 inline PairSimilarity mean_similarity(const Language& lang, const Array& table) {
   double syn = 0, other = 0;
@@ -69,8 +69,10 @@ inline PairSimilarity mean_similarity(const Language& lang, const Array& table) 
   for (std::int64_t a = 1; a < lang.vocab(); ++a)
     for (std::int64_t b = a + 1; b < lang.vocab(); ++b) {
       const double c = cosine(table, std::size_t(a), std::size_t(b));
-      if (lang.synonyms(a, b)) syn += c, ++n_syn;
-      else other += c, ++n_other;
+      if (lang.synonyms(a, b))
+        syn += c, ++n_syn;
+      else
+        other += c, ++n_other;
     }
   return {n_syn ? syn / double(n_syn) : 0.0, n_other ? other / double(n_other) : 0.0};
 }
@@ -81,7 +83,8 @@ inline std::vector<double> row_distances(const Array& before, const Array& after
   std::vector<double> d(rows);
   for (std::size_t r = 0; r < rows; ++r) {
     double s = 0;
-    for (std::size_t j = 0; j < D; ++j) s += double(after(r, j) - before(r, j)) * double(after(r, j) - before(r, j));
+    for (std::size_t j = 0; j < D; ++j)
+      s += double(after(r, j) - before(r, j)) * double(after(r, j) - before(r, j));
     d[r] = std::sqrt(s);
   }
   return d;
@@ -91,7 +94,11 @@ inline std::vector<double> row_distances(const Array& before, const Array& after
 inline bool row_is_plus_zero(const Array& table, std::size_t row) {
   const std::size_t D = table.shape()[1];
   const float* p = table.data() + row * D;
-  return std::all_of(p, p + D, [](float v) { std::uint32_t u; std::memcpy(&u, &v, 4); return u == 0; });
+  return std::all_of(p, p + D, [](float v) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u == 0;
+  });
 }
 
 /// How the model does on the held-out sentences, in eval mode: the mean loss per word and the
@@ -102,8 +109,8 @@ struct Evaluation {
 };
 inline Evaluation evaluate(ToyModel& model, const std::vector<Batch>& batches) {
   const bool was_training = model.is_training();
-  model.eval();                                   // Dropout becomes the identity
-  tapegrad::autograd::NoGradGuard no_grad;        // nothing to backpropagate: record nothing
+  model.eval();                             // Dropout becomes the identity
+  tapegrad::autograd::NoGradGuard no_grad;  // nothing to backpropagate: record nothing
   tapegrad::nn::CrossEntropyLoss summed(tapegrad::CrossEntropyOptions().reduction("sum"));
   Evaluation e;
   for (const Batch& b : batches) {
@@ -127,7 +134,7 @@ struct Ceilings {
   double word_only = 0, position_only = 0;
 };
 inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches) {
-  using Counts = std::vector<std::vector<std::int64_t>>;   // [word or position][tag]
+  using Counts = std::vector<std::vector<std::int64_t>>;  // [word or position][tag]
   const std::vector<std::int64_t> no_tags(std::size_t(lang.num_tags()), 0);
   Counts by_word(std::size_t(lang.vocab()), no_tags), by_position(std::size_t(kMaxLength), no_tags);
   std::int64_t words = 0;
@@ -151,7 +158,8 @@ inline Ceilings ceilings(const Language& lang, const std::vector<Batch>& batches
 /// end with the same fingerprint ended with the same weights, bit for bit.
 inline std::uint64_t weights_fingerprint(const tapegrad::nn::Module& model) {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const auto& [name, p] : model.named_parameters()) h = (h ^ tapegrad::fingerprint(p.data())) * 0x100000001b3ull;
+  for (const auto& [name, p] : model.named_parameters())
+    h = (h ^ tapegrad::fingerprint(p.data())) * 0x100000001b3ull;
   return h;
 }
 
@@ -167,7 +175,7 @@ struct LossHistory {
 /// rows present in the gradient, their moments included
 /// (https://docs.pytorch.org/docs/stable/generated/torch.optim.SparseAdam.html).
 struct UnusedRows {
-  std::int64_t unused = 0, moved = 0;   // (step, word) pairs: unused by the batch, and moved anyway
+  std::int64_t unused = 0, moved = 0;  // (step, word) pairs: unused by the batch, and moved anyway
 
   void record(const Batch& batch, const Array& before, const Array& after) {
     std::vector<bool> used(before.shape()[0], false);
@@ -180,12 +188,12 @@ struct UnusedRows {
 /// What the report compares the trained model with: the model at step 0, and the run's record.
 struct RunRecord {
   std::uint64_t seed = 0;
-  Array embedding_at_start;               // lut.weight at step 0
+  Array embedding_at_start;                   // lut.weight at step 0
   std::uint64_t pe_fingerprint_at_start = 0;  // of the table the constructor computed
-  LossHistory loss;                       // every step of the run, those before a resume included
-  UnusedRows unused_rows;                 // the steps this process ran
-  std::int64_t first_step = 0;            // where this process started (> 0 when resumed)
-  double seconds = 0;                     // how long this process trained
+  LossHistory loss;             // every step of the run, those before a resume included
+  UnusedRows unused_rows;       // the steps this process ran
+  std::int64_t first_step = 0;  // where this process started (> 0 when resumed)
+  double seconds = 0;           // how long this process trained
 };
 
 }  // namespace toy

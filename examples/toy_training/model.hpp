@@ -25,26 +25,30 @@ struct ModelOptions {
   std::int64_t tags = 12;
   double dropout = 0.1;
   std::int64_t max_len = 64;
-  bool sparse = false;   // a row-sparse gradient for the embedding (trained by SparseAdam)
+  bool sparse = false;  // a row-sparse gradient for the embedding (trained by SparseAdam)
 };
 
 class ToyModel : public nn::Module {
  public:
   /// Every random draw (initial weights, dropout masks) comes from `generator`.
   ToyModel(const ModelOptions& o, std::shared_ptr<tapegrad::Generator> generator)
-      : embed(register_module("embed", std::make_shared<nn::Embeddings>(
-                                           nn::EmbeddingOptions(o.vocab, o.d_model).padding_idx(0).sparse(o.sparse),
-                                           generator))),
-        pos(register_module("pos", std::make_shared<nn::PositionalEncoding>(
-                                       nn::PositionalEncodingOptions(o.d_model, o.dropout).max_len(o.max_len),
-                                       generator))),
-        out(register_module("out", std::make_shared<nn::Linear>(nn::LinearOptions(o.d_model, o.tags), generator))) {}
+      : embed(register_module(
+            "embed", std::make_shared<nn::Embeddings>(
+                         nn::EmbeddingOptions(o.vocab, o.d_model).padding_idx(0).sparse(o.sparse),
+                         generator))),
+        pos(register_module(
+            "pos", std::make_shared<nn::PositionalEncoding>(
+                       nn::PositionalEncodingOptions(o.d_model, o.dropout).max_len(o.max_len),
+                       generator))),
+        out(register_module(
+            "out", std::make_shared<nn::Linear>(nn::LinearOptions(o.d_model, o.tags), generator))) {
+  }
 
   /// ids (B, T) -> logits (B*T, tags), one row per position, as the cross-entropy wants them.
   Tensor forward(const tapegrad::IndexArray& ids) {
-    Tensor x = embed->forward(ids);     // (B, T, d_model): the word's meaning, learned
-    x = pos->forward(x);                // + where it stands, fixed; then dropout
-    Tensor logits = out->forward(x);    // (B, T, tags)
+    Tensor x = embed->forward(ids);   // (B, T, d_model): the word's meaning, learned
+    x = pos->forward(x);              // + where it stands, fixed; then dropout
+    Tensor logits = out->forward(x);  // (B, T, tags)
     return tapegrad::ops::reshape(logits, {-1, out->options().out_features()});
   }
 

@@ -50,7 +50,8 @@ inline std::string word_tics(const Language& lang) {
   return tics + ")";
 }
 
-inline void write_script(const fs::path& path, const Language& lang, std::int64_t positions, std::int64_t d_model) {
+inline void write_script(const fs::path& path, const Language& lang, std::int64_t positions,
+                         std::int64_t d_model) {
   const std::int64_t n = lang.vocab() - 1;
   const std::string tics = word_tics(lang);
   std::ofstream f(path);
@@ -58,30 +59,42 @@ inline void write_script(const fs::path& path, const Language& lang, std::int64_
        "set terminal pngcairo size 900,720 font 'sans,11'\n"
        "set palette defined (-1 '#2166ac', 0 '#f7f7f7', 1 '#b2182b')\n"
        "set cbrange [-1:1]\n\n"
-       "# pe.png: the table as a heatmap, then dimensions 4 to 7 as curves (The Annotated Transformer's figure)\n"
+       "# pe.png: the table as a heatmap, then dimensions 4 to 7 as curves (The Annotated "
+       "Transformer's figure)\n"
        "set output 'pe.png'\n"
-       "set multiplot layout 2,1 title \"The positional encoding pe (1, " << positions << ", " << d_model
+       "set multiplot layout 2,1 title \"The positional encoding pe (1, "
+    << positions << ", " << d_model
     << "): a fixed buffer, never trained\"\n"
        "set title 'pe[0, position, j]: sin on even j, cos on odd j, slower as j grows'\n"
        "set xlabel 'position'\nset ylabel 'dimension j'\n"
-       "set xrange [-0.5:" << positions - 0.5 << "]\nset yrange [-0.5:" << d_model - 0.5 << "]\n"
+       "set xrange [-0.5:"
+    << positions - 0.5 << "]\nset yrange [-0.5:" << d_model - 0.5
+    << "]\n"
        "plot 'pe.dat' matrix using 2:1:3 with image notitle\n"
-       "set title 'dimensions 4 to 7 against the position'\nset ylabel 'value'\nset yrange [-1.1:1.1]\n"
+       "set title 'dimensions 4 to 7 against the position'\nset ylabel 'value'\nset yrange "
+       "[-1.1:1.1]\n"
        "set key outside right\nset grid\n"
-       "plot for [j=4:" << std::min<std::int64_t>(7, d_model - 1)
+       "plot for [j=4:"
+    << std::min<std::int64_t>(7, d_model - 1)
     << "] 'pe.dat' using 0:(column(j + 1)) with lines lw 2 title sprintf('dim %d', j)\n"
        "unset multiplot\nunset grid\n\n"
        "set terminal pngcairo size 900,560 font 'sans,11'\n"
        "set output 'loss.png'\nunset xrange\nunset yrange\nset key inside top right\nset grid\n"
        "set title 'Cross-entropy loss per word'\nset xlabel 'training step'\nset ylabel 'loss'\n"
-       "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch (with dropout)', \\\n"
+       "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch (with "
+       "dropout)', \\\n"
        "     'held_out.dat' using 1:2 with linespoints pt 7 ps 0.6 lc rgb '#08519c' \\\n"
        "         title 'held-out sentences (eval mode)'\n\n"
-       "set output 'similarity.png'\nset terminal pngcairo size 1200,620 font 'sans,10'\nunset grid\n"
-       "set multiplot layout 1,2 title 'Cosine similarity of the word embeddings (synonyms: the same letter)'\n"
+       "set output 'similarity.png'\nset terminal pngcairo size 1200,620 font 'sans,10'\nunset "
+       "grid\n"
+       "set multiplot layout 1,2 title 'Cosine similarity of the word embeddings (synonyms: the "
+       "same letter)'\n"
        "set size ratio -1\nunset xlabel\nunset ylabel\n"
-       "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << n - 0.5 << ":-0.5]\n";
-  if (!tics.empty()) f << "set xtics " << tics << " rotate by 90 right font ',8'\nset ytics " << tics << " font ',8'\n";
+       "set xrange [-0.5:"
+    << n - 0.5 << "]\nset yrange [" << n - 0.5 << ":-0.5]\n";
+  if (!tics.empty())
+    f << "set xtics " << tics << " rotate by 90 right font ',8'\nset ytics " << tics
+      << " font ',8'\n";
   f << "set title 'before training'\nplot 'similarity_before.dat' matrix with image notitle\n"
        "set title 'after training'\nplot 'similarity_after.dat' matrix with image notitle\n"
        "unset multiplot\n";
@@ -98,7 +111,8 @@ inline void write_picture_data(const fs::path& dir, const Language& lang, const 
   write_matrix(dir / "pe.dat", table);
   std::ofstream train(dir / "loss.dat"), held_out(dir / "held_out.dat");
   train.precision(6), held_out.precision(6);
-  for (std::size_t k = 0; k < loss.train.size(); ++k) train << k + 1 << ' ' << loss.train[k] << '\n';
+  for (std::size_t k = 0; k < loss.train.size(); ++k)
+    train << k + 1 << ' ' << loss.train[k] << '\n';
   for (const auto& [step, value] : loss.held_out) held_out << step << ' ' << value << '\n';
   write_matrix(dir / "similarity_before.dat", before);
   write_matrix(dir / "similarity_after.dat", after);
@@ -130,12 +144,12 @@ inline std::string shell_quote(const std::string& text) {
 inline std::string draw_pictures(const fs::path& dir) {
   const std::string command = "cd " + shell_quote(dir.string()) + " && gnuplot plots.gp";
   if (find_on_path("gnuplot").empty())
-    return "gnuplot is not installed, so the pictures are not drawn; the data is in " + dir.string() +
-           "/. To draw them: apt-get install gnuplot-nox, then " + command;
+    return "gnuplot is not installed, so the pictures are not drawn; the data is in " +
+           dir.string() + "/. To draw them: apt-get install gnuplot-nox, then " + command;
   if (std::system(command.c_str()) != 0)
     return "gnuplot failed on " + (dir / "plots.gp").string() + "; run: " + command;
-  return "pictures: " + (dir / "pe.png").string() + ", loss.png, similarity.png (drawn by gnuplot from " +
-         (dir / "plots.gp").string() + ")";
+  return "pictures: " + (dir / "pe.png").string() +
+         ", loss.png, similarity.png (drawn by gnuplot from " + (dir / "plots.gp").string() + ")";
 }
 
 }  // namespace toy

@@ -22,7 +22,9 @@ inline std::string fixed(double x, int digits = 3) {
   os << std::fixed << std::setprecision(digits) << x;
   return os.str();
 }
-inline std::string percent(double fraction, int digits = 1) { return fixed(100.0 * fraction, digits) + " %"; }
+inline std::string percent(double fraction, int digits = 1) {
+  return fixed(100.0 * fraction, digits) + " %";
+}
 inline std::string hex(std::uint64_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << std::setw(16) << std::setfill('0') << v;
@@ -43,7 +45,9 @@ inline std::string duration(double seconds) {
 class Progress {
  public:
   Progress(std::int64_t first_step, std::int64_t last_step)
-      : first_(first_step), last_(last_step), in_place_(isatty(fileno(stdout)) != 0),
+      : first_(first_step),
+        last_(last_step),
+        in_place_(isatty(fileno(stdout)) != 0),
         start_(std::chrono::steady_clock::now()) {}
 
   /// After step `step` (1-based) of the run, having seen `tokens` words since this run started.
@@ -59,12 +63,16 @@ class Progress {
     shown_at_ = elapsed;
     const double done = double(step - first_), left = double(last_ - step);
     std::ostringstream line;
-    const auto tokens_per_second = static_cast<std::int64_t>(double(tokens) / std::max(elapsed, 1e-9));
-    line << "step " << std::setw(int(std::to_string(last_).size())) << step << "/" << last_ << "  loss "
-         << fixed(loss, 4) << "  " << std::setw(7) << tokens_per_second << " tokens/s  lr " << std::scientific
-         << std::setprecision(2) << lr << std::defaultfloat << "  ETA " << duration(done > 0 ? elapsed / done * left : 0.0);
-    if (in_place_) std::cout << '\r' << line.str() << "\x1b[K" << (last ? "\n" : "") << std::flush;
-    else std::cout << line.str() << '\n';
+    const auto tokens_per_second =
+        static_cast<std::int64_t>(double(tokens) / std::max(elapsed, 1e-9));
+    line << "step " << std::setw(int(std::to_string(last_).size())) << step << "/" << last_
+         << "  loss " << fixed(loss, 4) << "  " << std::setw(7) << tokens_per_second
+         << " tokens/s  lr " << std::scientific << std::setprecision(2) << lr << std::defaultfloat
+         << "  ETA " << duration(done > 0 ? elapsed / done * left : 0.0);
+    if (in_place_)
+      std::cout << '\r' << line.str() << "\x1b[K" << (last ? "\n" : "") << std::flush;
+    else
+      std::cout << line.str() << '\n';
   }
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -26,7 +26,7 @@ struct Settings {
   int threads = 1;
   bool sparse = false;
   std::string out = "out/toy_training";
-  std::string checkpoint;   // default: <out>/checkpoint.safetensors
+  std::string checkpoint;  // default: <out>/checkpoint.safetensors
   std::string resume;
 };
 
@@ -48,35 +48,51 @@ inline CLI::Validator rule(const std::string& setting) {
 
 inline void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--steps", s.steps, "training steps in all (a resumed run continues up to it)")
-      ->capture_default_str()->check(rule("steps"));
+      ->capture_default_str()
+      ->check(rule("steps"));
   app.add_option("--lr", s.lr, "base learning rate: step k uses lr * noam(k, d_model, 1, warmup)")
-      ->capture_default_str()->check(rule("lr"));
+      ->capture_default_str()
+      ->check(rule("lr"));
   app.add_option("--warmup", s.warmup, "Noam warmup steps: the rate rises until then, then decays")
-      ->capture_default_str()->check(rule("warmup"));
+      ->capture_default_str()
+      ->check(rule("warmup"));
   app.add_option("--batch-size", s.batch_size, "sentences per training batch")
-      ->capture_default_str()->check(rule("batch-size"));
+      ->capture_default_str()
+      ->check(rule("batch-size"));
   app.add_option("--d-model", s.d_model, "width of the embeddings and of the positional encoding")
-      ->capture_default_str()->check(rule("d-model"));
-  app.add_option("--vocab", s.vocab, "vocabulary size, the padding id 0 included (a toy: at most 200)")
-      ->capture_default_str()->check(rule("vocab"));
+      ->capture_default_str()
+      ->check(rule("d-model"));
+  app.add_option("--vocab", s.vocab,
+                 "vocabulary size, the padding id 0 included (a toy: at most 200)")
+      ->capture_default_str()
+      ->check(rule("vocab"));
   app.add_option("--synonyms", s.synonyms, "words per meaning (synonym group)")
-      ->capture_default_str()->check(rule("synonyms"));
+      ->capture_default_str()
+      ->check(rule("synonyms"));
   app.add_option("--seed", s.seed, "seed of the data, the initial weights and the dropout masks")
-      ->capture_default_str()->check(rule("seed"));
-  app.add_option("--threads", s.threads, "threads of tapegrad's kernels (1: this model is too small to gain from more)")
-      ->capture_default_str()->check(rule("threads"));
-  app.add_flag("--sparse", s.sparse, "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
-  app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")->capture_default_str();
-  app.add_option("--checkpoint", s.checkpoint, "where to save the trained model and optimizer state "
-                                               "(default: <out>/checkpoint.safetensors)");
-  app.add_option("--resume", s.resume, "continue the run saved in this checkpoint (its settings are used)");
+      ->capture_default_str()
+      ->check(rule("seed"));
+  app.add_option("--threads", s.threads,
+                 "threads of tapegrad's kernels (1: this model is too small to gain from more)")
+      ->capture_default_str()
+      ->check(rule("threads"));
+  app.add_flag("--sparse", s.sparse,
+               "row-sparse embedding gradient: SparseAdam for it, Adam for the rest");
+  app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")
+      ->capture_default_str();
+  app.add_option("--checkpoint", s.checkpoint,
+                 "where to save the trained model and optimizer state "
+                 "(default: <out>/checkpoint.safetensors)");
+  app.add_option("--resume", s.resume,
+                 "continue the run saved in this checkpoint (its settings are used)");
 }
 
 // Checks that need more than one flag; each flag has passed its rule.
 inline void check_settings(const Settings& s) {
   if (s.vocab - 1 < s.synonyms + 1)
-    throw CLI::ValidationError("--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
-                                              std::to_string(s.synonyms + 2) + ", got " + std::to_string(s.vocab));
+    throw CLI::ValidationError(
+        "--vocab", "expected at least two meanings, i.e. vocab >= synonyms + 2 = " +
+                       std::to_string(s.synonyms + 2) + ", got " + std::to_string(s.vocab));
 }
 
 }  // namespace toy

@@ -60,8 +60,10 @@ struct OutOfMemoryError : std::runtime_error {
 struct StateDictError : std::runtime_error {
   StateDictError(const std::string& what, std::vector<std::string> missing_keys,
                  std::vector<std::string> unexpected_keys, std::vector<std::string> size_mismatches)
-      : std::runtime_error(what), missing(std::move(missing_keys)),
-        unexpected(std::move(unexpected_keys)), mismatches(std::move(size_mismatches)) {}
+      : std::runtime_error(what),
+        missing(std::move(missing_keys)),
+        unexpected(std::move(unexpected_keys)),
+        mismatches(std::move(size_mismatches)) {}
   std::vector<std::string> missing, unexpected, mismatches;
 };
 /// A file that cannot be read or written, or is not valid safetensors; kind names the check that

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <random>   // std::mt19937_64: the reference Mt19937_64 reproduces (the tests compare them)
+#include <random>  // std::mt19937_64: the reference Mt19937_64 reproduces (the tests compare them)
 #include <string>
 
 #include <xtensor/xarray.hpp>
@@ -36,8 +36,8 @@ class Mt19937_64 {
     if (index_ >= state_size) twist();
     return temper(state_[index_++]);
   }
-  std::string text() const;               ///< "x0 x1 ... x311 index"
-  bool set_text(const std::string& text); ///< false (and unchanged) when the text is not a state
+  std::string text() const;                ///< "x0 x1 ... x311 index"
+  bool set_text(const std::string& text);  ///< false (and unchanged) when the text is not a state
 
  private:
   static std::uint64_t temper(std::uint64_t z) {
@@ -46,7 +46,7 @@ class Mt19937_64 {
     z ^= (z << 37) & 0xFFF7EEE000000000ULL;
     return z ^ (z >> 43);
   }
-  void twist();                           ///< the next 312 words of the recurrence
+  void twist();  ///< the next 312 words of the recurrence
   std::uint64_t state_[state_size];
   std::size_t index_;
 };
@@ -66,10 +66,10 @@ class Generator {
   std::uint64_t stream_id() const { return stream_id_; }
 
   std::uint64_t next_u64() { return engine_(); }
-  float uniform_float() { return static_cast<float>(engine_() >> 40) * 0x1.0p-24f; }   ///< u24
-  double uniform_double() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; } ///< u53
-  double normal();                              ///< N(0, 1), Box-Muller (z0, then z1)
-  std::int64_t randint(std::int64_t low, std::int64_t high);   ///< uniform in [low, high)
+  float uniform_float() { return static_cast<float>(engine_() >> 40) * 0x1.0p-24f; }    ///< u24
+  double uniform_double() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }  ///< u53
+  double normal();                                            ///< N(0, 1), Box-Muller (z0, then z1)
+  std::int64_t randint(std::int64_t low, std::int64_t high);  ///< uniform in [low, high)
 
   /// The whole state as text (engine and the pending Box-Muller value): save it with a
   /// checkpoint and set_state() it to continue the exact same stream.
@@ -90,8 +90,8 @@ std::shared_ptr<Generator> default_generator();
 void manual_seed(std::uint64_t seed);
 
 /// Arrays filled in row-major order. A null generator means the default one.
-xt::xarray<float> randn(const Shape& shape, Generator* gen = nullptr);            ///< N(0, 1)
-xt::xarray<float> rand(const Shape& shape, Generator* gen = nullptr);             ///< u24 in [0, 1)
+xt::xarray<float> randn(const Shape& shape, Generator* gen = nullptr);  ///< N(0, 1)
+xt::xarray<float> rand(const Shape& shape, Generator* gen = nullptr);   ///< u24 in [0, 1)
 xt::xarray<float> uniform(const Shape& shape, double low, double high, Generator* gen = nullptr);
 /// Fills `a` in place with float(low + (high - low) * u53) (PyTorch's uniform_).
 void uniform_(xt::xarray<float>& a, double low, double high, Generator* gen = nullptr);

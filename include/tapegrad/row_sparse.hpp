@@ -15,9 +15,9 @@
 namespace tapegrad {
 
 struct RowSparseGrad {
-  xt::xarray<std::int64_t> indices;   ///< (n,) row ids; duplicates allowed
-  xt::xarray<float> values;           ///< (n, dim) the gradient rows
-  Shape dense_shape;                  ///< (num_rows, dim) of the dense tensor
+  xt::xarray<std::int64_t> indices;  ///< (n,) row ids; duplicates allowed
+  xt::xarray<float> values;          ///< (n, dim) the gradient rows
+  Shape dense_shape;                 ///< (num_rows, dim) of the dense tensor
 
   std::size_t nnz_rows() const { return indices.size(); }
   /// ids sorted ascending and unique; the rows of a repeated id summed in their original order.

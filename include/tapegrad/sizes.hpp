@@ -49,7 +49,8 @@ std::size_t checked_numel(const Shape& shape, const std::string& where);
 
 /// A shape from sizes given as signed integers (module options, reshape's list): ValueError
 /// naming `what` for a negative size, then the checks of checked_numel.
-Shape checked_shape(const std::vector<std::int64_t>& sizes, const std::string& where, const std::string& what);
+Shape checked_shape(const std::vector<std::int64_t>& sizes, const std::string& where,
+                    const std::string& what);
 
 /// Throws OutOfMemoryError when an array of `shape` needs more bytes than this machine's memory
 /// (the kernel would only kill the process when the pages are touched). Calls checked_numel.

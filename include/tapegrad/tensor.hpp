@@ -27,43 +27,44 @@
 
 namespace tapegrad {
 
-using Array = xt::xarray<float>;                // the one value type
-using IndexArray = xt::xarray<std::int64_t>;    // token ids and targets: data, never a gradient
+using Array = xt::xarray<float>;              // the one value type
+using IndexArray = xt::xarray<std::int64_t>;  // token ids and targets: data, never a gradient
 
 struct TensorImpl;
 
 class Tensor {
  public:
-  Tensor() = default;                           ///< an empty handle; defined() is false
+  Tensor() = default;  ///< an empty handle; defined() is false
   explicit Tensor(Array data, bool requires_grad = false);
 
   bool defined() const { return impl_ != nullptr; }
-  const Array& data() const;                    ///< read the values
-  Array& mutable_data() const;                  ///< write them: every handle sees it; bumps version()
+  const Array& data() const;    ///< read the values
+  Array& mutable_data() const;  ///< write them: every handle sees it; bumps version()
   const Shape& shape() const;
   std::size_t dim() const { return shape().size(); }
   std::size_t numel() const;
-  float item() const;                           ///< the value of a one-element tensor
-  std::uint64_t version() const;                ///< how many in-place writes the data has seen
-  void bump_version() const;                    ///< for code that wrote through a raw pointer
+  float item() const;             ///< the value of a one-element tensor
+  std::uint64_t version() const;  ///< how many in-place writes the data has seen
+  void bump_version() const;      ///< for code that wrote through a raw pointer
 
   bool requires_grad() const;
   /// Turns gradient tracking on or off for a leaf (PyTorch's requires_grad_). Throws on a Buffer
   /// asked for true, and on a non-leaf.
   const Tensor& requires_grad_(bool on = true) const;
-  bool is_leaf() const;                         ///< not the output of a recorded op
+  bool is_leaf() const;  ///< not the output of a recorded op
 
   // ---- gradients: absent, dense, or row-sparse (row_sparse.hpp) ----
   bool has_grad() const;
   bool grad_is_sparse() const;
-  const Array& grad() const;                    ///< a leaf's dense gradient; throws otherwise
-  const RowSparseGrad& sparse_grad() const;     ///< a leaf's row-sparse gradient; throws otherwise
-  Array grad_dense() const;                     ///< a dense copy of either kind
+  const Array& grad() const;                 ///< a leaf's dense gradient; throws otherwise
+  const RowSparseGrad& sparse_grad() const;  ///< a leaf's row-sparse gradient; throws otherwise
+  Array grad_dense() const;                  ///< a dense copy of either kind
   /// grad += g, after checking g's shape against this tensor's (names `op` on a mismatch).
   void accumulate_grad(const Array& g, const char* op = "accumulate_grad") const;
   void accumulate_grad(Array&& g, const char* op = "accumulate_grad") const;
   void accumulate_grad(const RowSparseGrad& g, const char* op = "accumulate_grad") const;
-  void accumulate_grad(RowSparseGrad&& g, const char* op = "accumulate_grad") const;   ///< adopts g when it can
+  void accumulate_grad(RowSparseGrad&& g,
+                       const char* op = "accumulate_grad") const;  ///< adopts g when it can
   /// Drops the gradient (set_to_none) or zero-fills it in place, keeping its memory.
   void zero_grad(bool set_to_none = true) const;
   /// Replaces the gradient (an optimizer's or a user's explicit assignment, like `p.grad = g`).
@@ -85,10 +86,10 @@ class Tensor {
   /// Removes a hook registered above (ValueError for an unknown id).
   void remove_hook(std::size_t id) const;
 
-  Tensor clone() const;                         ///< differentiable deep copy
-  Tensor detach() const;                        ///< same data and version, no graph, no grad
+  Tensor clone() const;   ///< differentiable deep copy
+  Tensor detach() const;  ///< same data and version, no graph, no grad
 
-  const std::string& name() const;              ///< "embed.lut.weight"; "" for op results
+  const std::string& name() const;  ///< "embed.lut.weight"; "" for op results
   void set_name(std::string name) const;
   /// "'embed.lut.weight' (10, 3)" or "tensor (10, 3)": how error messages refer to it.
   std::string describe() const;

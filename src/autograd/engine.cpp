@@ -35,14 +35,17 @@ namespace tapegrad::autograd::detail {
 
 namespace {
 std::atomic<std::uint64_t> walks{0};
-thread_local std::uint64_t current_walk = 0;   // the walk running on this thread, 0 when none
+thread_local std::uint64_t current_walk = 0;  // the walk running on this thread, 0 when none
 // The callbacks queued during the backward running on this thread; null when none runs.
 thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
 
 constexpr const char* kSecondTime =
-    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
-    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second "
+    "time or if "
     "you need to access saved tensors after calling backward.";
 
 using Impl = std::shared_ptr<TensorImpl>;
@@ -66,7 +69,7 @@ std::vector<Impl> collect(const Impl& root, std::uint64_t walk, const EntryBase*
     stack.pop_back();
     const EntryBase& e = entry_of(t);
     reached.push_back(std::move(t));
-    if (e.consumed) {                                    // its inputs are gone: the branch ends here
+    if (e.consumed) {  // its inputs are gone: the branch ends here
       if (consumed == nullptr || e.seq > consumed->seq) consumed = &e;
       continue;
     }
@@ -76,7 +79,8 @@ std::vector<Impl> collect(const Impl& root, std::uint64_t walk, const EntryBase*
       const Impl& impl = TensorAccess::handle(in);
       if (impl->is_leaf()) {
         if (impl->hooks.empty()) continue;
-        auto it = std::find_if(hooked.begin(), hooked.end(), [&](const HookedLeaf& h) { return h.leaf == impl; });
+        auto it = std::find_if(hooked.begin(), hooked.end(),
+                               [&](const HookedLeaf& h) { return h.leaf == impl; });
         if (it == hooked.end())
           hooked.push_back({impl, e.seq});
         else
@@ -112,12 +116,14 @@ void check_saved_versions(const EntryBase& e) {
   for (std::size_t i = 0; i < e.saved.size(); ++i) {
     const SavedTensor& s = e.saved[i];
     if (s.tensor.version() != s.version)
-      fail<AutogradError>("one of the variables needed for gradient computation has been modified by an "
-                          "inplace operation | ", e.op, " (entry #", e.seq, "): ",
-                          s.is_output ? "its output " + str(s.tensor.shape()) : s.tensor.describe(),
-                          " is at version ", s.tensor.version(), "; expected version ", s.version,
-                          ". It was written in place (an optimizer step, a max_norm renorm, "
-                          "mutable_data()) after the forward pass used it; do that after backward()");
+      fail<AutogradError>(
+          "one of the variables needed for gradient computation has been modified by an "
+          "inplace operation | ",
+          e.op, " (entry #", e.seq,
+          "): ", s.is_output ? "its output " + str(s.tensor.shape()) : s.tensor.describe(),
+          " is at version ", s.tensor.version(), "; expected version ", s.version,
+          ". It was written in place (an optimizer step, a max_norm renorm, "
+          "mutable_data()) after the forward pass used it; do that after backward()");
   }
 }
 
@@ -128,7 +134,8 @@ void check_input_gradients(const EntryBase& e) {
     for (float v : *in.grad)
       if (!std::isfinite(v))
         fail<AutogradError>("anomaly: backward of '", e.op, "' (entry #", e.seq,
-                            ") produced NaN/Inf in the gradient of its input ", i, ", ", e.inputs[i].describe());
+                            ") produced NaN/Inf in the gradient of its input ", i, ", ",
+                            e.inputs[i].describe());
   }
 }
 
@@ -147,7 +154,7 @@ void fire_hooks(std::vector<HookedLeaf>& hooked, const EntryBase& e, bool ran) {
         if (TensorAccess::handle(e.inputs[i]) == h.leaf) h.fed = true;
     if (h.last_seq != e.seq || !h.fed) continue;
     const Tensor leaf = TensorAccess::wrap(h.leaf);
-    const auto hooks = h.leaf->hooks;                    // a hook may register or remove hooks
+    const auto hooks = h.leaf->hooks;  // a hook may register or remove hooks
     for (const auto& [id, hook] : hooks) hook(leaf);
   }
 }
@@ -164,7 +171,8 @@ struct CallbackScope {
   CallbackScope& operator=(const CallbackScope&) = delete;
   void run() {
     for (std::size_t i = 0; i < callbacks.size(); ++i) {
-      const std::function<void()> callback = std::move(callbacks[i]);   // the list may grow meanwhile
+      const std::function<void()> callback =
+          std::move(callbacks[i]);  // the list may grow meanwhile
       callback();
     }
   }
@@ -180,23 +188,25 @@ struct WalkScope {
 
 void expect_reached(const TensorImpl& t, const char* op) {
   if (current_walk != 0 && t.grad_fn->walk == current_walk) return;
-  fail<AutogradError>(op, ": added a gradient into the output of '", t.grad_fn->op, "' (entry #", t.grad_fn->seq,
-                      "), which is not one of the inputs its entry recorded; list every tensor a backward closure "
-                      "adds into among the op's inputs in autograd::record");
+  fail<AutogradError>(
+      op, ": added a gradient into the output of '", t.grad_fn->op, "' (entry #", t.grad_fn->seq,
+      "), which is not one of the inputs its entry recorded; list every tensor a backward closure "
+      "adds into among the op's inputs in autograd::record");
 }
 
 void backward(const Tensor& root, Array seed, bool retain_graph) {
-  check<AutogradError>(root.requires_grad(),
-                       "element 0 of tensors does not require grad and does not have a grad_fn | backward: "
-                       "the loss depends on no tensor that requires grad (computed under NoGradGuard, "
-                       "or all parameters frozen?)");
+  check<AutogradError>(
+      root.requires_grad(),
+      "element 0 of tensors does not require grad and does not have a grad_fn | backward: "
+      "the loss depends on no tensor that requires grad (computed under NoGradGuard, "
+      "or all parameters frozen?)");
   if (seed.shape() != root.shape())
-    fail<ShapeError>("backward: expected a seed of the loss's shape ", root.shape(), " for ", root.describe(),
-                     ", got ", seed.shape());
-  NoGradGuard no_grad;                                   // backward closures never record
+    fail<ShapeError>("backward: expected a seed of the loss's shape ", root.shape(), " for ",
+                     root.describe(), ", got ", seed.shape());
+  NoGradGuard no_grad;  // backward closures never record
   CallbackScope callbacks;
   const Impl& root_impl = TensorAccess::handle(root);
-  if (root_impl->is_leaf()) {                            // a leaf is its own loss
+  if (root_impl->is_leaf()) {  // a leaf is its own loss
     root.accumulate_grad(std::move(seed), "backward");
     for (const auto& [id, hook] : std::vector(root_impl->hooks)) hook(root);
     callbacks.run();
@@ -210,28 +220,29 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
   if (consumed != nullptr)
     fail<AutogradError>(kSecondTime, " | backward: '", consumed->op, "' (entry #", consumed->seq,
                         ") was freed by an earlier backward()");
-  std::sort(tape.begin(), tape.end(), [](const Impl& a, const Impl& b) { return a->grad_fn->seq > b->grad_fn->seq; });
+  std::sort(tape.begin(), tape.end(),
+            [](const Impl& a, const Impl& b) { return a->grad_fn->seq > b->grad_fn->seq; });
 
   WalkScope running(walk);
-  root_impl->grad = std::move(seed);                     // d loss / d loss
+  root_impl->grad = std::move(seed);  // d loss / d loss
   std::size_t k = 0;
   try {
     for (; k < tape.size(); ++k) {
       TensorImpl& out = *tape[k];
       EntryBase& e = *out.grad_fn;
-      const bool ran = has_pending(out);                 // else: not on a path to the loss
+      const bool ran = has_pending(out);  // else: not on a path to the loss
       if (ran) {
         check_saved_versions(e);
-        e.run(std::move(*out.grad));                     // adds (+=) into the inputs' gradients
+        e.run(std::move(*out.grad));  // adds (+=) into the inputs' gradients
         out.grad.reset();
         if (anomaly_enabled()) check_input_gradients(e);
       }
       if (!hooked.empty()) fire_hooks(hooked, e, ran);
       if (ran && !retain_graph) consume(e);
-      tape[k].reset();                                   // frees what nothing else needs any more
+      tape[k].reset();  // frees what nothing else needs any more
     }
   } catch (...) {
-    for (; k < tape.size(); ++k)                         // drop the gradients still in flight
+    for (; k < tape.size(); ++k)  // drop the gradients still in flight
       if (tape[k]) drop_pending(*tape[k]);
     throw;
   }
@@ -243,10 +254,12 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
 namespace tapegrad::autograd {
 
 void queue_callback(std::function<void()> callback) {
-  check<ValueError>(static_cast<bool>(callback), "queue_callback: expected a callable, got an empty one");
-  check<AutogradError>(detail::queued_callbacks != nullptr,
-                       "Final callbacks can only be installed during backward pass. | queue_callback: no backward "
-                       "is running on this thread; call it from a post-accumulate hook or a backward closure");
+  check<ValueError>(static_cast<bool>(callback),
+                    "queue_callback: expected a callable, got an empty one");
+  check<AutogradError>(
+      detail::queued_callbacks != nullptr,
+      "Final callbacks can only be installed during backward pass. | queue_callback: no backward "
+      "is running on this thread; call it from a post-accumulate hook or a backward closure");
   detail::queued_callbacks->push_back(std::move(callback));
 }
 

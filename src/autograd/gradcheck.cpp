@@ -19,10 +19,12 @@ std::ostream& operator<<(std::ostream& os, const GradcheckResult& r) {
   return os << r.message;
 }
 
-GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& o) {
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& o) {
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    check<ValueError>(!inputs[i].requires_grad() || inputs[i].is_leaf(), "gradcheck: expected input ", i,
-                      " to be a leaf tensor, got the output of an op; pass the leaves fn is built from");
+    check<ValueError>(
+        !inputs[i].requires_grad() || inputs[i].is_leaf(), "gradcheck: expected input ", i,
+        " to be a leaf tensor, got the output of an op; pass the leaves fn is built from");
   // Keep the inputs' gradients, so that gradcheck leaves them as it found them.
   std::vector<std::optional<Array>> kept(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -44,7 +46,8 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     y.backward(R);
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].requires_grad())
-        analytic[i] = inputs[i].has_grad() ? inputs[i].grad_dense() : Array(xt::zeros<float>(inputs[i].shape()));
+        analytic[i] = inputs[i].has_grad() ? inputs[i].grad_dense()
+                                           : Array(xt::zeros<float>(inputs[i].shape()));
   }
 
   double worst = -INFINITY;
@@ -61,7 +64,8 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
         const double minus = weighted(fn(inputs).data());
         x.data()[j] = original;
         // the step actually taken, after rounding to float32
-        const double step = double(static_cast<float>(original + o.eps)) - double(static_cast<float>(original - o.eps));
+        const double step = double(static_cast<float>(original + o.eps)) -
+                            double(static_cast<float>(original - o.eps));
         const double numeric = (plus - minus) / step;
         const double ana = analytic[i].data()[j];
         const double excess = std::abs(numeric - ana) - (o.atol + o.rtol * std::abs(ana));

@@ -28,9 +28,9 @@ namespace tapegrad::autograd {
 namespace detail {
 
 struct Registry {
-  std::atomic_flag busy = ATOMIC_FLAG_INIT;   // a spin lock: held for a few pointer writes
-  EntryBase* head = nullptr;                  // oldest
-  EntryBase* tail = nullptr;                  // newest
+  std::atomic_flag busy = ATOMIC_FLAG_INIT;  // a spin lock: held for a few pointer writes
+  EntryBase* head = nullptr;                 // oldest
+  EntryBase* tail = nullptr;                 // newest
   std::size_t count = 0;
 
   void lock() {
@@ -40,7 +40,7 @@ struct Registry {
 };
 
 namespace {
-std::atomic<std::uint64_t> next_seq{0};   // the process-wide recording order
+std::atomic<std::uint64_t> next_seq{0};  // the process-wide recording order
 
 // Registries are never freed: an entry recorded on a thread that has ended may still be alive.
 // There is one per thread that ever recorded, a few dozen bytes each.
@@ -119,7 +119,7 @@ void destroy_entry(EntryBase* entry) {
   while (!waiting.empty()) {
     EntryBase* e = waiting.back();
     waiting.pop_back();
-    delete e;   // may add more entries to `waiting`
+    delete e;  // may add more entries to `waiting`
   }
   freeing = false;
 }
@@ -128,33 +128,36 @@ void check_anomaly(const char* op, const Tensor& output) {
   std::size_t bad = 0;
   for (float v : output.data()) bad += !std::isfinite(v);
   check<AutogradError>(bad == 0, "anomaly: ", where(op), ": '", op, "' produced ", bad,
-                       " NaN/Inf value(s) in its output of shape ", output.shape(), " (it would be entry #",
-                       next_seq.load(), ")");
+                       " NaN/Inf value(s) in its output of shape ", output.shape(),
+                       " (it would be entry #", next_seq.load(), ")");
 }
 
-void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
-            const Tensor* saved, std::size_t n_saved) {
-  std::unique_ptr<EntryBase, TensorImpl::EntryDeleter> owned(entry);   // freed if a check below throws
+void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs,
+            std::size_t n_inputs, const Tensor* saved, std::size_t n_saved) {
+  std::unique_ptr<EntryBase, TensorImpl::EntryDeleter> owned(
+      entry);  // freed if a check below throws
   TensorImpl& out = TensorAccess::impl(output);
   if (!out.is_leaf() || out.requires_grad || out.is_buffer)
-    fail<AutogradError>("autograd::record: '", op, "' must record on the new tensor it computed, got ",
-                        output.describe(), " (already a leaf that requires grad, a buffer, or another op's output)");
+    fail<AutogradError>("autograd::record: '", op,
+                        "' must record on the new tensor it computed, got ", output.describe(),
+                        " (already a leaf that requires grad, a buffer, or another op's output)");
   for (std::size_t i = 0; i < n_inputs; ++i)
-    check<AutogradError>(!inputs[i].is_same(output), "autograd::record: '", op, "' lists its output as input ",
-                         i, "; an in-place op returns a new handle on the same data (x.detach()) and records on it");
+    check<AutogradError>(
+        !inputs[i].is_same(output), "autograd::record: '", op, "' lists its output as input ", i,
+        "; an in-place op returns a new handle on the same data (x.detach()) and records on it");
   entry->op = op;
   entry->module = module_stack_top();
   entry->output_shape = output.shape();
   for (std::size_t i = 0; i < n_inputs; ++i)
-    if (inputs[i].defined()) entry->inputs.push_back(inputs[i]);   // an optional input may be absent
+    if (inputs[i].defined()) entry->inputs.push_back(inputs[i]);  // an optional input may be absent
   for (std::size_t i = 0; i < n_saved; ++i) {
-    const bool is_output = saved[i].is_same(output);   // saved without its graph: no cycle
+    const bool is_output = saved[i].is_same(output);  // saved without its graph: no cycle
     entry->saved.push_back({is_output ? output.detach() : saved[i], saved[i].version(), is_output});
   }
   entry->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
   link(this_thread_registry(), entry);
-  out.requires_grad = true;                  // the output now depends on something trainable
-  out.grad_fn = std::move(owned);            // ... and owns the entry that says how
+  out.requires_grad = true;        // the output now depends on something trainable
+  out.grad_fn = std::move(owned);  // ... and owns the entry that says how
 }
 
 }  // namespace detail
@@ -183,7 +186,9 @@ thread_local std::vector<ScopeFrame> module_stack;
 }  // namespace
 
 namespace detail {
-const std::string* module_stack_top() { return module_stack.empty() ? nullptr : module_stack.back().path; }
+const std::string* module_stack_top() {
+  return module_stack.empty() ? nullptr : module_stack.back().path;
+}
 }  // namespace detail
 
 bool grad_enabled() { return grad_mode; }
@@ -211,14 +216,18 @@ std::string where(const std::string& op) {
 }
 
 bool should_record(std::initializer_list<Tensor> inputs) {
-  return grad_mode && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
+  return grad_mode && std::any_of(inputs.begin(), inputs.end(),
+                                  [](const Tensor& t) { return t.requires_grad(); });
 }
 bool should_record(const std::vector<Tensor>& inputs) {
-  return grad_mode && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
+  return grad_mode && std::any_of(inputs.begin(), inputs.end(),
+                                  [](const Tensor& t) { return t.requires_grad(); });
 }
 
 }  // namespace tapegrad::autograd
 
 namespace tapegrad {
-void TensorImpl::EntryDeleter::operator()(autograd::detail::EntryBase* e) const { autograd::detail::destroy_entry(e); }
+void TensorImpl::EntryDeleter::operator()(autograd::detail::EntryBase* e) const {
+  autograd::detail::destroy_entry(e);
+}
 }  // namespace tapegrad

@@ -69,7 +69,8 @@ Tape tape_of(const Tensor& loss) {
       if (in.requires_grad() && !in.is_leaf() && seen.insert(in.impl()).second) stack.push_back(in);
     }
   }
-  std::sort(entries.begin(), entries.end(), [](const TapeEntry& a, const TapeEntry& b) { return a.seq > b.seq; });
+  std::sort(entries.begin(), entries.end(),
+            [](const TapeEntry& a, const TapeEntry& b) { return a.seq > b.seq; });
   return Tape(std::move(entries), Tape::Order::replay);
 }
 
@@ -77,8 +78,9 @@ Tape tape_of(const Tensor& loss) {
 
 std::ostream& operator<<(std::ostream& os, const Tape& tape) {
   os << "tape: " << tape.size() << (tape.size() == 1 ? " entry" : " entries")
-     << (tape.order() == Tape::Order::recording ? " (backward replays them bottom-up; * = requires grad)\n"
-                                                : " (in replay order, newest first; * = requires grad)\n");
+     << (tape.order() == Tape::Order::recording
+             ? " (backward replays them bottom-up; * = requires grad)\n"
+             : " (in replay order, newest first; * = requires grad)\n");
   if (tape.empty()) return os;
   // One row of cells per entry; each column is as wide as its longest cell plus two spaces (at
   // least its usual width), so long op names and module paths never run into the next column.
@@ -86,19 +88,22 @@ std::ostream& operator<<(std::ostream& os, const Tape& tape) {
   for (const TapeEntry& e : tape.entries()) {
     std::ostringstream inputs, saved;
     for (std::size_t i = 0; i < e.inputs.size(); ++i)
-      inputs << (i ? " x " : "") << str(e.inputs[i].shape) << (e.inputs[i].requires_grad ? "*" : "");
+      inputs << (i ? " x " : "") << str(e.inputs[i].shape)
+             << (e.inputs[i].requires_grad ? "*" : "");
     for (std::size_t i = 0; i < e.saved.size(); ++i)
-      saved << (i ? ", " : "") << (e.saved[i].name.empty() ? str(e.saved[i].shape) : "'" + e.saved[i].name + "'")
+      saved << (i ? ", " : "")
+            << (e.saved[i].name.empty() ? str(e.saved[i].shape) : "'" + e.saved[i].name + "'")
             << " v" << e.saved[i].version;
     rows.push_back({std::to_string(e.seq), e.consumed ? e.op + " (consumed)" : e.op,
-                    e.module.empty() ? "-" : e.module, e.consumed ? "(freed)" : inputs.str(), str(e.output),
-                    e.saved.empty() ? "-" : saved.str()});
+                    e.module.empty() ? "-" : e.module, e.consumed ? "(freed)" : inputs.str(),
+                    str(e.output), e.saved.empty() ? "-" : saved.str()});
   }
   std::array<std::size_t, 5> width{5, 16, 18, 34, 16};
   for (const auto& row : rows)
     for (std::size_t c = 0; c < width.size(); ++c) width[c] = std::max(width[c], row[c].size() + 2);
   for (const auto& row : rows) {
-    for (std::size_t c = 0; c < width.size(); ++c) os << std::left << std::setw(int(width[c])) << row[c];
+    for (std::size_t c = 0; c < width.size(); ++c)
+      os << std::left << std::setw(int(width[c])) << row[c];
     os << row[5] << '\n';
   }
   return os;
@@ -115,15 +120,16 @@ std::string Tape::to_dot() const {
   };
   for (const TapeEntry& e : entries_) {
     const std::string op = "op" + std::to_string(e.seq);
-    node(op, "shape=record, style=filled, fillcolor=lightgrey, label=\"#" + std::to_string(e.seq) + " " + e.op +
-                 (e.consumed ? " (consumed)" : "") + "\"");
+    node(op, "shape=record, style=filled, fillcolor=lightgrey, label=\"#" + std::to_string(e.seq) +
+                 " " + e.op + (e.consumed ? " (consumed)" : "") + "\"");
     for (const TapeEntry::Input& in : e.inputs) {
       // an input made by a listed entry is that entry's output node; others are drawn on their own
-      std::string id = in.producer >= 0 ? "out" + std::to_string(in.producer) : "t" + std::to_string(in.id);
+      std::string id =
+          in.producer >= 0 ? "out" + std::to_string(in.producer) : "t" + std::to_string(in.id);
       if (in.producer < 0)
-        node(id, std::string("shape=") + (in.requires_grad ? "box" : "box, style=dashed") + ", label=\"" +
-                     (in.name.empty() ? "" : in.name + "\\n") + str(in.shape) + (in.requires_grad ? " *" : "") +
-                     "\"");
+        node(id, std::string("shape=") + (in.requires_grad ? "box" : "box, style=dashed") +
+                     ", label=\"" + (in.name.empty() ? "" : in.name + "\\n") + str(in.shape) +
+                     (in.requires_grad ? " *" : "") + "\"");
       else
         node(id, "shape=ellipse, label=\"" + str(in.shape) + " *\"");
       os << "  " << id << " -> " << op << ";\n";

@@ -20,14 +20,16 @@ constexpr std::size_t kMaxDims = 8;
 std::vector<std::int64_t> gather_shapes(const Shape& shape, MPI_Comm comm, const char* where) {
   std::vector<std::int64_t> mine(kMaxDims + 1, 0);
   mine[0] = shape.size() <= kMaxDims ? static_cast<std::int64_t>(shape.size()) : -1;
-  for (std::size_t d = 0; d < std::min(shape.size(), kMaxDims); ++d) mine[d + 1] = static_cast<std::int64_t>(shape[d]);
+  for (std::size_t d = 0; d < std::min(shape.size(), kMaxDims); ++d)
+    mine[d + 1] = static_cast<std::int64_t>(shape[d]);
   std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(world_size()));
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
-                                     static_cast<int>(mine.size()), MPI_INT64_T, comm, &request),
-                      where);
+    detail::check_mpi(
+        MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
+                       static_cast<int>(mine.size()), MPI_INT64_T, comm, &request),
+        where);
   }
   detail::wait(request, where);
   return all;
@@ -49,11 +51,13 @@ void check_same_shapes(const Shape& shape, MPI_Comm comm, const char* where, int
   const std::int64_t* expected = all.data() + static_cast<std::size_t>(reference) * stride;
   bool same = true;
   for (int r = 0; r < world_size(); ++r)
-    same = same && std::equal(expected, expected + stride, all.data() + static_cast<std::size_t>(r) * stride);
+    same = same && std::equal(expected, expected + stride,
+                              all.data() + static_cast<std::size_t>(r) * stride);
   if (same) return;
   std::ostringstream os;
   for (int r = 0; r < world_size(); ++r)
-    os << (r ? ", " : "") << "rank " << r << ' ' << shape_text(all.data() + static_cast<std::size_t>(r) * stride);
+    os << (r ? ", " : "") << "rank " << r << ' '
+       << shape_text(all.data() + static_cast<std::size_t>(r) * stride);
   fail<ShapeError>(where, ": expected the same shape on every rank, got ", os.str());
 }
 
@@ -75,15 +79,18 @@ void in_pieces(std::size_t n, const char* where, Start start) {
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
-    default: return MPI_SUM;
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      return MPI_MIN;
+    default:
+      return MPI_SUM;
   }
 }
 
 void check_root(int root, const char* where) {
-  check<ValueError>(0 <= root && root < world_size(), where, ": expected a root rank in [0, ", world_size(),
-                    "), got ", root);
+  check<ValueError>(0 <= root && root < world_size(), where, ": expected a root rank in [0, ",
+                    world_size(), "), got ", root);
 }
 }  // namespace
 
@@ -107,7 +114,8 @@ double all_reduce(double value, ReduceOp op) {
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, mpi_op(op), comm, &request), where);
+    detail::check_mpi(
+        MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, mpi_op(op), comm, &request), where);
   }
   detail::wait(request, where);
   return op == ReduceOp::average ? value / world_size() : value;
@@ -142,7 +150,9 @@ std::vector<std::uint64_t> all_gather(std::uint64_t value) {
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm, &request), where);
+    detail::check_mpi(
+        MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm, &request),
+        where);
   }
   detail::wait(request, where);
   return all;

@@ -33,7 +33,9 @@ namespace tapegrad::distributed {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // A request's completion, as the progress thread reports it.
 struct Completion {
@@ -45,23 +47,24 @@ struct Slot {
   Parameter param;
   std::string name;
   std::size_t bucket = 0;
-  std::size_t offset = 0;       // in the bucket's buffer (dense buckets)
-  std::size_t position = 0;     // among the bucket's slots: its flag is buffer[bucket.numel + position]
+  std::size_t offset = 0;  // in the bucket's buffer (dense buckets)
+  std::size_t position =
+      0;  // among the bucket's slots: its flag is buffer[bucket.numel + position]
   std::size_t numel = 0;
-  bool ready = false;           // its gradient is in the bucket, this round
+  bool ready = false;  // its gradient is in the bucket, this round
   std::size_t hook = 0;
 };
 
 struct Bucket {
   std::vector<std::size_t> slots;
-  std::size_t numel = 0;        // gradient elements, without the flags
+  std::size_t numel = 0;  // gradient elements, without the flags
   bool sparse = false;
-  std::size_t pending = 0;      // slots not ready yet, this round
+  std::size_t pending = 0;  // slots not ready yet, this round
   bool launched = false;
-  std::vector<float> buffer;    // dense: the gradients, then one flag per slot
-  std::vector<Completion> completions;   // one per request this round
+  std::vector<float> buffer;            // dense: the gradients, then one flag per slot
+  std::vector<Completion> completions;  // one per request this round
   std::size_t requests = 0;
-  std::size_t bytes = 0;        // reduced this round
+  std::size_t bytes = 0;  // reduced this round
   // Row-sparse buckets (one parameter): this rank's part, then everyone's.
   enum class SparseMode { gather, dense_fallback, none } mode = SparseMode::gather;
   xt::xarray<std::int64_t> local_ids;
@@ -75,14 +78,17 @@ struct TensorLine {
   std::string kind, name, rest;
 };
 
-std::string describe_module(const nn::Module& module, const std::vector<const TensorImpl*>& sparse) {
+std::string describe_module(const nn::Module& module,
+                            const std::vector<const TensorImpl*>& sparse) {
   std::ostringstream os;
   for (const auto& [name, p] : module.named_parameters()) {
     const bool is_sparse = std::find(sparse.begin(), sparse.end(), p.impl()) != sparse.end();
-    os << "parameter\t" << name << '\t' << str(p.shape()) << (p.requires_grad() ? "" : ", requires_grad=False")
-       << (is_sparse ? ", sparse=True" : "") << '\n';
+    os << "parameter\t" << name << '\t' << str(p.shape())
+       << (p.requires_grad() ? "" : ", requires_grad=False") << (is_sparse ? ", sparse=True" : "")
+       << '\n';
   }
-  for (const auto& [name, b] : module.named_buffers()) os << "buffer\t" << name << '\t' << str(b.shape()) << '\n';
+  for (const auto& [name, b] : module.named_buffers())
+    os << "buffer\t" << name << '\t' << str(b.shape()) << '\n';
   return os.str();
 }
 
@@ -98,10 +104,12 @@ std::vector<TensorLine> parse(const std::string& text) {
 }
 
 // What differs between rank 0's module and rank r's, in words; "" when nothing does.
-std::string differences(const std::vector<TensorLine>& first, const std::vector<TensorLine>& other, int r) {
+std::string differences(const std::vector<TensorLine>& first, const std::vector<TensorLine>& other,
+                        int r) {
   std::ostringstream os;
   auto find = [](const std::vector<TensorLine>& v, const TensorLine& t) {
-    return std::find_if(v.begin(), v.end(), [&](const TensorLine& u) { return u.kind == t.kind && u.name == t.name; });
+    return std::find_if(v.begin(), v.end(),
+                        [&](const TensorLine& u) { return u.kind == t.kind && u.name == t.name; });
   };
   std::size_t shown = 0;
   auto say = [&](const std::string& s) {
@@ -109,19 +117,24 @@ std::string differences(const std::vector<TensorLine>& first, const std::vector<
   };
   for (const TensorLine& t : other)
     if (find(first, t) == first.end())
-      say("rank " + std::to_string(r) + " has a " + t.kind + " '" + t.name + "' " + t.rest + " that rank 0 does not have");
+      say("rank " + std::to_string(r) + " has a " + t.kind + " '" + t.name + "' " + t.rest +
+          " that rank 0 does not have");
   for (const TensorLine& t : first) {
     const auto it = find(other, t);
     if (it == other.end())
-      say("rank 0 has a " + t.kind + " '" + t.name + "' " + t.rest + " that rank " + std::to_string(r) + " does not have");
+      say("rank 0 has a " + t.kind + " '" + t.name + "' " + t.rest + " that rank " +
+          std::to_string(r) + " does not have");
     else if (it->rest != t.rest)
-      say(t.kind + " '" + t.name + "' is " + t.rest + " on rank 0 but " + it->rest + " on rank " + std::to_string(r));
+      say(t.kind + " '" + t.name + "' is " + t.rest + " on rank 0 but " + it->rest + " on rank " +
+          std::to_string(r));
   }
   if (shown == 0 && first.size() == other.size())
     for (std::size_t i = 0; i < first.size(); ++i)
       if (first[i].name != other[i].name) {
-        say("rank " + std::to_string(r) + " registers the same tensors in another order (position " + std::to_string(i) +
-            ": '" + first[i].name + "' on rank 0, '" + other[i].name + "' on rank " + std::to_string(r) + ")");
+        say("rank " + std::to_string(r) +
+            " registers the same tensors in another order (position " + std::to_string(i) + ": '" +
+            first[i].name + "' on rank 0, '" + other[i].name + "' on rank " + std::to_string(r) +
+            ")");
         break;
       }
   if (shown > 4) os << "; and " << shown - 4 << " more";
@@ -129,29 +142,35 @@ std::string differences(const std::vector<TensorLine>& first, const std::vector<
 }
 
 // Every rank's text, in rank order (a collective on comm).
-std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm, int size, const char* where) {
+std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm, int size,
+                                      const char* where) {
   std::int64_t length = static_cast<std::int64_t>(mine.size());
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(size));
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgather(&length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm, &request), where);
+    detail::check_mpi(
+        MPI_Iallgather(&length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm, &request),
+        where);
   }
   detail::wait(request, where);
-  std::vector<int> counts(static_cast<std::size_t>(size)), displacements(static_cast<std::size_t>(size));
+  std::vector<int> counts(static_cast<std::size_t>(size)),
+      displacements(static_cast<std::size_t>(size));
   std::int64_t total = 0;
   for (int r = 0; r < size; ++r) {
     counts[static_cast<std::size_t>(r)] = static_cast<int>(lengths[static_cast<std::size_t>(r)]);
     displacements[static_cast<std::size_t>(r)] = static_cast<int>(total);
     total += lengths[static_cast<std::size_t>(r)];
   }
-  check<DistributedError>(total < INT_MAX, where, ": the modules' descriptions are too long to compare");
+  check<DistributedError>(total < INT_MAX, where,
+                          ": the modules' descriptions are too long to compare");
   std::string all(static_cast<std::size_t>(total), '\0');
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgatherv(mine.data(), static_cast<int>(length), MPI_CHAR, all.data(), counts.data(),
-                                      displacements.data(), MPI_CHAR, comm, &request),
-                      where);
+    detail::check_mpi(
+        MPI_Iallgatherv(mine.data(), static_cast<int>(length), MPI_CHAR, all.data(), counts.data(),
+                        displacements.data(), MPI_CHAR, comm, &request),
+        where);
   }
   detail::wait(request, where);
   std::vector<std::string> texts;
@@ -165,7 +184,8 @@ std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm, in
 std::vector<const TensorImpl*> sparse_parameters(nn::Module& module) {
   std::vector<const TensorImpl*> sparse;
   for (const auto& [name, m] : module.named_modules())
-    if (const auto* e = dynamic_cast<const nn::Embedding*>(m); e != nullptr && e->options().sparse())
+    if (const auto* e = dynamic_cast<const nn::Embedding*>(m);
+        e != nullptr && e->options().sparse())
       sparse.push_back(e->weight.impl());
   return sparse;
 }
@@ -181,8 +201,8 @@ void broadcast_in_place(float* data, std::size_t n, MPI_Comm comm, const char* w
     MPI_Request request = MPI_REQUEST_NULL;
     {
       std::lock_guard lock(detail::mpi_mutex());
-      detail::check_mpi(MPI_Ibcast(data + offset, static_cast<int>(std::min(kPiece, n - offset)), MPI_FLOAT, 0, comm,
-                                   &request),
+      detail::check_mpi(MPI_Ibcast(data + offset, static_cast<int>(std::min(kPiece, n - offset)),
+                                   MPI_FLOAT, 0, comm, &request),
                         where);
     }
     detail::wait(request, where);
@@ -193,7 +213,7 @@ void broadcast_in_place(float* data, std::size_t n, MPI_Comm comm, const char* w
 // ---- the state behind the object --------------------------------------------------------------
 
 struct DistributedDataParallel::State {
-  std::string where;            // "DistributedDataParallel(ToyModel)"
+  std::string where;  // "DistributedDataParallel(ToyModel)"
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   float inv_size = 1.0f;
@@ -207,7 +227,7 @@ struct DistributedDataParallel::State {
   bool no_sync = false;
   bool round_active = false;
   std::size_t next_bucket = 0;
-  std::string broken;           // why an earlier backward failed while synchronising
+  std::string broken;  // why an earlier backward failed while synchronising
   Clock::time_point first_launch;
   bool launched_any = false;
   std::size_t started_in_backward = 0;
@@ -221,7 +241,7 @@ struct DistributedDataParallel::State {
     const bool drained = progress == nullptr || progress->drain(std::min(timeout(), 60.0));
     progress.reset();
     if (!drained) {
-      new std::vector<Bucket>(std::move(buckets));   // deliberately never freed
+      new std::vector<Bucket>(std::move(buckets));  // deliberately never freed
       return;
     }
     if (comm != MPI_COMM_NULL && is_initialized()) {
@@ -255,7 +275,7 @@ FinalizeGuard::~FinalizeGuard() {
 void DistributedDataParallel::State::copy_in(Slot& slot) {
   Bucket& b = buckets[slot.bucket];
   const Parameter& p = slot.param;
-  if (b.sparse) return;                           // launch_sparse sends the gradient as it is
+  if (b.sparse) return;  // launch_sparse sends the gradient as it is
   float* out = b.buffer.data() + slot.offset;
   const std::size_t flag = b.numel + slot.position;
   if (!p.has_grad()) {
@@ -273,8 +293,9 @@ void DistributedDataParallel::State::copy_in(Slot& slot) {
 
 void DistributedDataParallel::State::on_ready(std::size_t i) {
   if (!broken.empty())
-    fail<DistributedError>(where, ": an earlier backward failed while its gradients were being synchronised (",
-                           broken, "); the ranks are no longer in step: end the job");
+    fail<DistributedError>(
+        where, ": an earlier backward failed while its gradients were being synchronised (", broken,
+        "); the ranks are no longer in step: end the job");
   if (no_sync) return;
   try {
     if (!round_active) {
@@ -325,9 +346,10 @@ void DistributedDataParallel::State::launch(Bucket& b) {
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
-                                     MPI_SUM, comm, &request),
-                      where.c_str());
+    detail::check_mpi(
+        MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
+                       MPI_SUM, comm, &request),
+        where.c_str());
   }
   progress->add(request, &b.completions[0].done);
 }
@@ -338,19 +360,22 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
   const std::size_t dim = p.shape()[1];
   // What this rank has: -2 no gradient, -1 a dense one, n >= 0 a row-sparse one of n rows.
   std::int64_t mine = -2;
-  if (p.has_grad()) mine = p.grad_is_sparse() ? static_cast<std::int64_t>(p.sparse_grad().nnz_rows()) : -1;
+  if (p.has_grad())
+    mine = p.grad_is_sparse() ? static_cast<std::int64_t>(p.sparse_grad().nnz_rows()) : -1;
   std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm, &request),
-                      where.c_str());
+    detail::check_mpi(
+        MPI_Iallgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm, &request),
+        where.c_str());
   }
-  detail::wait(request, where.c_str());          // a few bytes: the rows' count decides the sizes
+  detail::wait(request, where.c_str());  // a few bytes: the rows' count decides the sizes
   const bool any_dense = std::find(counts.begin(), counts.end(), -1) != counts.end();
-  const bool any_grad = std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c != -2; });
+  const bool any_grad =
+      std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c != -2; });
   for (Completion& c : b.completions) c.done = false;
-  if (!any_grad) {                              // no rank has a gradient: nothing to send
+  if (!any_grad) {  // no rank has a gradient: nothing to send
     b.mode = Bucket::SparseMode::none;
     b.requests = 0;
     return;
@@ -368,9 +393,10 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
     b.bytes = b.buffer.size() * sizeof(float);
     {
       std::lock_guard lock(detail::mpi_mutex());
-      detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
-                                       MPI_SUM, comm, &request),
-                        where.c_str());
+      detail::check_mpi(
+          MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()),
+                         MPI_FLOAT, MPI_SUM, comm, &request),
+          where.c_str());
     }
     progress->add(request, &b.completions[0].done);
     return;
@@ -385,17 +411,22 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
     std::copy_n(g.indices.data(), n, b.local_ids.data());
     for (std::size_t k = 0; k < n * dim; ++k) b.local_values[k] = g.values.data()[k] * inv_size;
   }
-  std::vector<int> id_counts(static_cast<std::size_t>(size)), id_displs(static_cast<std::size_t>(size));
-  std::vector<int> value_counts(static_cast<std::size_t>(size)), value_displs(static_cast<std::size_t>(size));
+  std::vector<int> id_counts(static_cast<std::size_t>(size)),
+      id_displs(static_cast<std::size_t>(size));
+  std::vector<int> value_counts(static_cast<std::size_t>(size)),
+      value_displs(static_cast<std::size_t>(size));
   std::int64_t rows = 0;
   for (int r = 0; r < size; ++r) {
     const std::int64_t c = std::max<std::int64_t>(counts[static_cast<std::size_t>(r)], 0);
     check<DistributedError>((rows + c) * static_cast<std::int64_t>(dim) < INT_MAX, where,
-                            ": the row-sparse gradient of '", slot.name, "' has too many rows to gather at once");
+                            ": the row-sparse gradient of '", slot.name,
+                            "' has too many rows to gather at once");
     id_counts[static_cast<std::size_t>(r)] = static_cast<int>(c);
     id_displs[static_cast<std::size_t>(r)] = static_cast<int>(rows);
-    value_counts[static_cast<std::size_t>(r)] = static_cast<int>(c * static_cast<std::int64_t>(dim));
-    value_displs[static_cast<std::size_t>(r)] = static_cast<int>(rows * static_cast<std::int64_t>(dim));
+    value_counts[static_cast<std::size_t>(r)] =
+        static_cast<int>(c * static_cast<std::int64_t>(dim));
+    value_displs[static_cast<std::size_t>(r)] =
+        static_cast<int>(rows * static_cast<std::int64_t>(dim));
     rows += c;
   }
   b.ids = xt::xarray<std::int64_t>::from_shape({static_cast<std::size_t>(rows)});
@@ -405,11 +436,13 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
   MPI_Request ids_request = MPI_REQUEST_NULL, values_request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgatherv(b.local_ids.data(), static_cast<int>(n), MPI_INT64_T, b.ids.data(),
-                                      id_counts.data(), id_displs.data(), MPI_INT64_T, comm, &ids_request),
-                      where.c_str());
-    detail::check_mpi(MPI_Iallgatherv(b.local_values.data(), static_cast<int>(n * dim), MPI_FLOAT, b.values.data(),
-                                      value_counts.data(), value_displs.data(), MPI_FLOAT, comm, &values_request),
+    detail::check_mpi(
+        MPI_Iallgatherv(b.local_ids.data(), static_cast<int>(n), MPI_INT64_T, b.ids.data(),
+                        id_counts.data(), id_displs.data(), MPI_INT64_T, comm, &ids_request),
+        where.c_str());
+    detail::check_mpi(MPI_Iallgatherv(b.local_values.data(), static_cast<int>(n * dim), MPI_FLOAT,
+                                      b.values.data(), value_counts.data(), value_displs.data(),
+                                      MPI_FLOAT, comm, &values_request),
                       where.c_str());
   }
   progress->add(ids_request, &b.completions[0].done);
@@ -430,7 +463,8 @@ void DistributedDataParallel::State::finalize() {
   launch_ready(/*in_backward=*/false);
   std::size_t bytes = 0;
   for (Bucket& b : buckets)
-    for (std::size_t r = 0; r < b.requests; ++r) progress->wait(b.completions[r].done, where.c_str());
+    for (std::size_t r = 0; r < b.requests; ++r)
+      progress->wait(b.completions[r].done, where.c_str());
   const Clock::time_point done = Clock::now();
 
   // Write the averages back.
@@ -446,12 +480,13 @@ void DistributedDataParallel::State::finalize() {
         continue;
       }
       p.zero_grad(/*set_to_none=*/true);
-      p.accumulate_grad(RowSparseGrad{std::move(b.ids), std::move(b.values), p.shape()}, "DistributedDataParallel");
+      p.accumulate_grad(RowSparseGrad{std::move(b.ids), std::move(b.values), p.shape()},
+                        "DistributedDataParallel");
       continue;
     }
     for (std::size_t j = 0; j < b.slots.size(); ++j) {
       const Slot& slot = slots[b.slots[j]];
-      if (b.buffer[b.numel + j] == 0.0f) {       // no rank had a gradient: keep none, as PyTorch
+      if (b.buffer[b.numel + j] == 0.0f) {  // no rank had a gradient: keep none, as PyTorch
         slot.param.zero_grad(/*set_to_none=*/true);
         continue;
       }
@@ -492,7 +527,8 @@ void DistributedDataParallel::State::reset_round() {
 
 // ---- construction --------------------------------------------------------------------------------
 
-DistributedDataParallel::DistributedDataParallel(nn::Module& module, DistributedDataParallelOptions options)
+DistributedDataParallel::DistributedDataParallel(nn::Module& module,
+                                                 DistributedDataParallelOptions options)
     : module_(module), options_(options), state_(std::make_unique<State>()) {
   State& s = *state_;
   s.where = "DistributedDataParallel(" + module.type_name() + ")";
@@ -503,9 +539,10 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
                     " and first_bucket_cap_mb ", options.first_bucket_cap_mb());
   {
     std::lock_guard lock(wrapped_mutex);
-    check<DistributedError>(std::find(wrapped.begin(), wrapped.end(), &module) == wrapped.end(), where,
-                            ": this module is already wrapped by another DistributedDataParallel; wrap it once "
-                            "(two would each average every gradient)");
+    check<DistributedError>(
+        std::find(wrapped.begin(), wrapped.end(), &module) == wrapped.end(), where,
+        ": this module is already wrapped by another DistributedDataParallel; wrap it once "
+        "(two would each average every gradient)");
   }
   s.module = &module;
   s.check_in_sync = options.check_in_sync();
@@ -516,7 +553,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
 
   // 1. Every rank must hold the same tensors: compare each rank's description with rank 0's.
   const std::vector<const TensorImpl*> sparse = sparse_parameters(module);
-  const std::vector<std::string> texts = gather_texts(describe_module(module, sparse), s.comm, s.size, where);
+  const std::vector<std::string> texts =
+      gather_texts(describe_module(module, sparse), s.comm, s.size, where);
   const std::vector<TensorLine> first = parse(texts[0]);
   std::string problems;
   for (int r = 1; r < s.size; ++r) {
@@ -524,20 +562,26 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
     if (!d.empty()) problems += (problems.empty() ? "" : "; ") + d;
   }
   if (!problems.empty())
-    fail<DistributedError>(where, ": expected the same parameters and buffers on every rank (every rank must "
-                           "build the same model), got: ", problems);
+    fail<DistributedError>(
+        where,
+        ": expected the same parameters and buffers on every rank (every rank must "
+        "build the same model), got: ",
+        problems);
 
   // 2. Every rank starts from rank 0's values (PyTorch's _sync_module_states).
-  for (const Parameter& p : module.parameters()) broadcast_in_place(p.mutable_data().data(), p.numel(), s.comm, where);
-  for (const Buffer& b : module.buffers()) broadcast_in_place(b.mutable_data().data(), b.numel(), s.comm, where);
+  for (const Parameter& p : module.parameters())
+    broadcast_in_place(p.mutable_data().data(), p.numel(), s.comm, where);
+  for (const Buffer& b : module.buffers())
+    broadcast_in_place(b.mutable_data().data(), b.numel(), s.comm, where);
 
   // 3. Buckets, in the reverse order of named_parameters(): roughly the order in which backward
   // produces the gradients. A bucket is closed once it reaches its cap (so it may pass it by one
   // parameter, as PyTorch's); a row-sparse parameter is a bucket of its own.
-  const std::size_t first_cap = static_cast<std::size_t>(options.first_bucket_cap_mb() * 1024 * 1024);
+  const std::size_t first_cap =
+      static_cast<std::size_t>(options.first_bucket_cap_mb() * 1024 * 1024);
   const std::size_t cap = static_cast<std::size_t>(options.bucket_cap_mb() * 1024 * 1024);
   const auto named = module.named_parameters();
-  std::vector<std::size_t> open;                 // the slots of the bucket being filled
+  std::vector<std::size_t> open;  // the slots of the bucket being filled
   std::size_t open_bytes = 0;
   auto close_bucket = [&](bool is_sparse) {
     Bucket b;
@@ -556,7 +600,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
     info.numel = b.numel;
     if (!is_sparse) {
       check<DistributedError>(b.numel + open.size() < static_cast<std::size_t>(INT_MAX), where,
-                              ": a bucket of ", b.numel, " elements is more than MPI can reduce at once; lower bucket_cap_mb");
+                              ": a bucket of ", b.numel,
+                              " elements is more than MPI can reduce at once; lower bucket_cap_mb");
       b.buffer.assign(b.numel + open.size(), 0.0f);
     }
     b.completions = std::vector<Completion>(is_sparse ? 2 : 1);
@@ -568,7 +613,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
   };
   for (auto it = named.rbegin(); it != named.rend(); ++it) {
     const auto& [name, p] = *it;
-    if (!p.requires_grad()) continue;            // frozen: never has a gradient to average
+    if (!p.requires_grad()) continue;  // frozen: never has a gradient to average
     Slot slot;
     slot.param = p;
     slot.name = name;
@@ -589,7 +634,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, Distributed
 
   s.progress = std::make_unique<detail::Progress>();
   for (std::size_t i = 0; i < s.slots.size(); ++i)
-    s.slots[i].hook = s.slots[i].param.register_post_accumulate_grad_hook([&s, i](const Tensor&) { s.on_ready(i); });
+    s.slots[i].hook = s.slots[i].param.register_post_accumulate_grad_hook(
+        [&s, i](const Tensor&) { s.on_ready(i); });
   std::lock_guard lock(wrapped_mutex);
   wrapped.push_back(&module);
 }
@@ -604,7 +650,8 @@ const std::vector<BucketInfo>& DistributedDataParallel::buckets() const { return
 const SyncStats& DistributedDataParallel::last_step() const { return state_->last; }
 const SyncStats& DistributedDataParallel::total() const { return state_->total; }
 
-DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp) : ddp_(ddp), previous_(ddp.state_->no_sync) {
+DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp)
+    : ddp_(ddp), previous_(ddp.state_->no_sync) {
   ddp_.state_->no_sync = true;
 }
 DistributedDataParallel::NoSync::~NoSync() { ddp_.state_->no_sync = previous_; }
@@ -612,7 +659,7 @@ DistributedDataParallel::NoSync::~NoSync() { ddp_.state_->no_sync = previous_; }
 // ---- fingerprints ----------------------------------------------------------------------------------
 
 std::uint64_t fingerprint(const nn::Module& module) {
-  std::uint64_t h = 1469598103934665603ULL;      // FNV-1a over the tensors' fingerprints
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the tensors' fingerprints
   auto mix = [&h](std::uint64_t v) {
     for (int k = 0; k < 8; ++k) {
       h ^= (v >> (8 * k)) & 0xffu;
@@ -639,21 +686,22 @@ void expect_in_sync(const nn::Module& module, const std::string& where) {
   const std::vector<std::uint64_t> counts = all_gather(mine.size());
   for (std::size_t r = 1; r < counts.size(); ++r)
     if (counts[r] != counts[0])
-      fail<InvariantError>(where, ": expected the same parameters and buffers on every rank, got ", counts[0],
-                           " on rank 0 and ", counts[r], " on rank ", r);
+      fail<InvariantError>(where, ": expected the same parameters and buffers on every rank, got ",
+                           counts[0], " on rank 0 and ", counts[r], " on rank ", r);
   const char* what = "expect_in_sync";
   MPI_Comm comm = detail::collectives_comm(what);
   std::vector<std::uint64_t> all(mine.size() * counts.size());
   MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
-                                     static_cast<int>(mine.size()), MPI_UINT64_T, comm, &request),
-                      what);
+    detail::check_mpi(
+        MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                       static_cast<int>(mine.size()), MPI_UINT64_T, comm, &request),
+        what);
   }
   detail::wait(request, what);
-  std::size_t first = mine.size();               // the first tensor that differs anywhere
-  std::vector<std::size_t> ranks;                 // the ranks that differ from rank 0
+  std::size_t first = mine.size();  // the first tensor that differs anywhere
+  std::vector<std::size_t> ranks;   // the ranks that differ from rank 0
   for (std::size_t r = 1; r < counts.size(); ++r)
     for (std::size_t t = 0; t < mine.size(); ++t)
       if (all[r * mine.size() + t] != all[t]) {
@@ -663,10 +711,11 @@ void expect_in_sync(const nn::Module& module, const std::string& where) {
   if (ranks.empty()) return;
   std::ostringstream os;
   for (std::size_t k = 0; k < ranks.size(); ++k) os << (k ? ", " : "") << ranks[k];
-  fail<InvariantError>(where, ": expected every rank to hold the same bits, got ", names[first],
-                       " (and perhaps others) different from rank 0's on rank ", os.str(),
-                       "; the ranks have diverged (did a rank step its optimizer on gradients that were not "
-                       "averaged, or change the weights outside the training step?)");
+  fail<InvariantError>(
+      where, ": expected every rank to hold the same bits, got ", names[first],
+      " (and perhaps others) different from rank 0's on rank ", os.str(),
+      "; the ranks have diverged (did a rank step its optimizer on gradients that were not "
+      "averaged, or change the weights outside the training step?)");
 }
 
 }  // namespace tapegrad::distributed

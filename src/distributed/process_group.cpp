@@ -21,8 +21,8 @@
 namespace tapegrad::distributed {
 
 namespace {
-int environments = 0;               // live Environment objects (the first opens MPI, the last closes it)
-bool opened_by_us = false;          // MPI_Init_thread was ours, so MPI_Finalize is too
+int environments = 0;       // live Environment objects (the first opens MPI, the last closes it)
+bool opened_by_us = false;  // MPI_Init_thread was ours, so MPI_Finalize is too
 int this_rank = -1, this_size = -1;
 MPI_Comm collectives = MPI_COMM_NULL;
 std::atomic<double> timeout_seconds{1800.0};
@@ -51,19 +51,20 @@ extern "C" void on_sigterm(int sig) {
     ignored = ::write(STDERR_FILENO, "\n", 1);
   }
   (void)ignored;
-  ::signal(sig, SIG_DFL);           // then die of the signal, as mpirun expects
+  ::signal(sig, SIG_DFL);  // then die of the signal, as mpirun expects
   ::raise(sig);
 }
 
 void install_sigterm_handler() {
   std::snprintf(sigterm_header, sizeof sigterm_header,
-                "tapegrad.distributed: rank %d of %d (pid %d) stopped by SIGTERM: mpirun ends every rank when "
+                "tapegrad.distributed: rank %d of %d (pid %d) stopped by SIGTERM: mpirun ends "
+                "every rank when "
                 "one fails; its own message says which rank and why.\n",
                 this_rank, this_size, static_cast<int>(::getpid()));
   sigterm_header_len = std::strlen(sigterm_header);
   struct sigaction current {};
   ::sigaction(SIGTERM, nullptr, &current);
-  if (current.sa_handler != SIG_DFL) return;          // the program has its own: leave it
+  if (current.sa_handler != SIG_DFL) return;  // the program has its own: leave it
   struct sigaction action {};
   action.sa_handler = on_sigterm;
   sigemptyset(&action.sa_mask);
@@ -72,10 +73,14 @@ void install_sigterm_handler() {
 
 const char* level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    default: return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
   }
 }
 
@@ -86,15 +91,17 @@ void open_mpi(int* argc, char*** argv) {
   MPI_Finalized(&finalized);
   if (finalized) {
     --environments;
-    fail<DistributedError>("distributed::Environment: MPI was already closed in this process (MPI_Finalize); "
-                           "it cannot be opened twice: keep one Environment for the whole of main");
+    fail<DistributedError>(
+        "distributed::Environment: MPI was already closed in this process (MPI_Finalize); "
+        "it cannot be opened twice: keep one Environment for the whole of main");
   }
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
     // SERIALIZED: the training thread and this library's progress thread both call MPI, never at once.
     if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
       --environments;
-      fail<DistributedError>("distributed::Environment: MPI_Init_thread failed; is this program started by mpirun?");
+      fail<DistributedError>(
+          "distributed::Environment: MPI_Init_thread failed; is this program started by mpirun?");
     }
     opened_by_us = true;
   } else {
@@ -104,10 +111,12 @@ void open_mpi(int* argc, char*** argv) {
     if (opened_by_us) MPI_Finalize();
     opened_by_us = false;
     --environments;
-    fail<DistributedError>("distributed::Environment: this MPI provides only ", level_name(provided),
-                           "; tapegrad needs MPI_THREAD_SERIALIZED (its gradient transfers run on a thread of their own)");
+    fail<DistributedError>("distributed::Environment: this MPI provides only ",
+                           level_name(provided),
+                           "; tapegrad needs MPI_THREAD_SERIALIZED (its gradient transfers run on "
+                           "a thread of their own)");
   }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);   // errors come back as codes
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back as codes
   MPI_Comm_rank(MPI_COMM_WORLD, &this_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &this_size);
   detail::check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &collectives), "distributed::Environment");
@@ -137,8 +146,10 @@ std::mutex& mpi_mutex() {
 
 void require_mpi(const char* where) {
   if (this_rank >= 0) return;
-  fail<DistributedError>(where, ": MPI is not initialised; create a distributed::Environment at the top of main "
-                         "(distributed::Environment mpi(argc, argv);) and start the program with mpirun");
+  fail<DistributedError>(
+      where,
+      ": MPI is not initialised; create a distributed::Environment at the top of main "
+      "(distributed::Environment mpi(argc, argv);) and start the program with mpirun");
 }
 
 void check_mpi(int rc, const char* where) {
@@ -169,9 +180,10 @@ void wait(MPI_Request& request, const char* where) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     const double waited = std::chrono::duration<double>(clock::now() - start).count();
     if (waited > limit)
-      fail<DistributedError>(where, ": rank ", this_rank, " of ", this_size, " waited ", limit,
-                             " s for the other ranks (distributed::timeout()); one of them has died or is stuck, "
-                             "or they did not all call the same collectives in the same order");
+      fail<DistributedError>(
+          where, ": rank ", this_rank, " of ", this_size, " waited ", limit,
+          " s for the other ranks (distributed::timeout()); one of them has died or is stuck, "
+          "or they did not all call the same collectives in the same order");
   }
 }
 
@@ -201,9 +213,12 @@ Environment::Environment() { open_mpi(nullptr, nullptr); }
 
 Environment::~Environment() {
   if (std::uncaught_exceptions() > 0 && this_size > 1)
-    abort("an exception is leaving the scope of distributed::Environment: ending the whole job (MPI_Abort) so "
-          "that the other ranks do not wait for this one. To see its message here, catch it inside that scope "
-          "and call distributed::abort(e.what())");
+    abort(
+        "an exception is leaving the scope of distributed::Environment: ending the whole job "
+        "(MPI_Abort) so "
+        "that the other ranks do not wait for this one. To see its message here, catch it inside "
+        "that scope "
+        "and call distributed::abort(e.what())");
   close_mpi();
 }
 
@@ -237,7 +252,9 @@ void barrier() {
 }
 
 void set_timeout(double seconds) {
-  check<ValueError>(seconds > 0, "distributed::set_timeout: expected a positive number of seconds, got ", seconds);
+  check<ValueError>(seconds > 0,
+                    "distributed::set_timeout: expected a positive number of seconds, got ",
+                    seconds);
   timeout_seconds = seconds;
 }
 double timeout() { return timeout_seconds.load(); }
@@ -253,7 +270,8 @@ void set_failure_note(const std::string& note) {
 
 void abort(const std::string& why, int code) {
   aborting = true;
-  std::fprintf(stderr, "tapegrad.distributed: rank %d of %d: %s\n", this_rank, this_size, why.c_str());
+  std::fprintf(stderr, "tapegrad.distributed: rank %d of %d: %s\n", this_rank, this_size,
+               why.c_str());
   std::fflush(stderr);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

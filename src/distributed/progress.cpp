@@ -32,18 +32,20 @@ void Progress::add(MPI_Request request, std::atomic<bool>* done) {
 void Progress::wait(const std::atomic<bool>& done, const char* where) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout());
   std::unique_lock lock(mutex_);
-  const bool finished = completed_.wait_until(lock, deadline, [&] { return done.load() || !error_.empty(); });
+  const bool finished =
+      completed_.wait_until(lock, deadline, [&] { return done.load() || !error_.empty(); });
   if (!error_.empty()) fail<DistributedError>(where, ": ", error_);
   if (!finished)
-    fail<DistributedError>(where, ": rank ", rank(), " of ", world_size(), " waited ", timeout(),
-                           " s for the other ranks (distributed::timeout()); one of them has died or is stuck");
+    fail<DistributedError>(
+        where, ": rank ", rank(), " of ", world_size(), " waited ", timeout(),
+        " s for the other ranks (distributed::timeout()); one of them has died or is stuck");
 }
 
 bool Progress::drain(double seconds) {
   std::unique_lock lock(mutex_);
-  return completed_.wait_for(lock, std::chrono::duration<double>(seconds),
-                             [&] { return outstanding_ == 0 || !error_.empty(); }) &&
-         outstanding_ == 0;
+  return completed_.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
+    return outstanding_ == 0 || !error_.empty();
+  }) && outstanding_ == 0;
 }
 
 void Progress::run() {
@@ -65,25 +67,27 @@ void Progress::run() {
     int rc = MPI_SUCCESS;
     {
       std::lock_guard lock(mpi_mutex());
-      rc = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &completed, indices.data(),
-                        MPI_STATUSES_IGNORE);
+      rc = MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &completed,
+                        indices.data(), MPI_STATUSES_IGNORE);
     }
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
       int len = 0;
       MPI_Error_string(rc, text, &len);
       std::lock_guard lock(mutex_);
-      error_ = "MPI failed while moving gradients: " + std::string(text, static_cast<std::size_t>(len));
+      error_ =
+          "MPI failed while moving gradients: " + std::string(text, static_cast<std::size_t>(len));
       completed_.notify_all();
       return;
     }
     if (completed > 0 && completed != MPI_UNDEFINED) {
-      std::lock_guard lock(mutex_);                 // under the lock: a waiter cannot miss the wake-up
-      for (int i = 0; i < completed; ++i) flags[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])]->store(true);
+      std::lock_guard lock(mutex_);  // under the lock: a waiter cannot miss the wake-up
+      for (int i = 0; i < completed; ++i)
+        flags[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])]->store(true);
       outstanding_ -= static_cast<std::size_t>(completed);
       std::size_t kept = 0;
       for (std::size_t i = 0; i < requests.size(); ++i)
-        if (requests[i] != MPI_REQUEST_NULL) {      // MPI_Testsome nulls the completed ones
+        if (requests[i] != MPI_REQUEST_NULL) {  // MPI_Testsome nulls the completed ones
           requests[kept] = requests[i];
           flags[kept] = flags[i];
           ++kept;

@@ -22,7 +22,7 @@ namespace tapegrad::distributed::detail {
 class Progress {
  public:
   Progress();
-  ~Progress();                                  ///< stops the thread (outstanding requests are left)
+  ~Progress();  ///< stops the thread (outstanding requests are left)
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
@@ -39,11 +39,11 @@ class Progress {
   void run();
 
   std::mutex mutex_;
-  std::condition_variable work_;                // new requests, or stop
-  std::condition_variable completed_;           // a request completed, or an error
+  std::condition_variable work_;       // new requests, or stop
+  std::condition_variable completed_;  // a request completed, or an error
   std::vector<MPI_Request> incoming_;
   std::vector<std::atomic<bool>*> incoming_flags_;
-  std::size_t outstanding_ = 0;                 // requests handed over and not completed
+  std::size_t outstanding_ = 0;  // requests handed over and not completed
   bool stop_ = false;
   std::string error_;
   std::thread thread_;

@@ -55,12 +55,12 @@ pid_t temporary_owner(std::string_view name, std::string_view prefix) {
 // a temporary that cannot be removed (another user's, in a shared folder) stays.
 void remove_stale_temporaries(const std::string& dir, const std::string& name) {
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return;                        // creating the temporary will say why
+  if (d == nullptr) return;  // creating the temporary will say why
   const std::string prefix = temporary_prefix(name);
   while (const dirent* e = ::readdir(d)) {
     const pid_t pid = temporary_owner(e->d_name, prefix);
     if (pid == 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;   // running (EPERM: someone else's process)
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // running (EPERM: someone else's process)
     struct stat st {};
     if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
       ::unlinkat(::dirfd(d), e->d_name, 0);
@@ -80,10 +80,11 @@ std::string kind_of(mode_t mode) {
 
 // The file a save to `path` replaces, and its status when it exists: `path` itself, or the
 // regular file a symbolic link at `path` leads to. Refuses anything else that exists there.
-std::string file_to_replace(const std::string& path, std::string_view where, std::optional<struct stat>& existing) {
+std::string file_to_replace(const std::string& path, std::string_view where,
+                            std::optional<struct stat>& existing) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return path;              // a new file (or a missing folder: reported later)
+    if (errno == ENOENT) return path;  // a new file (or a missing folder: reported later)
     io_error(where, path, "cannot look at the file to replace", errno);
   }
   std::string target = path;
@@ -92,25 +93,34 @@ std::string file_to_replace(const std::string& path, std::string_view where, std
     std::error_code ec;
     target = std::filesystem::canonical(path, ec).string();
     if (ec || ::stat(target.c_str(), &st) != 0)
-      io_error(where, path, std::string("cannot replace the file: it is a symbolic link to nothing (or in a loop)") +
-               refused, 0);
+      io_error(
+          where, path,
+          std::string("cannot replace the file: it is a symbolic link to nothing (or in a loop)") +
+              refused,
+          0);
     if (!S_ISREG(st.st_mode))
-      io_error(where, path, "cannot replace the file: it is a symbolic link to " + in_quotes(target) + ", which is " +
-               kind_of(st.st_mode) + ", not a regular file" + refused, 0);
+      io_error(where, path,
+               "cannot replace the file: it is a symbolic link to " + in_quotes(target) +
+                   ", which is " + kind_of(st.st_mode) + ", not a regular file" + refused,
+               0);
   }
-  if (S_ISDIR(st.st_mode))                         // the words rename() would have used
+  if (S_ISDIR(st.st_mode))  // the words rename() would have used
     io_error(where, path, std::string("cannot replace the file: Is a directory") + refused, 0);
   if (!S_ISREG(st.st_mode))
-    io_error(where, path, "cannot replace the file: it is " + kind_of(st.st_mode) + ", not a regular file" + refused, 0);
+    io_error(
+        where, path,
+        "cannot replace the file: it is " + kind_of(st.st_mode) + ", not a regular file" + refused,
+        0);
   existing = st;
   return target;
 }
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_(where), path_(path) {
+AtomicFile::AtomicFile(const std::string& path, std::string_view where)
+    : where_(where), path_(path) {
   static std::atomic<unsigned> counter{0};
-  check<ValueError>(std::filesystem::path(path_).has_filename(), where, ": expected a file path, got ", in_quotes(path_),
-                    ", which names a folder");
+  check<ValueError>(std::filesystem::path(path_).has_filename(), where,
+                    ": expected a file path, got ", in_quotes(path_), ", which names a folder");
   std::optional<struct stat> existing;
   target_ = file_to_replace(path_, where_, existing);
   const std::filesystem::path t(target_);
@@ -120,8 +130,10 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_
   const mode_t mode = existing ? 0600 : 0666;
   remove_stale_temporaries(dir_, t.filename().string());
   for (int attempt = 0; fd_ < 0; ++attempt) {
-    temp_ = (std::filesystem::path(dir_) / (temporary_prefix(t.filename().string()) + std::to_string(::getpid()) +
-                                            "-" + std::to_string(counter++))).string();
+    temp_ = (std::filesystem::path(dir_) /
+             (temporary_prefix(t.filename().string()) + std::to_string(::getpid()) + "-" +
+              std::to_string(counter++)))
+                .string();
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
     if (fd_ < 0 && (errno != EEXIST || attempt > 100))
       io_error(where_, path_, "cannot create a temporary file in its folder", errno);
@@ -135,9 +147,10 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where) : where_
       (void)::fchown(fd_, static_cast<uid_t>(-1), existing->st_gid);
     if (::fchmod(fd_, existing->st_mode & 07777) != 0) {
       const int err = errno;
-      ::close(fd_);                                // a constructor that throws runs no destructor
+      ::close(fd_);  // a constructor that throws runs no destructor
       ::unlink(temp_.c_str());
-      io_error(where_, path_, "cannot give the temporary file the permissions of the file it replaces", err);
+      io_error(where_, path_,
+               "cannot give the temporary file the permissions of the file it replaces", err);
     }
   }
 }
@@ -162,13 +175,14 @@ void AtomicFile::commit() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) io_error(where_, path_, "cannot close the temporary file", errno);
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) io_error(where_, path_, "cannot replace the file", errno);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0)
+    io_error(where_, path_, "cannot replace the file", errno);
   committed_ = true;
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) io_error(where_, path_, "written, but cannot open its folder to sync it", errno);
   const int synced = ::fsync(dir_fd), err = errno;
   ::close(dir_fd);
-  if (synced != 0 && err != EINVAL)             // EINVAL: the file system cannot sync folders
+  if (synced != 0 && err != EINVAL)  // EINVAL: the file system cannot sync folders
     io_error(where_, path_, "written, but cannot sync its folder", err);
 }
 

@@ -47,8 +47,8 @@ class AtomicFile {
 
  private:
   std::string where_;
-  std::string path_;     // as given, for messages
-  std::string target_;   // the file replaced: path_, or where a symbolic link at path_ leads
+  std::string path_;    // as given, for messages
+  std::string target_;  // the file replaced: path_, or where a symbolic link at path_ leads
   std::string dir_, temp_;
   int fd_ = -1;
   bool committed_ = false;

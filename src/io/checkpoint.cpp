@@ -29,7 +29,8 @@ const std::string kModelPrefix = "model.";
 
 // Sets a metadata entry unless it could be read back as a tied tensor (an entry whose value is a
 // tensor's name): the informative entries of save() are skipped for a model with a tensor "pt".
-void set_informative_metadata(SafetensorsFile& file, const std::string& key, const std::string& value) {
+void set_informative_metadata(SafetensorsFile& file, const std::string& key,
+                              const std::string& value) {
   if (!file.contains(key) && !file.contains(value)) file.set_metadata(key, value);
 }
 
@@ -38,8 +39,9 @@ void set_informative_metadata(SafetensorsFile& file, const std::string& key, con
 // the caller reads once) instead of copied. A non-float tensor whose key `must_be_float` rejects
 // is kept as a placeholder, so that load_state_dict reports it as unexpected (a PyTorch integer
 // buffer a tapegrad model lacks).
-nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owned, const std::string& prefix,
-                              const std::string& where, const std::function<bool(const std::string&)>& must_be_float) {
+nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owned,
+                              const std::string& prefix, const std::string& where,
+                              const std::function<bool(const std::string&)>& must_be_float) {
   nn::StateDict sd;
   std::unordered_set<std::string> with_values;
   const FloatValues values(file, owned);
@@ -47,7 +49,8 @@ nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owne
     const TensorRecord& r = file.record(name);
     if (is_float(r.dtype)) return values(name);
     if (must_be_float && !must_be_float(key)) return Array();
-    fail<TypeError>(where, ": expected tensor ", in_quotes(key), " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
+    fail<TypeError>(where, ": expected tensor ", in_quotes(key),
+                    " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
                     dtype_name(r.dtype), "; tapegrad models hold float32 only");
   };
   for (const TensorRecord& r : file.tensors()) {
@@ -73,10 +76,11 @@ nn::StateDict state_dict_from(const SafetensorsFile& file, SafetensorsFile* owne
 // both or neither. The optimizer's state is checked first; then the scheduler's load (atomic by
 // itself) is the only one that can refuse, and the optimizer takes the moments without a copy.
 void load_optimizer_and_scheduler(optim::Optimizer& optimizer, optim::OptimizerState&& state,
-                                  optim::LambdaLR* scheduler, const std::optional<optim::LambdaLRState>& scheduler_state) {
+                                  optim::LambdaLR* scheduler,
+                                  const std::optional<optim::LambdaLRState>& scheduler_state) {
   optimizer.check_state_dict(state);
   if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_state);
-  optimizer.load_state_dict(std::move(state));   // checked: nothing left to refuse
+  optimizer.load_state_dict(std::move(state));  // checked: nothing left to refuse
 }
 
 std::string optimizer_prefix(std::size_t k) { return "optim." + std::to_string(k) + "."; }
@@ -88,8 +92,10 @@ void add_state_dict(SafetensorsFile& file, nn::StateDict state, const std::strin
   std::unordered_set<std::string> tied;
   for (const auto& [alias, target] : state.aliases()) tied.insert(alias);
   for (const std::string& key : state.keys())
-    if (!tied.contains(key) && state.find(key) != nullptr) file.add(prefix + key, std::move(state.at(key)));
-  for (const auto& [alias, target] : state.aliases()) file.add_alias(prefix + alias, prefix + target);
+    if (!tied.contains(key) && state.find(key) != nullptr)
+      file.add(prefix + key, std::move(state.at(key)));
+  for (const auto& [alias, target] : state.aliases())
+    file.add_alias(prefix + alias, prefix + target);
 }
 
 nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& prefix) {
@@ -101,15 +107,16 @@ nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& pr
 void save(const nn::Module& module, const std::string& path) {
   SafetensorsFile file;
   add_state_dict(file, module.state_dict());
-  set_informative_metadata(file, "format", "pt");           // what safetensors' PyTorch writer puts
+  set_informative_metadata(file, "format", "pt");  // what safetensors' PyTorch writer puts
   set_informative_metadata(file, "framework", "tapegrad");
-  save_safetensors(path, file);                              // adds "tapegrad.version"
+  save_safetensors(path, file);  // adds "tapegrad.version"
 }
 
 nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict) {
   SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("io::load", path);
-  const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
+  const std::string prefix =
+      file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
   // Which keys must be floats: the module's own. Computed only when the file holds something else.
   std::optional<std::unordered_set<std::string>> own_keys;
   const auto is_module_key = [&](const std::string& key) {
@@ -122,21 +129,23 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
   const nn::StateDict sd = state_dict_from(file, &file, prefix, where, is_module_key);
   try {
     return module.load_state_dict(sd, strict);
-  } catch (const StateDictError& e) {           // PyTorch's text, then which file it was
-    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(path), e.missing, e.unexpected,
-                         e.mismatches);
+  } catch (const StateDictError& e) {  // PyTorch's text, then which file it was
+    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(path), e.missing,
+                         e.unexpected, e.mismatches);
   }
 }
 
 nn::StateDict load_state_dict(const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
-  const std::string prefix = file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
+  const std::string prefix =
+      file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
   return state_dict_from(file, &file, prefix, where_in("io::load_state_dict", path), nullptr);
 }
 
 // ---- an optimizer's state ------------------------------------------------------------------------
 
-void save_optimizer(const optim::Optimizer& optimizer, const std::string& path, const optim::LambdaLR* scheduler) {
+void save_optimizer(const optim::Optimizer& optimizer, const std::string& path,
+                    const optim::LambdaLR* scheduler) {
   SafetensorsFile file;
   std::optional<optim::LambdaLRState> scheduler_state;
   if (scheduler != nullptr) scheduler_state = scheduler->state_dict();
@@ -145,14 +154,18 @@ void save_optimizer(const optim::Optimizer& optimizer, const std::string& path, 
   save_safetensors(path, file);
 }
 
-void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler) {
+void load_optimizer(optim::Optimizer& optimizer, const std::string& path,
+                    optim::LambdaLR* scheduler) {
   SafetensorsFile file = load_safetensors(path);
   const std::string where = where_in("load_optimizer", path);
   optim::OptimizerState state = optimizer_state_from(file, &file, "", where);
   const std::optional<optim::LambdaLRState> scheduler_state = lambda_lr_state_from(file, "", where);
   if (scheduler != nullptr && !scheduler_state)
-    invalid_checkpoint(where, "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was saved "
-            "without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
+    invalid_checkpoint(
+        where,
+        "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was "
+        "saved "
+        "without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
   load_optimizer_and_scheduler(optimizer, std::move(state), scheduler, scheduler_state);
 }
 
@@ -173,30 +186,37 @@ TrainingCheckpoint::TrainingCheckpoint(nn::Module& model) : model_(model) {
   generators_.emplace_back("default", default_generator());
 }
 
-TrainingCheckpoint::TrainingCheckpoint(nn::Module& model, optim::Optimizer& optimizer, optim::LambdaLR* scheduler)
+TrainingCheckpoint::TrainingCheckpoint(nn::Module& model, optim::Optimizer& optimizer,
+                                       optim::LambdaLR* scheduler)
     : TrainingCheckpoint(model) {
   add_optimizer(optimizer, scheduler);
 }
 
-TrainingCheckpoint& TrainingCheckpoint::add_optimizer(optim::Optimizer& optimizer, optim::LambdaLR* scheduler) {
+TrainingCheckpoint& TrainingCheckpoint::add_optimizer(optim::Optimizer& optimizer,
+                                                      optim::LambdaLR* scheduler) {
   for (const TrackedOptimizer& t : optimizers_) {
-    check<ValueError>(t.optimizer != &optimizer, "TrainingCheckpoint::add_optimizer: expected a new optimizer, got the ",
+    check<ValueError>(t.optimizer != &optimizer,
+                      "TrainingCheckpoint::add_optimizer: expected a new optimizer, got the ",
                       optimizer.type_name(), " already tracked");
-    check<ValueError>(scheduler == nullptr || t.scheduler != scheduler, "TrainingCheckpoint::add_optimizer: expected "
+    check<ValueError>(scheduler == nullptr || t.scheduler != scheduler,
+                      "TrainingCheckpoint::add_optimizer: expected "
                       "a new scheduler, got one already tracked with another optimizer");
   }
   optimizers_.push_back({&optimizer, scheduler});
   return *this;
 }
 
-TrainingCheckpoint& TrainingCheckpoint::add_generator(const std::string& name, std::shared_ptr<Generator> generator) {
+TrainingCheckpoint& TrainingCheckpoint::add_generator(const std::string& name,
+                                                      std::shared_ptr<Generator> generator) {
   check<ValueError>(!name.empty(), "TrainingCheckpoint::add_generator: expected a non-empty name");
-  check<ValueError>(generator != nullptr, "TrainingCheckpoint::add_generator: expected a generator for ",
-                    in_quotes(name), ", got a null pointer");
+  check<ValueError>(generator != nullptr,
+                    "TrainingCheckpoint::add_generator: expected a generator for ", in_quotes(name),
+                    ", got a null pointer");
   for (const auto& [n, g] : generators_)
-    check<ValueError>(n != name, "TrainingCheckpoint::add_generator: expected a new name, got ", in_quotes(name),
-                      name == "default" ? ", the name of the default generator, which is always tracked"
-                                        : ", which is already tracked");
+    check<ValueError>(
+        n != name, "TrainingCheckpoint::add_generator: expected a new name, got ", in_quotes(name),
+        name == "default" ? ", the name of the default generator, which is always tracked"
+                          : ", which is already tracked");
   generators_.emplace_back(name, std::move(generator));
   return *this;
 }
@@ -207,11 +227,14 @@ SafetensorsFile TrainingCheckpoint::to_file(const TrainingProgress& progress) co
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
     std::optional<optim::LambdaLRState> s;
     if (optimizers_[k].scheduler != nullptr) s = optimizers_[k].scheduler->state_dict();
-    add_optimizer_state(file, optimizers_[k].optimizer->state_dict(), s ? &*s : nullptr, optimizer_prefix(k));
+    add_optimizer_state(file, optimizers_[k].optimizer->state_dict(), s ? &*s : nullptr,
+                        optimizer_prefix(k));
   }
-  for (const auto& [name, generator] : generators_) file.set_metadata("generator." + name, generator->state());
+  for (const auto& [name, generator] : generators_)
+    file.set_metadata("generator." + name, generator->state());
   for (const auto& [path, dropout] : dropouts_of(model_))
-    file.set_metadata("dropout." + path, std::to_string(dropout->seed()) + " " + std::to_string(dropout->calls()) +
+    file.set_metadata("dropout." + path, std::to_string(dropout->seed()) + " " +
+                                             std::to_string(dropout->calls()) +
                                              (dropout->reseed_pending() ? " reseed" : ""));
   file.set_metadata("progress.step", std::to_string(progress.step));
   file.set_metadata("progress.data_position", std::to_string(progress.data_position));
@@ -225,9 +248,12 @@ void TrainingCheckpoint::save(const std::string& path, const TrainingProgress& p
   save_safetensors(path, to_file(progress));
 }
 
-TrainingProgress TrainingCheckpoint::load(const std::string& path) { return restore(load_safetensors(path), path); }
+TrainingProgress TrainingCheckpoint::load(const std::string& path) {
+  return restore(load_safetensors(path), path);
+}
 
-TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file, const std::string& source) {
+TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file,
+                                             const std::string& source) {
   return restore(SafetensorsFile(file), source);
 }
 
@@ -236,25 +262,32 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
 
   // 1. The layout: a training checkpoint of exactly the tracked optimizers and generators.
   if (file.metadata_value(kTrainingMarkerKey) != kTrainingMarker)
-    invalid_checkpoint(where, "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": \"training\"), got a file "
-            "without that mark", file.metadata_value("optimizer") ? "; it holds an optimizer: use io::load_optimizer"
-                                                                   : "; a model's weights load with io::load");
+    invalid_checkpoint(where,
+                       "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": "
+                       "\"training\"), got a file "
+                       "without that mark",
+                       file.metadata_value("optimizer")
+                           ? "; it holds an optimizer: use io::load_optimizer"
+                           : "; a model's weights load with io::load");
   const auto optimizer_index = [&](const std::string& name) -> std::optional<std::size_t> {
     if (!name.starts_with("optim.")) return std::nullopt;
     const std::string rest = name.substr(6);
     const auto k = parse_integer<std::size_t>(std::string_view(rest).substr(0, rest.find('.')));
-    if (!k || rest.find('.') == std::string::npos) invalid_checkpoint(where, "expected a name 'optim.{k}...', got ", in_quotes(name));
+    if (!k || rest.find('.') == std::string::npos)
+      invalid_checkpoint(where, "expected a name 'optim.{k}...', got ", in_quotes(name));
     return k;
   };
   const auto check_optimizer_index = [&](const std::string& name) {
     if (const auto k = optimizer_index(name); k && *k >= optimizers_.size())
-      invalid_checkpoint(where, "expected state for ", optimizers_.size(), " optimizer(s), as this run tracks, got ",
-              in_quotes(name), " (optimizer ", *k, "); track the same optimizers as the run that saved it");
+      invalid_checkpoint(where, "expected state for ", optimizers_.size(),
+                         " optimizer(s), as this run tracks, got ", in_quotes(name), " (optimizer ",
+                         *k, "); track the same optimizers as the run that saved it");
   };
   for (const std::string& name : names_under(file, "")) {
     if (name.starts_with(kModelPrefix)) continue;
     if (!name.starts_with("optim."))
-      invalid_checkpoint(where, "expected tensors named 'model...' or 'optim.{k}...', got ", in_quotes(name));
+      invalid_checkpoint(where, "expected tensors named 'model...' or 'optim.{k}...', got ",
+                         in_quotes(name));
     check_optimizer_index(name);
   }
   std::vector<std::string> saved_generators;
@@ -264,13 +297,17 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
   }
   for (const auto& [name, generator] : generators_)
     if (!file.metadata_value("generator." + name))
-      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name), ", got none; the run that saved it tracked ",
-              saved_generators.size(), " generator(s) (add_generator with the same names)");
+      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
+                         ", got none; the run that saved it tracked ", saved_generators.size(),
+                         " generator(s) (add_generator with the same names)");
   if (saved_generators.size() != generators_.size())
     for (const std::string& name : saved_generators)
-      if (std::none_of(generators_.begin(), generators_.end(), [&](const auto& g) { return g.first == name; }))
-        invalid_checkpoint(where, "expected only the generators this run tracks, got the state of generator ", in_quotes(name),
-                "; track it with add_generator(", in_quotes(name), ", ...) to resume exactly");
+      if (std::none_of(generators_.begin(), generators_.end(),
+                       [&](const auto& g) { return g.first == name; }))
+        invalid_checkpoint(
+            where, "expected only the generators this run tracks, got the state of generator ",
+            in_quotes(name), "; track it with add_generator(", in_quotes(name),
+            ", ...) to resume exactly");
 
   // 2. Everything read and checked into local values; nothing tracked has changed yet.
   nn::StateDict model_state = state_dict_from(file, &file, kModelPrefix, where, nullptr);
@@ -280,10 +317,13 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
     const std::string prefix = optimizer_prefix(k);
     optimizer_states.push_back(optimizer_state_from(file, &file, prefix, where));
     scheduler_states.push_back(lambda_lr_state_from(file, prefix, where));
-    const bool tracked = optimizers_[k].scheduler != nullptr, saved = scheduler_states.back().has_value();
+    const bool tracked = optimizers_[k].scheduler != nullptr,
+               saved = scheduler_states.back().has_value();
     if (tracked != saved)
-      invalid_checkpoint(where, "expected ", tracked ? "a" : "no", " scheduler state for optimizer ", k, " (",
-              optimizers_[k].optimizer->type_name(), "), as this run tracks, got ", saved ? "one" : "none");
+      invalid_checkpoint(where, "expected ", tracked ? "a" : "no",
+                         " scheduler state for optimizer ", k, " (",
+                         optimizers_[k].optimizer->type_name(), "), as this run tracks, got ",
+                         saved ? "one" : "none");
   }
   std::vector<Generator> generator_states;
   for (const auto& [name, generator] : generators_) {
@@ -291,7 +331,8 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
     try {
       g.set_state(*file.metadata_value("generator." + name));
     } catch (const ValueError& e) {
-      invalid_checkpoint(where, "expected generator ", in_quotes(name), "'s state, got text it cannot use (", e.what(), ")");
+      invalid_checkpoint(where, "expected generator ", in_quotes(name),
+                         "'s state, got text it cannot use (", e.what(), ")");
     }
     generator_states.push_back(g);
   }
@@ -305,24 +346,31 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
     const std::string key = "dropout." + path;
     const auto text = file.metadata_value(key);
     if (!text)
-      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " (the seed and call count of Dropout ", in_quotes(path),
-              "), got none; the file was saved by a run with another model");
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key),
+                         " (the seed and call count of Dropout ", in_quotes(path),
+                         "), got none; the file was saved by a run with another model");
     const auto space = text->find(' ');
-    const auto seed = parse_integer<std::uint64_t>(std::string_view(*text).substr(0, std::min(space, text->size())));
+    const auto seed = parse_integer<std::uint64_t>(
+        std::string_view(*text).substr(0, std::min(space, text->size())));
     const std::string rest = space == std::string::npos ? "" : text->substr(space + 1);
     const std::string calls_text = rest.substr(0, rest.find(' '));
     const auto calls = parse_integer<std::uint64_t>(calls_text);
-    const std::string flag = rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
+    const std::string flag =
+        rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
     if (!seed || !calls || !(flag.empty() || flag == "reseed"))
-      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be \"{seed} {calls}\" (two unsigned integers, "
-              "then optionally \"reseed\"), got ", in_quotes(*text));
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key),
+                         " to be \"{seed} {calls}\" (two unsigned integers, "
+                         "then optionally \"reseed\"), got ",
+                         in_quotes(*text));
     dropout_states.push_back({dropout, *seed, *calls, flag == "reseed"});
   }
   TrainingProgress progress;
   const auto counter = [&](const std::string& key) {
     const auto text = file.metadata_value(key);
     const auto value = text ? parse_integer<std::int64_t>(*text) : std::nullopt;
-    if (!value) invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be an integer, got ", text ? in_quotes(*text) : "none");
+    if (!value)
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be an integer, got ",
+                         text ? in_quotes(*text) : "none");
     return *value;
   };
   progress.step = counter("progress.step");
@@ -338,11 +386,12 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
   //    schedulers, and a load's memory stays near the size of the file.
   try {
     model_.check_state_dict(model_state, /*strict=*/true);
-  } catch (const StateDictError& e) {           // PyTorch's text, then which file it was
-    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing, e.unexpected,
-                         e.mismatches);
+  } catch (const StateDictError& e) {  // PyTorch's text, then which file it was
+    throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing,
+                         e.unexpected, e.mismatches);
   }
-  for (std::size_t k = 0; k < optimizers_.size(); ++k) optimizers_[k].optimizer->check_state_dict(optimizer_states[k]);
+  for (std::size_t k = 0; k < optimizers_.size(); ++k)
+    optimizers_[k].optimizer->check_state_dict(optimizer_states[k]);
   std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
   try {
     for (std::size_t k = 0; k < optimizers_.size(); ++k) {
@@ -352,9 +401,9 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
         continue;
       }
       schedulers_before.push_back(t.scheduler->state_dict());
-      t.scheduler->load_state_dict(*scheduler_states[k]);   // atomic by itself
+      t.scheduler->load_state_dict(*scheduler_states[k]);  // atomic by itself
     }
-    model_.load_state_dict(model_state, /*strict=*/true);   // checked above; atomic by itself
+    model_.load_state_dict(model_state, /*strict=*/true);  // checked above; atomic by itself
   } catch (...) {
     for (std::size_t k = 0; k < schedulers_before.size(); ++k)
       if (schedulers_before[k]) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
@@ -362,11 +411,12 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
   }
   model_state = nn::StateDict();
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
-    optimizers_[k].optimizer->load_state_dict(std::move(optimizer_states[k]));   // checked above
+    optimizers_[k].optimizer->load_state_dict(std::move(optimizer_states[k]));  // checked above
     optimizer_states[k] = optim::OptimizerState();
   }
   for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];
-  for (const DropoutState& d : dropout_states) d.layer->set_stream_state(d.seed, d.calls, d.reseed);   // after
+  for (const DropoutState& d : dropout_states)
+    d.layer->set_stream_state(d.seed, d.calls, d.reseed);  // after
   return progress;
 }
 

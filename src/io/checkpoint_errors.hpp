@@ -35,7 +35,8 @@ template <class... Parts>
 }
 
 /// Throws CheckpointError kind "IoError": "where: 'path': what[: strerror(err)]" (err 0: none).
-[[noreturn]] inline void io_error(std::string_view where, std::string_view path, std::string_view what, int err) {
+[[noreturn]] inline void io_error(std::string_view where, std::string_view path,
+                                  std::string_view what, int err) {
   std::ostringstream os;
   os << where << ": " << in_quotes(path) << ": " << what;
   if (err != 0) os << ": " << std::strerror(err);

@@ -25,7 +25,8 @@ std::optional<T> parse_integer(std::string_view text) {
 }
 
 /// Every name of the file, tensors and aliases, that starts with `prefix`.
-inline std::vector<std::string> names_under(const SafetensorsFile& file, const std::string& prefix) {
+inline std::vector<std::string> names_under(const SafetensorsFile& file,
+                                            const std::string& prefix) {
   std::vector<std::string> names;
   for (const TensorRecord& r : file.tensors())
     if (r.name.starts_with(prefix)) names.push_back(r.name);
@@ -35,6 +36,8 @@ inline std::vector<std::string> names_under(const SafetensorsFile& file, const s
 }
 
 /// Whether the dtype is one tapegrad converts to float32.
-inline bool is_float(Dtype d) { return d == Dtype::F32 || d == Dtype::F64 || d == Dtype::F16 || d == Dtype::BF16; }
+inline bool is_float(Dtype d) {
+  return d == Dtype::F32 || d == Dtype::F64 || d == Dtype::F16 || d == Dtype::BF16;
+}
 
 }  // namespace tapegrad::io

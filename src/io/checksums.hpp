@@ -21,7 +21,9 @@ inline constexpr std::string_view kChecksumPrefix = "tapegrad.crc32c.";
 inline bool is_checksum_key(std::string_view key) { return key.starts_with(kChecksumPrefix); }
 
 /// "tapegrad.crc32c." + tensor name.
-inline std::string checksum_key(std::string_view tensor) { return std::string(kChecksumPrefix) + std::string(tensor); }
+inline std::string checksum_key(std::string_view tensor) {
+  return std::string(kChecksumPrefix) + std::string(tensor);
+}
 
 /// The checksum as the file stores it: 8 lowercase hex digits.
 inline std::string checksum_text(std::uint32_t crc) {

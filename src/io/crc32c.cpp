@@ -13,10 +13,11 @@
 
 namespace tapegrad::io {
 
-static_assert(std::endian::native == std::endian::little, "crc32c reads the bytes as little-endian words");
+static_assert(std::endian::native == std::endian::little,
+              "crc32c reads the bytes as little-endian words");
 
 namespace {
-constexpr std::uint32_t kPolynomial = 0x82F63B78u;   // Castagnoli, reflected
+constexpr std::uint32_t kPolynomial = 0x82F63B78u;  // Castagnoli, reflected
 
 using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
 
@@ -37,7 +38,7 @@ constexpr Tables kTables = make_tables();
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint32_t c = ~crc;
-  for (; size >= 8; p += 8, size -= 8) {            // the bytes are little-endian words (x86, ARM)
+  for (; size >= 8; p += 8, size -= 8) {  // the bytes are little-endian words (x86, ARM)
     std::uint32_t lo, hi;
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + 4, 4);

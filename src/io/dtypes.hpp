@@ -28,7 +28,9 @@ std::optional<std::uint64_t> byte_count(const Shape& shape, std::size_t element_
 float half_to_float(std::uint16_t h);
 
 /// bfloat16 is the top half of a float32.
-inline float bfloat16_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+inline float bfloat16_to_float(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
 
 /// A T read from possibly unaligned little-endian bytes.
 template <class T>

@@ -22,14 +22,15 @@ class FloatValues {
   }
   /// The values of tensor (or alias) `name`, as SafetensorsFile::to_float gives them.
   Array operator()(const std::string& name) const {
-    if (owned_ != nullptr && file_.has_tensor(name) && !shared_.contains(name)) return owned_->take_float(name);
+    if (owned_ != nullptr && file_.has_tensor(name) && !shared_.contains(name))
+      return owned_->take_float(name);
     return file_.to_float(name);
   }
 
  private:
   const SafetensorsFile& file_;
   SafetensorsFile* owned_;
-  std::unordered_set<std::string> shared_;   // tensors some alias names
+  std::unordered_set<std::string> shared_;  // tensors some alias names
 };
 
 }  // namespace tapegrad::io

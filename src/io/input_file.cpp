@@ -26,8 +26,10 @@ InputFile::InputFile(const std::string& path, std::string_view where) : where_(w
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    io_error(where, path, S_ISDIR(st.st_mode) ? "expected a file, got a folder"
-                                              : "expected a regular file, got a device, pipe or socket", 0);
+    io_error(where, path,
+             S_ISDIR(st.st_mode) ? "expected a file, got a folder"
+                                 : "expected a regular file, got a device, pipe or socket",
+             0);
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
@@ -37,13 +39,17 @@ InputFile::~InputFile() { ::close(fd_); }
 void InputFile::read(std::uint64_t offset, void* dst, std::size_t n) const {
   auto* p = static_cast<char*>(dst);
   while (n > 0) {
-    const std::size_t piece = std::min<std::size_t>(n, std::size_t{1} << 30);   // Linux reads < 2 GiB at once
+    const std::size_t piece =
+        std::min<std::size_t>(n, std::size_t{1} << 30);  // Linux reads < 2 GiB at once
     const ssize_t r = ::pread(fd_, p, piece, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) io_error(where_, path_, "cannot read", errno);
     if (r == 0)
-      io_error(where_, path_, "cannot read: the file ended at byte " + std::to_string(offset) + ", before the " +
-               std::to_string(n) + " more bytes its header announces (was it changed while being read?)", 0);
+      io_error(where_, path_,
+               "cannot read: the file ended at byte " + std::to_string(offset) + ", before the " +
+                   std::to_string(n) +
+                   " more bytes its header announces (was it changed while being read?)",
+               0);
     p += r;
     offset += static_cast<std::uint64_t>(r);
     n -= static_cast<std::size_t>(r);
@@ -54,7 +60,7 @@ std::string read_file(const std::string& path, std::string_view where) {
   const InputFile in(path, where);
   std::string out(static_cast<std::size_t>(in.size()), '\0');
   std::size_t got = 0;
-  for (;;) {                                    // until end of file: the size is only a hint
+  for (;;) {  // until end of file: the size is only a hint
     if (got == out.size()) out.resize(std::max<std::size_t>(2 * out.size(), 4096));
     const ssize_t r = ::read(in.fd(), out.data() + got, out.size() - got);
     if (r < 0 && errno == EINTR) continue;

@@ -66,9 +66,12 @@ class DictParser {
         h.descr = *d;
         has_descr = true;
       } else if (*key == "fortran_order" && !has_order) {
-        if (word("True")) h.fortran_order = true;
-        else if (word("False")) h.fortran_order = false;
-        else return std::nullopt;
+        if (word("True"))
+          h.fortran_order = true;
+        else if (word("False"))
+          h.fortran_order = false;
+        else
+          return std::nullopt;
         has_order = true;
       } else if (*key == "shape" && !has_shape) {
         auto shape = tuple();
@@ -76,7 +79,7 @@ class DictParser {
         h.shape = std::move(*shape);
         has_shape = true;
       } else {
-        return std::nullopt;                   // an unknown or repeated key
+        return std::nullopt;  // an unknown or repeated key
       }
       if (!eat(',')) {
         if (!eat('}')) return std::nullopt;
@@ -90,7 +93,9 @@ class DictParser {
 
  private:
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
   }
   bool eat(char c) {
     skip_space();
@@ -112,7 +117,7 @@ class DictParser {
     const char quote = s_[pos_++];
     const std::size_t start = pos_;
     while (pos_ < s_.size() && s_[pos_] != quote)
-      if (s_[pos_++] == '\\') return std::nullopt;   // no escapes in the strings numpy writes
+      if (s_[pos_++] == '\\') return std::nullopt;  // no escapes in the strings numpy writes
     if (pos_ >= s_.size()) return std::nullopt;
     return std::string(s_.substr(start, pos_++ - start));
   }
@@ -127,11 +132,12 @@ class DictParser {
       const std::size_t start = pos_;
       while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
         const auto digit = static_cast<std::uint64_t>(s_[pos_++] - '0');
-        if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) || __builtin_add_overflow(v, digit, &v))
+        if (__builtin_mul_overflow(v, std::uint64_t{10}, &v) ||
+            __builtin_add_overflow(v, digit, &v))
           return std::nullopt;
       }
       if (pos_ == start) return std::nullopt;
-      if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;   // Python 2 wrote long ints as 3L
+      if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;  // Python 2 wrote long ints as 3L
       shape.push_back(v);
       if (eat(',')) {
         if (eat(')')) return shape;
@@ -159,13 +165,16 @@ Array parse_npy(std::string_view bytes, std::string_view source) {
   constexpr std::string_view magic("\x93NUMPY", 6);
   if (bytes.size() < 10 || bytes.substr(0, 6) != magic)
     reader.fail("expected a .npy file starting with \\x93NUMPY, got ",
-                bytes.size() < 10 ? "a file of " + std::to_string(bytes.size()) + " bytes" : std::string("other bytes"));
-  const int major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
+                bytes.size() < 10 ? "a file of " + std::to_string(bytes.size()) + " bytes"
+                                  : std::string("other bytes"));
+  const int major = static_cast<unsigned char>(bytes[6]),
+            minor = static_cast<unsigned char>(bytes[7]);
   if (!(major >= 1 && major <= 3 && minor == 0))
     reader.fail("expected format version 1.0, 2.0 or 3.0, got ", major, ".", minor);
-  const std::size_t width = major == 1 ? 2 : 4;              // the header length's size
+  const std::size_t width = major == 1 ? 2 : 4;  // the header length's size
   if (bytes.size() < 8 + width)
-    reader.fail("expected the header length after the version, got a file of ", bytes.size(), " bytes");
+    reader.fail("expected the header length after the version, got a file of ", bytes.size(),
+                " bytes");
   const std::uint64_t header_len = read_le(bytes, 8, width);
   const std::size_t data_start = 8 + width + header_len;
   if (header_len > bytes.size() - 8 - width)
@@ -176,8 +185,10 @@ Array parse_npy(std::string_view bytes, std::string_view source) {
     reader.fail("expected a header {'descr': ..., 'fortran_order': ..., 'shape': (...)}, got \"",
                 bytes.substr(8 + width, std::min<std::uint64_t>(header_len, 80)), "\"");
   std::size_t item = 0;
-  if (header->descr == "<f4") item = 4;
-  else if (header->descr == "<f8") item = 8;
+  if (header->descr == "<f4")
+    item = 4;
+  else if (header->descr == "<f8")
+    item = 8;
   else
     reader.fail<TypeError>("expected float32 ('<f4') or float64 ('<f8') data, got '", header->descr,
                            "'; convert it in NumPy first, e.g. np.save(path, a.astype('<f4'))");
@@ -189,10 +200,11 @@ Array parse_npy(std::string_view bytes, std::string_view source) {
   if (__builtin_mul_overflow(numel, static_cast<std::uint64_t>(item), &size))
     reader.fail("expected a shape whose size fits in 64 bits, got ", header->shape);
   if (!fits_in_strides(header->shape))
-    reader.fail("expected a shape whose non-zero dimensions multiply to less than 2^63, got ", header->shape);
+    reader.fail("expected a shape whose non-zero dimensions multiply to less than 2^63, got ",
+                header->shape);
   if (size != bytes.size() - data_start)
-    reader.fail("expected ", size, " data bytes for shape ", header->shape, " of '", header->descr, "', got ",
-                bytes.size() - data_start);
+    reader.fail("expected ", size, " data bytes for shape ", header->shape, " of '", header->descr,
+                "', got ", bytes.size() - data_start);
 
   // Fortran order holds the transpose's C-order data: read it with the reversed shape, then
   // transpose back.
@@ -206,7 +218,7 @@ Array parse_npy(std::string_view bytes, std::string_view source) {
     for (std::size_t i = 0; i < numel; ++i) {
       double v;
       std::memcpy(&v, data + 8 * i, 8);
-      out.data()[i] = static_cast<float>(v);   // round to nearest, as NumPy's astype
+      out.data()[i] = static_cast<float>(v);  // round to nearest, as NumPy's astype
     }
   }
   if (header->fortran_order && stored.size() > 1) return Array(xt::transpose(out));

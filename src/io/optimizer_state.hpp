@@ -20,7 +20,8 @@ namespace tapegrad::io {
 optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, SafetensorsFile* owned,
                                            const std::string& prefix, const std::string& where);
 /// The scheduler state stored under `prefix`, or nullopt when there is none.
-std::optional<optim::LambdaLRState> lambda_lr_state_from(const SafetensorsFile& file, const std::string& prefix,
+std::optional<optim::LambdaLRState> lambda_lr_state_from(const SafetensorsFile& file,
+                                                         const std::string& prefix,
                                                          const std::string& where);
 
 }  // namespace tapegrad::io

@@ -70,7 +70,9 @@ class FileSource final : public Source {
  public:
   FileSource(const std::string& path, std::string_view where) : file_(path, where) {}
   std::uint64_t size() const override { return file_.size(); }
-  void read(std::uint64_t offset, void* dst, std::size_t n) const override { file_.read(offset, dst, n); }
+  void read(std::uint64_t offset, void* dst, std::size_t n) const override {
+    file_.read(offset, dst, n);
+  }
 
  private:
   InputFile file_;
@@ -87,7 +89,8 @@ class Refusal {
     os.precision(10);
     os << "load_safetensors: " << in_quotes(source_) << ": " << kind << ": ";
     (detail::append(os, parts), ...);
-    if (zip_) os << "; this looks like a torch.save archive (a zip file); tapegrad reads safetensors only";
+    if (zip_)
+      os << "; this looks like a torch.save archive (a zip file); tapegrad reads safetensors only";
     throw CheckpointError(os.str(), kind);
   }
 
@@ -113,7 +116,7 @@ struct Entry {
 // What the parser callback learns while nlohmann builds the DOM (which keeps only the last of
 // two equal keys, silently): the first duplicate key, and in which object.
 struct DuplicateKey {
-  std::string key, object;   // object: "" for the top level, else the entry's name
+  std::string key, object;  // object: "" for the top level, else the entry's name
 };
 
 struct ParsedHeader {
@@ -132,33 +135,38 @@ struct Header {
 // 1-3: the 8-byte length prefix, and that the header it announces fits in the file.
 std::uint64_t check_header_length(const Source& src, const Refusal& refuse) {
   if (src.size() < 8)
-    refuse.fail("HeaderTooSmall", "expected at least 8 bytes (the header length), got ", src.size());
+    refuse.fail("HeaderTooSmall", "expected at least 8 bytes (the header length), got ",
+                src.size());
   std::uint8_t prefix[8];
   src.read(0, prefix, 8);
   const auto n = load_le<std::uint64_t>(prefix);
   if (n > kMaxHeaderSize)
-    refuse.fail("HeaderTooLarge", "expected a header length of at most ", kMaxHeaderSize, " bytes, got ", n);
+    refuse.fail("HeaderTooLarge", "expected a header length of at most ", kMaxHeaderSize,
+                " bytes, got ", n);
   if (n > src.size() - 8)
-    refuse.fail("InvalidHeaderLength", "expected the ", n, "-byte header to fit in the file after "
-                "its 8-byte length, got a file of ", src.size(), " bytes");
+    refuse.fail("InvalidHeaderLength", "expected the ", n,
+                "-byte header to fit in the file after "
+                "its 8-byte length, got a file of ",
+                src.size(), " bytes");
   return n;
 }
 
 // 4: UTF-8.
 void check_utf8(std::string_view header, const Refusal& refuse) {
   if (const std::size_t bad = first_invalid_utf8(header); bad != std::string_view::npos)
-    refuse.fail("InvalidHeader", "expected a UTF-8 header, got the invalid byte ", hex_byte(header[bad]),
-                " at header byte ", bad);
+    refuse.fail("InvalidHeader", "expected a UTF-8 header, got the invalid byte ",
+                hex_byte(header[bad]), " at header byte ", bad);
 }
 
 // 5 (the syntax, and a JSON object), noting on the way the first key that appears twice (6). A
 // valid header nests three deep: the object, a tensor entry, its shape or offsets array.
 ParsedHeader parse_json(std::string_view header, const Refusal& refuse) {
-  if (header.substr(0, 3) == "\xEF\xBB\xBF")      // nlohmann skips a byte-order mark; JSON forbids it
-    refuse.fail("InvalidHeaderDeserialization", "expected a JSON object, got a byte-order mark first");
+  if (header.substr(0, 3) == "\xEF\xBB\xBF")  // nlohmann skips a byte-order mark; JSON forbids it
+    refuse.fail("InvalidHeaderDeserialization",
+                "expected a JSON object, got a byte-order mark first");
   ParsedHeader out;
-  std::vector<std::set<std::string>> open_keys;      // one set per object being parsed
-  std::vector<std::string> object_names;             // its entry name ("" for the top level)
+  std::vector<std::set<std::string>> open_keys;  // one set per object being parsed
+  std::vector<std::string> object_names;         // its entry name ("" for the top level)
   std::string last_key;
   const json::parser_callback_t watch = [&](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
@@ -187,13 +195,16 @@ ParsedHeader parse_json(std::string_view header, const Refusal& refuse) {
   try {
     out.root = json::parse(header.begin(), header.end(), watch);
   } catch (const TooDeep&) {
-    refuse.fail("InvalidHeaderDeserialization", "expected a header nested at most 3 deep "
+    refuse.fail("InvalidHeaderDeserialization",
+                "expected a header nested at most 3 deep "
                 "(object, tensor entry, shape array), got deeper nesting");
   } catch (const json::exception& e) {
-    refuse.fail("InvalidHeaderDeserialization", "expected a JSON object, got text that is not JSON (", reason(e), ")");
+    refuse.fail("InvalidHeaderDeserialization",
+                "expected a JSON object, got text that is not JSON (", reason(e), ")");
   }
   if (!out.root.is_object())
-    refuse.fail("InvalidHeaderDeserialization", "expected a JSON object, got a ", out.root.type_name());
+    refuse.fail("InvalidHeaderDeserialization", "expected a JSON object, got a ",
+                out.root.type_name());
   return out;
 }
 
@@ -209,35 +220,47 @@ Header read_entries(const json& root, const Refusal& refuse) {
   for (const auto& [name, value] : root.items()) {
     if (name == "__metadata__") {
       if (!value.is_object())
-        refuse.fail("InvalidHeaderDeserialization", "expected __metadata__ to map strings to strings, got a ",
-                    value.type_name());
+        refuse.fail("InvalidHeaderDeserialization",
+                    "expected __metadata__ to map strings to strings, got a ", value.type_name());
       for (const auto& [k, v] : value.items()) {
         if (!v.is_string())
-          refuse.fail("InvalidHeaderDeserialization", "expected __metadata__ to map strings to strings, got a ",
-                      v.type_name(), " for key ", in_quotes(k), ": ", excerpt(v));
+          refuse.fail("InvalidHeaderDeserialization",
+                      "expected __metadata__ to map strings to strings, got a ", v.type_name(),
+                      " for key ", in_quotes(k), ": ", excerpt(v));
         out.metadata.emplace_back(k, v.get<std::string>());
       }
       continue;
     }
     if (!value.is_object())
-      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name), " to be an "
-                  "object with dtype, shape and data_offsets, got a ", value.type_name());
-    const auto dtype = value.find("dtype"), shape = value.find("shape"), offsets = value.find("data_offsets");
+      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+                  " to be an "
+                  "object with dtype, shape and data_offsets, got a ",
+                  value.type_name());
+    const auto dtype = value.find("dtype"), shape = value.find("shape"),
+               offsets = value.find("data_offsets");
     if (dtype == value.end() || !dtype->is_string())
-      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name), " to have a string dtype, got ",
-                  dtype == value.end() ? "none" : excerpt(*dtype));
+      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+                  " to have a string dtype, got ", dtype == value.end() ? "none" : excerpt(*dtype));
     const auto known = dtype_from_name(dtype->get_ref<const std::string&>());
     if (!known)
-      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name), " to have a "
-                  "dtype tapegrad knows (BOOL U8 I8 F8_E5M2 F8_E4M3 I16 U16 F16 BF16 I32 U32 F32 F64 "
-                  "I64 U64), got unknown dtype ", excerpt(*dtype));
+      refuse.fail(
+          "InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+          " to have a "
+          "dtype tapegrad knows (BOOL U8 I8 F8_E5M2 F8_E4M3 I16 U16 F16 BF16 I32 U32 F32 F64 "
+          "I64 U64), got unknown dtype ",
+          excerpt(*dtype));
     if (shape == value.end() || !shape->is_array() ||
-        !std::all_of(shape->begin(), shape->end(), [](const json& d) { return d.is_number_unsigned(); }))
-      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name), " to have a "
-                  "shape of non-negative integers, got ", shape == value.end() ? "none" : excerpt(*shape));
+        !std::all_of(shape->begin(), shape->end(),
+                     [](const json& d) { return d.is_number_unsigned(); }))
+      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+                  " to have a "
+                  "shape of non-negative integers, got ",
+                  shape == value.end() ? "none" : excerpt(*shape));
     if (offsets == value.end() || !is_offset_pair(*offsets))
-      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name), " to have "
-                  "data_offsets of two non-negative integers, got ", offsets == value.end() ? "none" : excerpt(*offsets));
+      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+                  " to have "
+                  "data_offsets of two non-negative integers, got ",
+                  offsets == value.end() ? "none" : excerpt(*offsets));
     Shape dims;
     for (const json& d : *shape) dims.push_back(d.get<std::uint64_t>());
     out.entries.push_back(Entry{name, *known, std::move(dims), (*offsets)[0].get<std::uint64_t>(),
@@ -248,7 +271,8 @@ Header read_entries(const json& root, const Refusal& refuse) {
 
 // 5b: each checksum entry names a tensor of the header and holds 8 lowercase hex digits.
 // Returns the checksums by tensor name.
-std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header, const Refusal& refuse) {
+std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header,
+                                                            const Refusal& refuse) {
   std::set<std::string_view> names;
   for (const Entry& e : header.entries) names.insert(e.name);
   std::map<std::string, std::uint32_t> out;
@@ -261,7 +285,8 @@ std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header
     const auto crc = parse_checksum(value);
     if (!crc)
       refuse.fail("InvalidHeaderDeserialization", "expected the checksum entry ", in_quotes(key),
-                  " to be a CRC-32C as 8 lowercase hex digits, got ", in_quotes(value.substr(0, 40)));
+                  " to be a CRC-32C as 8 lowercase hex digits, got ",
+                  in_quotes(value.substr(0, 40)));
     out[tensor] = *crc;
   }
   return out;
@@ -271,10 +296,11 @@ std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header
 void check_no_duplicate(const std::optional<DuplicateKey>& duplicate, const Refusal& refuse) {
   if (!duplicate) return;
   if (duplicate->object.empty())
-    refuse.fail("InvalidHeaderDeserialization", "expected each tensor name once, got ", in_quotes(duplicate->key),
-                " twice");
+    refuse.fail("InvalidHeaderDeserialization", "expected each tensor name once, got ",
+                in_quotes(duplicate->key), " twice");
   refuse.fail("InvalidHeaderDeserialization", "expected each key once in ",
-              duplicate->object == "__metadata__" ? std::string("__metadata__") : "tensor " + in_quotes(duplicate->object),
+              duplicate->object == "__metadata__" ? std::string("__metadata__")
+                                                  : "tensor " + in_quotes(duplicate->object),
               ", got ", in_quotes(duplicate->key), " twice");
 }
 
@@ -282,11 +308,11 @@ void check_no_duplicate(const std::optional<DuplicateKey>& duplicate, const Refu
 // starts. Returns where the next one must start.
 std::uint64_t check_offsets(const Entry& e, std::uint64_t expected_begin, const Refusal& refuse) {
   if (e.begin != expected_begin)
-    refuse.fail("InvalidOffset", "expected tensor ", in_quotes(e.name), " to start at byte ", expected_begin, ", got ",
-                e.begin);
+    refuse.fail("InvalidOffset", "expected tensor ", in_quotes(e.name), " to start at byte ",
+                expected_begin, ", got ", e.begin);
   if (e.end < e.begin)
-    refuse.fail("InvalidOffset", "expected tensor ", in_quotes(e.name), " to end at or after its start ", e.begin,
-                ", got ", e.end);
+    refuse.fail("InvalidOffset", "expected tensor ", in_quotes(e.name),
+                " to end at or after its start ", e.begin, ", got ", e.end);
   return e.end;
 }
 
@@ -295,20 +321,25 @@ std::uint64_t check_offsets(const Entry& e, std::uint64_t expected_begin, const 
 std::uint64_t check_no_overflow(const Entry& e, const Refusal& refuse) {
   const auto size = byte_count(e.shape, dtype_size(e.dtype));
   if (!size)
-    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s size in bytes to fit in 64 bits, got "
-                "shape ", e.shape, " of ", dtype_name(e.dtype));
+    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
+                "'s size in bytes to fit in 64 bits, got "
+                "shape ",
+                e.shape, " of ", dtype_name(e.dtype));
   if (!fits_in_strides(e.shape))
-    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name), "'s non-zero dimensions to multiply to "
-                "less than 2^63, got shape ", e.shape);
+    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
+                "'s non-zero dimensions to multiply to "
+                "less than 2^63, got shape ",
+                e.shape);
   return *size;
 }
 
 // 9: its byte range holds exactly numel * dtype size bytes.
 void check_size(const Entry& e, std::uint64_t size, const Refusal& refuse) {
   if (e.end - e.begin != size)
-    refuse.fail("TensorInvalidInfo", "expected tensor ", in_quotes(e.name), " (", dtype_name(e.dtype), ", shape ",
-                e.shape, ") to span ", size, " bytes, got data_offsets [", e.begin, ", ", e.end, "] (",
-                e.end - e.begin, " bytes)");
+    refuse.fail("TensorInvalidInfo", "expected tensor ", in_quotes(e.name), " (",
+                dtype_name(e.dtype), ", shape ", e.shape, ") to span ", size,
+                " bytes, got data_offsets [", e.begin, ", ", e.end, "] (", e.end - e.begin,
+                " bytes)");
 }
 
 // 7-9, tensor by tensor in offset order, as the reference does. Sorts the entries by offset.
@@ -328,17 +359,20 @@ std::uint64_t check_tensor_ranges(std::vector<Entry>& entries, const Refusal& re
 // 10: the data buffer ends exactly where the last tensor does.
 void check_buffer_end(std::uint64_t data_size, std::uint64_t last_end, const Refusal& refuse) {
   if (last_end != data_size)
-    refuse.fail("MetadataIncompleteBuffer", "expected ", last_end, " bytes of tensor data after the header (the "
-                "last tensor's end), got ", data_size);
+    refuse.fail("MetadataIncompleteBuffer", "expected ", last_end,
+                " bytes of tensor data after the header (the "
+                "last tensor's end), got ",
+                data_size);
 }
 
 // 11: the tensor's bytes have the checksum the header gives, if it gives one.
-void check_checksum(const Entry& e, std::uint32_t actual, const std::map<std::string, std::uint32_t>& checksums,
-                    const Refusal& refuse) {
+void check_checksum(const Entry& e, std::uint32_t actual,
+                    const std::map<std::string, std::uint32_t>& checksums, const Refusal& refuse) {
   const auto expected = checksums.find(e.name);
   if (expected != checksums.end() && expected->second != actual)
-    refuse.fail("ChecksumMismatch", "expected tensor ", in_quotes(e.name), "'s bytes to have the CRC-32C ",
-                checksum_text(expected->second), " stored for it in __metadata__, got ", checksum_text(actual),
+    refuse.fail("ChecksumMismatch", "expected tensor ", in_quotes(e.name),
+                "'s bytes to have the CRC-32C ", checksum_text(expected->second),
+                " stored for it in __metadata__, got ", checksum_text(actual),
                 ": the file was damaged after it was written");
 }
 
@@ -361,7 +395,8 @@ std::uint32_t read_bytes(const Source& src, std::uint64_t offset, void* dst, std
 
 // Reads each tensor (in file order) into the array it is kept in, and checks its checksum (11).
 void read_tensors(const Source& src, std::uint64_t data_start, std::vector<Entry>& entries,
-                  const std::map<std::string, std::uint32_t>& checksums, SafetensorsFile& file, const Refusal& refuse) {
+                  const std::map<std::string, std::uint32_t>& checksums, SafetensorsFile& file,
+                  const Refusal& refuse) {
   for (Entry& e : entries) {
     const std::uint64_t at = data_start + e.begin;
     const std::size_t n = e.end - e.begin;
@@ -385,9 +420,11 @@ void read_tensors(const Source& src, std::uint64_t data_start, std::vector<Entry
 // save_model convention); a checksum entry never does. ("__metadata__" cannot name a tensor, so
 // such an entry stays metadata.) Checksum entries stay in the metadata, so that writing the file
 // again with serialize_safetensors gives its bytes.
-void add_metadata_and_aliases(SafetensorsFile& file, std::vector<std::pair<std::string, std::string>> metadata) {
+void add_metadata_and_aliases(SafetensorsFile& file,
+                              std::vector<std::pair<std::string, std::string>> metadata) {
   for (auto& [key, value] : metadata) {
-    if (!file.has_tensor(key) && file.has_tensor(value) && key != "__metadata__" && !is_checksum_key(key))
+    if (!file.has_tensor(key) && file.has_tensor(value) && key != "__metadata__" &&
+        !is_checksum_key(key))
       file.add_alias(std::move(key), std::move(value));
     else
       file.set_metadata(std::move(key), std::move(value));
@@ -399,20 +436,20 @@ SafetensorsFile read_safetensors(const Source& src, std::string_view source) {
   char magic[2] = {0, 0};
   if (src.size() >= 2) src.read(0, magic, 2);
   const Refusal refuse(source, magic[0] == 'P' && magic[1] == 'K');
-  const std::uint64_t n = check_header_length(src, refuse);                         // 1-3
+  const std::uint64_t n = check_header_length(src, refuse);  // 1-3
   std::string header_text(n, '\0');
   src.read(8, header_text.data(), n);
-  check_utf8(header_text, refuse);                                                  // 4
-  const ParsedHeader parsed = parse_json(header_text, refuse);                      // 5
-  Header header = read_entries(parsed.root, refuse);                                // 5
-  const auto checksums = check_checksum_entries(header, refuse);                    // 5b
-  check_no_duplicate(parsed.duplicate, refuse);                                     // 6
-  const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);       // 7-9
-  check_buffer_end(src.size() - 8 - n, last_end, refuse);                           // 10
+  check_utf8(header_text, refuse);                                             // 4
+  const ParsedHeader parsed = parse_json(header_text, refuse);                 // 5
+  Header header = read_entries(parsed.root, refuse);                           // 5
+  const auto checksums = check_checksum_entries(header, refuse);               // 5b
+  check_no_duplicate(parsed.duplicate, refuse);                                // 6
+  const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);  // 7-9
+  check_buffer_end(src.size() - 8 - n, last_end, refuse);                      // 10
 
   // Every check passed: every range lies inside the data, and the data is the file's size.
   SafetensorsFile file;
-  read_tensors(src, 8 + n, header.entries, checksums, file, refuse);                // 11
+  read_tensors(src, 8 + n, header.entries, checksums, file, refuse);  // 11
   add_metadata_and_aliases(file, std::move(header.metadata));
   return file;
 }

@@ -28,8 +28,8 @@ namespace tapegrad::io {
 namespace {
 // What is written: the length prefix and header, then each record's bytes in this order.
 struct Layout {
-  std::string head;                            // 8-byte length N, then the N-byte header
-  std::vector<const TensorRecord*> data;       // in file order
+  std::string head;                       // 8-byte length N, then the N-byte header
+  std::vector<const TensorRecord*> data;  // in file order
 };
 
 // The header is the concatenation of small ordered_json dumps: the same text as dumping one
@@ -41,11 +41,11 @@ Layout layout(const SafetensorsFile& file, const char* version) {
     std::string name;
     const TensorRecord* record;
   };
-  std::map<std::string, std::vector<std::string>> group_of;   // target -> its aliases
+  std::map<std::string, std::vector<std::string>> group_of;  // target -> its aliases
   for (const auto& [alias, target] : file.aliases()) group_of[target].push_back(alias);
 
   std::vector<Written> written;
-  std::map<std::string, std::string> metadata;                 // sorted by key, bytewise
+  std::map<std::string, std::string> metadata;  // sorted by key, bytewise
   for (const TensorRecord& r : file.tensors()) {
     std::string kept = r.name;
     const auto g = group_of.find(r.name);
@@ -57,8 +57,9 @@ Layout layout(const SafetensorsFile& file, const char* version) {
     }
     written.push_back({std::move(kept), &r});
   }
-  for (const auto& [name, kept] : metadata)        // the reader takes such keys for checksums
-    check<ValueError>(!is_checksum_key(name), "save_safetensors: expected tied tensor names that do not start with ",
+  for (const auto& [name, kept] : metadata)  // the reader takes such keys for checksums
+    check<ValueError>(!is_checksum_key(name),
+                      "save_safetensors: expected tied tensor names that do not start with ",
                       in_quotes(kChecksumPrefix), ", got ", in_quotes(name), "; rename the tensor");
   // User metadata, then the version stamp, must not collide with a tied name nor look like one.
   const std::set<std::string> tied_names = [&] {
@@ -71,27 +72,37 @@ Layout layout(const SafetensorsFile& file, const char* version) {
   // A checksum entry must name a written tensor and hold 8 lowercase hex digits, or the reader
   // would refuse the file; it is never mistaken for a tie.
   const auto add_checksum = [&](const std::string& key, const std::string& value) {
-    check<ValueError>(written_names.contains(key.substr(kChecksumPrefix.size())) && parse_checksum(value),
-                      "save_safetensors: expected a checksum entry to name a tensor of the file and hold 8 "
-                      "lowercase hex digits, got ", in_quotes(key), ": ", in_quotes(value));
+    check<ValueError>(
+        written_names.contains(key.substr(kChecksumPrefix.size())) && parse_checksum(value),
+        "save_safetensors: expected a checksum entry to name a tensor of the file and hold 8 "
+        "lowercase hex digits, got ",
+        in_quotes(key), ": ", in_quotes(value));
     metadata[key] = value;
   };
   const auto add_entry = [&](const std::string& key, const std::string& value) {
     if (is_checksum_key(key)) return add_checksum(key, value);
-    check<ValueError>(!tied_names.contains(key), "save_safetensors: expected metadata keys other "
-                      "than the names of tied tensors, got ", in_quotes(key), "; rename the entry");
-    check<ValueError>(written_names.contains(key) || !written_names.contains(value),
-                      "save_safetensors: expected metadata that cannot be mistaken for a tied tensor, "
-                      "got ", in_quotes(key), ": ", in_quotes(value), ", which would read back as an alias of "
-                      "tensor ", in_quotes(value), "; use add_alias for tied tensors");
+    check<ValueError>(!tied_names.contains(key),
+                      "save_safetensors: expected metadata keys other "
+                      "than the names of tied tensors, got ",
+                      in_quotes(key), "; rename the entry");
+    check<ValueError>(
+        written_names.contains(key) || !written_names.contains(value),
+        "save_safetensors: expected metadata that cannot be mistaken for a tied tensor, "
+        "got ",
+        in_quotes(key), ": ", in_quotes(value),
+        ", which would read back as an alias of "
+        "tensor ",
+        in_quotes(value), "; use add_alias for tied tensors");
     metadata[key] = value;
   };
   for (const auto& [key, value] : file.metadata())
-    if (version == nullptr || (key != "tapegrad.version" && !is_checksum_key(key))) add_entry(key, value);
+    if (version == nullptr || (key != "tapegrad.version" && !is_checksum_key(key)))
+      add_entry(key, value);
   if (version != nullptr) {
     add_entry("tapegrad.version", version);
     for (const Written& w : written)
-      add_checksum(checksum_key(w.name), checksum_text(crc32c(w.record->bytes().data(), w.record->bytes().size())));
+      add_checksum(checksum_key(w.name),
+                   checksum_text(crc32c(w.record->bytes().data(), w.record->bytes().size())));
   }
 
   std::sort(written.begin(), written.end(), [](const Written& a, const Written& b) {
@@ -140,7 +151,8 @@ std::string serialize_safetensors(const SafetensorsFile& file) {
   std::string out;
   out.reserve(size);
   out += l.head;
-  for (const TensorRecord* r : l.data) out.append(reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size());
+  for (const TensorRecord* r : l.data)
+    out.append(reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size());
   return out;
 }
 
@@ -148,7 +160,8 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   const Layout l = layout(file, TAPEGRAD_VERSION);
   AtomicFile out(path, "save_safetensors");
   out.write(l.head);
-  for (const TensorRecord* r : l.data) out.write({reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size()});
+  for (const TensorRecord* r : l.data)
+    out.write({reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size()});
   out.commit();
 }
 

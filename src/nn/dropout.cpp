@@ -18,7 +18,7 @@ Dropout::Dropout(double p, std::shared_ptr<Generator> generator)
     : Dropout(DropoutOptions(p), std::move(generator)) {}
 
 ops::DropoutStream Dropout::next_stream() {
-  if (reseed_pending()) {                       // the first mask, or the generator was reseeded
+  if (reseed_pending()) {  // the first mask, or the generator was reseeded
     seed_ = generator_->next_u64();
     calls_ = 0;
     stream_id_ = generator_->stream_id();
@@ -48,7 +48,7 @@ Tensor Dropout::forward_added(const Tensor& x, const Array& rows) {
   const bool current = last_mask_current_;
   try {
     return ops::add_rows_dropout(x, rows, options_.p(), true, next_stream_for(x.shape()));
-  } catch (...) {                               // shapes that do not fit: as if this forward never happened
+  } catch (...) {  // shapes that do not fit: as if this forward never happened
     seed_ = seed;
     calls_ = calls;
     stream_id_ = stream_id;
@@ -69,7 +69,7 @@ const xt::xarray<std::uint8_t>& Dropout::last_mask() const {
 void Dropout::set_stream_state(std::uint64_t seed, std::uint64_t calls, bool reseed_pending) {
   seed_ = seed;
   calls_ = calls;
-  stream_id_ = reseed_pending ? 0 : generator_->stream_id();   // ids start at 1: 0 never matches
+  stream_id_ = reseed_pending ? 0 : generator_->stream_id();  // ids start at 1: 0 never matches
   last_mask_ = xt::xarray<std::uint8_t>::from_shape({0});
   last_mask_current_ = true;
 }

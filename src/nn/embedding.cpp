@@ -18,24 +18,29 @@ namespace {
 // Checks every option (PyTorch's text first where it has one).
 void check_options(const EmbeddingOptions& o) {
   const std::int64_t num = o.num_embeddings(), dim = o.embedding_dim();
-  check<ValueError>(num >= 0 && dim >= 0, "Trying to create tensor with negative dimension ", std::min(num, dim),
-                    ": [", num, ", ", dim, "] | Embedding: expected num_embeddings >= 0 and embedding_dim >= 0, got (",
+  check<ValueError>(num >= 0 && dim >= 0, "Trying to create tensor with negative dimension ",
+                    std::min(num, dim), ": [", num, ", ", dim,
+                    "] | Embedding: expected num_embeddings >= 0 and embedding_dim >= 0, got (",
                     num, ", ", dim, ")");
   if (const auto pad = o.padding_idx())
-    check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | Embedding: ",
+    check<ValueError>(-num <= *pad && *pad < num,
+                      "Padding_idx must be within num_embeddings | Embedding: ",
                       "expected padding_idx in [", -num, ", ", num, "), got ", *pad);
   if (const auto max_norm = o.max_norm())
-    check<ValueError>(*max_norm > 0.0, "Embedding: expected max_norm > 0, got ", py_float(*max_norm),
-                      "; leave max_norm unset to never renormalise");
-  check<ValueError>(!std::isnan(o.norm_type()), "Embedding: expected a norm_type that is a number, got nan");
-  check<ValueError>(!(o.sparse() && o.scale_grad_by_freq()),
-                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | Embedding: ",
-                    "expected at most one of sparse and scale_grad_by_freq, got both");
+    check<ValueError>(*max_norm > 0.0, "Embedding: expected max_norm > 0, got ",
+                      py_float(*max_norm), "; leave max_norm unset to never renormalise");
+  check<ValueError>(!std::isnan(o.norm_type()),
+                    "Embedding: expected a norm_type that is a number, got nan");
+  check<ValueError>(
+      !(o.sparse() && o.scale_grad_by_freq()),
+      "embedding_backward: scale_grad_by_freq not supported with sparse gradients | Embedding: ",
+      "expected at most one of sparse and scale_grad_by_freq, got both");
   if (const auto& w = o._weight())
-    check<ValueError>(w->dimension() == 2 && w->shape()[0] == static_cast<std::size_t>(num) &&
-                          w->shape()[1] == static_cast<std::size_t>(dim),
-                      "Shape of weight does not match num_embeddings and embedding_dim | Embedding: expected (",
-                      num, ", ", dim, "), got ", w->shape());
+    check<ValueError>(
+        w->dimension() == 2 && w->shape()[0] == static_cast<std::size_t>(num) &&
+            w->shape()[1] == static_cast<std::size_t>(dim),
+        "Shape of weight does not match num_embeddings and embedding_dim | Embedding: expected (",
+        num, ", ", dim, "), got ", w->shape());
 }
 
 // The options the module keeps: checked, padding_idx normalised to [0, num) (-1 -> num - 1), and
@@ -52,7 +57,8 @@ EmbeddingOptions kept_options(const EmbeddingOptions& o) {
 }  // namespace
 
 Embedding::Embedding(EmbeddingOptions options, std::shared_ptr<Generator> generator)
-    : options_(kept_options(options)), generator_(generator ? std::move(generator) : default_generator()) {
+    : options_(kept_options(options)),
+      generator_(generator ? std::move(generator) : default_generator()) {
   const std::optional<Array>& given = options._weight();
   weight = register_parameter(
       "weight", Parameter(given ? *given
@@ -66,14 +72,19 @@ Embedding::Embedding(EmbeddingOptions options, std::shared_ptr<Generator> genera
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim)
     : Embedding(EmbeddingOptions(num_embeddings, embedding_dim)) {}
 
-std::shared_ptr<Embedding> Embedding::from_pretrained(const Array& embeddings, EmbeddingFromPretrainedOptions o) {
-  check<ValueError>(embeddings.dimension() == 2, "Embeddings parameter is expected to be 2-dimensional | ",
-                    "Embedding.from_pretrained: expected a 2-D array (num_embeddings, embedding_dim), got shape ",
-                    embeddings.shape());
+std::shared_ptr<Embedding> Embedding::from_pretrained(const Array& embeddings,
+                                                      EmbeddingFromPretrainedOptions o) {
+  check<ValueError>(
+      embeddings.dimension() == 2, "Embeddings parameter is expected to be 2-dimensional | ",
+      "Embedding.from_pretrained: expected a 2-D array (num_embeddings, embedding_dim), got shape ",
+      embeddings.shape());
   EmbeddingOptions options(static_cast<std::int64_t>(embeddings.shape()[0]),
                            static_cast<std::int64_t>(embeddings.shape()[1]));
   options.padding_idx(o.padding_idx()).max_norm(o.max_norm()).norm_type(o.norm_type());
-  options.scale_grad_by_freq(o.scale_grad_by_freq()).sparse(o.sparse())._weight(embeddings)._freeze(o.freeze());
+  options.scale_grad_by_freq(o.scale_grad_by_freq())
+      .sparse(o.sparse())
+      ._weight(embeddings)
+      ._freeze(o.freeze());
   return std::make_shared<Embedding>(std::move(options));
 }
 

@@ -11,13 +11,17 @@
 
 namespace tapegrad::nn {
 
-Embeddings::Embeddings(std::int64_t d_model, std::int64_t vocab, std::shared_ptr<Generator> generator)
+Embeddings::Embeddings(std::int64_t d_model, std::int64_t vocab,
+                       std::shared_ptr<Generator> generator)
     : Embeddings(EmbeddingOptions(vocab, d_model), std::move(generator)) {}
 
 Embeddings::Embeddings(EmbeddingOptions lut_options, std::shared_ptr<Generator> generator)
-    : lut(register_module("lut", std::make_shared<Embedding>(std::move(lut_options), std::move(generator)))) {}
+    : lut(register_module(
+          "lut", std::make_shared<Embedding>(std::move(lut_options), std::move(generator)))) {}
 
-float Embeddings::scale() const { return static_cast<float>(std::sqrt(static_cast<double>(d_model()))); }
+float Embeddings::scale() const {
+  return static_cast<float>(std::sqrt(static_cast<double>(d_model())));
+}
 
 Tensor Embeddings::forward(const IndexArray& ids) {
   autograd::ModuleScope scope(type_name(), path());

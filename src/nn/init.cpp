@@ -10,8 +10,10 @@
 namespace tapegrad::nn::init {
 
 std::pair<double, double> calculate_fan_in_and_fan_out(const Shape& shape) {
-  check<ValueError>(shape.size() >= 2, "Fan in and fan out can not be computed for tensor with fewer than 2 "
-                    "dimensions | calculate_fan_in_and_fan_out: expected a weight of 2 or more dimensions, got shape ",
+  check<ValueError>(shape.size() >= 2,
+                    "Fan in and fan out can not be computed for tensor with fewer than 2 "
+                    "dimensions | calculate_fan_in_and_fan_out: expected a weight of 2 or more "
+                    "dimensions, got shape ",
                     shape);
   double receptive = 1.0;
   for (std::size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);
@@ -21,7 +23,7 @@ std::pair<double, double> calculate_fan_in_and_fan_out(const Shape& shape) {
 void xavier_uniform_(const Tensor& tensor, double gain, Generator* generator) {
   const auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor.shape());
   const double std = gain * std::sqrt(2.0 / (fan_in + fan_out));
-  const double a = std::sqrt(3.0) * std;   // U(-a, a) has standard deviation a / sqrt(3)
+  const double a = std::sqrt(3.0) * std;  // U(-a, a) has standard deviation a / sqrt(3)
   autograd::NoGradGuard no_grad;
   uniform_(tensor.mutable_data(), -a, a, generator);
 }
@@ -38,7 +40,8 @@ std::size_t xavier_uniform_parameters_(Module& model, Generator* generator) {
     const auto* embedding = dynamic_cast<const Embedding*>(module);
     if (embedding == nullptr || !embedding->padding_idx()) continue;
     const std::size_t dim = embedding->weight.shape()[1];
-    float* row = embedding->weight.mutable_data().data() + static_cast<std::size_t>(*embedding->padding_idx()) * dim;
+    float* row = embedding->weight.mutable_data().data() +
+                 static_cast<std::size_t>(*embedding->padding_idx()) * dim;
     std::fill(row, row + dim, 0.0f);
   }
   return count;

@@ -11,10 +11,12 @@ namespace tapegrad::nn {
 
 namespace {
 LayerNormOptions validated(LayerNormOptions o) {
-  check<ValueError>(!o.normalized_shape().empty(), "LayerNorm: expected at least one dimension in normalized_shape, "
+  check<ValueError>(!o.normalized_shape().empty(),
+                    "LayerNorm: expected at least one dimension in normalized_shape, "
                     "got none");
   for (std::int64_t n : o.normalized_shape())
-    check<ValueError>(n >= 0, "LayerNorm: expected non-negative sizes in normalized_shape, got ", n);
+    check<ValueError>(n >= 0, "LayerNorm: expected non-negative sizes in normalized_shape, got ",
+                      n);
   check<ValueError>(o.eps() >= 0.0, "LayerNorm: expected eps >= 0, got ", o.eps());
   return o;
 }
@@ -27,8 +29,10 @@ LayerNorm::LayerNorm(LayerNormOptions options) : options_(validated(std::move(op
   // The tutorial's own LayerNorm calls its parameters a_2 and b_2; keeping its names lets a
   // checkpoint of the tutorial's model load here without renaming keys.
   const bool annotated = options_.variant() == LayerNormVariant::annotated;
-  weight = register_parameter(annotated ? "a_2" : "weight", Parameter(new_array(shape, "LayerNorm: weight")));
-  bias = register_parameter(annotated ? "b_2" : "bias", Parameter(new_array(shape, "LayerNorm: bias")));
+  weight = register_parameter(annotated ? "a_2" : "weight",
+                              Parameter(new_array(shape, "LayerNorm: weight")));
+  bias = register_parameter(annotated ? "b_2" : "bias",
+                            Parameter(new_array(shape, "LayerNorm: bias")));
   reset_parameters();
 }
 
@@ -51,7 +55,8 @@ void LayerNorm::extra_repr(std::ostream& os) const {
   os << '(';
   for (std::size_t i = 0; i < options_.normalized_shape().size(); ++i)
     os << (i ? ", " : "") << options_.normalized_shape()[i];
-  os << (options_.normalized_shape().size() == 1 ? ",)" : ")") << ", eps=" << py_float(options_.eps())
+  os << (options_.normalized_shape().size() == 1 ? ",)" : ")")
+     << ", eps=" << py_float(options_.eps())
      << ", elementwise_affine=" << (options_.elementwise_affine() ? "True" : "False");
   if (options_.variant() == LayerNormVariant::annotated) os << ", variant=annotated";
 }

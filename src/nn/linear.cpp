@@ -17,12 +17,14 @@ namespace tapegrad::nn {
 Linear::Linear(LinearOptions options, std::shared_ptr<Generator> generator)
     : options_(options), generator_(generator ? std::move(generator) : default_generator()) {
   const std::int64_t in = options_.in_features(), out = options_.out_features();
-  check<ValueError>(in >= 0 && out >= 0, "Trying to create tensor with negative dimension ", std::min(in, out),
-                    ": [", out, ", ", in, "] | Linear: expected in_features >= 0 and out_features >= 0, got (",
-                    in, ", ", out, ")");
+  check<ValueError>(in >= 0 && out >= 0, "Trying to create tensor with negative dimension ",
+                    std::min(in, out), ": [", out, ", ", in,
+                    "] | Linear: expected in_features >= 0 and out_features >= 0, got (", in, ", ",
+                    out, ")");
   const auto in_u = static_cast<std::size_t>(in), out_u = static_cast<std::size_t>(out);
   weight = register_parameter("weight", Parameter(new_array({out_u, in_u}, "Linear: weight")));
-  if (options_.bias()) bias = register_parameter("bias", Parameter(new_array({out_u}, "Linear: bias")));
+  if (options_.bias())
+    bias = register_parameter("bias", Parameter(new_array({out_u}, "Linear: bias")));
   reset_parameters();
 }
 

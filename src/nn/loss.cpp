@@ -7,8 +7,9 @@ namespace tapegrad::nn {
 
 CrossEntropyLoss::CrossEntropyLoss(CrossEntropyOptions options) : options_(std::move(options)) {
   const std::string& r = options_.reduction();
-  check<ValueError>(r == "mean" || r == "sum" || r == "none", r, " is not a valid value for reduction | ",
-                    type_name(), ": expected reduction 'mean', 'sum' or 'none', got '", r, "'");
+  check<ValueError>(r == "mean" || r == "sum" || r == "none", r,
+                    " is not a valid value for reduction | ", type_name(),
+                    ": expected reduction 'mean', 'sum' or 'none', got '", r, "'");
 }
 
 Tensor CrossEntropyLoss::forward(const Tensor& logits, const IndexArray& target) {

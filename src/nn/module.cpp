@@ -56,9 +56,12 @@ Module::~Module() {
 // ---- registration --------------------------------------------------------------------------------
 
 bool Module::has_name(const std::string& name) const {
-  for (const auto& [n, p] : parameters_) if (n == name) return true;
-  for (const auto& b : buffers_) if (b.name == name) return true;
-  for (const auto& [n, c] : children_) if (n == name) return true;
+  for (const auto& [n, p] : parameters_)
+    if (n == name) return true;
+  for (const auto& b : buffers_)
+    if (b.name == name) return true;
+  for (const auto& [n, c] : children_)
+    if (n == name) return true;
   return false;
 }
 
@@ -67,11 +70,12 @@ void Module::check_new_name(const std::string& kind, const std::string& name) co
   check<ValueError>(!name.empty(), kind, " name can't be empty string \"\" | ", where,
                     ": expected a non-empty name");
   if (kind == "module")
-    check<ValueError>(name.find('.') == std::string::npos, "module name can't contain \".\", got: ", name,
-                      " | ", where, ": expected a name without \".\"; nest modules to build dotted paths");
+    check<ValueError>(name.find('.') == std::string::npos,
+                      "module name can't contain \".\", got: ", name, " | ", where,
+                      ": expected a name without \".\"; nest modules to build dotted paths");
   else
-    check<ValueError>(name.find('.') == std::string::npos, kind, " name can't contain \".\" | ", where,
-                      ": expected a name without \".\", got \"", name, "\"");
+    check<ValueError>(name.find('.') == std::string::npos, kind, " name can't contain \".\" | ",
+                      where, ": expected a name without \".\", got \"", name, "\"");
   check<ValueError>(!has_name(name), "attribute '", name, "' already exists | ", where,
                     ": expected a new name, got '", name,
                     "', which is already registered; a registration cannot be replaced");
@@ -80,9 +84,10 @@ void Module::check_new_name(const std::string& kind, const std::string& name) co
 Parameter Module::register_parameter(std::string name, Parameter p) {
   check_new_name("parameter", name);
   if (!p.defined())
-    fail<ValueError>(context(), ".register_parameter: expected a defined Parameter for '", name,
-                     "', got an empty handle; leave an absent parameter unregistered (as Linear does "
-                     "with bias=false)");
+    fail<ValueError>(
+        context(), ".register_parameter: expected a defined Parameter for '", name,
+        "', got an empty handle; leave an absent parameter unregistered (as Linear does "
+        "with bias=false)");
   parameters_.emplace_back(std::move(name), p);
   relabel_from_root();
   return p;
@@ -91,7 +96,8 @@ Parameter Module::register_parameter(std::string name, Parameter p) {
 Buffer Module::register_buffer(std::string name, Buffer b, bool persistent) {
   check_new_name("buffer", name);
   if (!b.defined())
-    fail<ValueError>(context(), ".register_buffer: expected a defined Buffer for '", name, "', got an empty handle");
+    fail<ValueError>(context(), ".register_buffer: expected a defined Buffer for '", name,
+                     "', got an empty handle");
   buffers_.push_back(BufferSlot{std::move(name), b, persistent});
   relabel_from_root();
   return b;
@@ -100,17 +106,20 @@ Buffer Module::register_buffer(std::string name, Buffer b, bool persistent) {
 void Module::register_child(std::string name, std::shared_ptr<Module> module) {
   check_new_name("module", name);
   if (module == nullptr)
-    fail<ValueError>(context(), ".register_module: expected a module for '", name, "', got nullptr");
+    fail<ValueError>(context(), ".register_module: expected a module for '", name,
+                     "', got nullptr");
   // A module may appear in several places (shared), but never inside itself.
   bool cycle = false;
   std::function<void(const Module&)> contains_this = [&](const Module& m) {
     if (&m == this) cycle = true;
-    for (const auto& [n, c] : m.children_) if (!cycle) contains_this(*c);
+    for (const auto& [n, c] : m.children_)
+      if (!cycle) contains_this(*c);
   };
   contains_this(*module);
   if (cycle)
-    fail<ValueError>(context(), ".register_module: expected a module that does not contain '", type_name(),
-                     "' itself, got one that does (registering '", name, "' would make a cycle)");
+    fail<ValueError>(context(), ".register_module: expected a module that does not contain '",
+                     type_name(), "' itself, got one that does (registering '", name,
+                     "' would make a cycle)");
   children_.emplace_back(std::move(name), module);
   if (module->parent_ == nullptr) module->parent_ = this;
   relabel_from_root();
@@ -121,8 +130,9 @@ void Module::relabel_from_root() {
   while (root->parent_ != nullptr) root = root->parent_;
   std::unordered_set<const Module*> seen_modules;
   std::unordered_set<const void*> named_tensors;
-  std::function<void(Module&, const std::string&)> relabel = [&](Module& m, const std::string& path) {
-    if (!seen_modules.insert(&m).second) return;   // a shared module keeps its first path
+  std::function<void(Module&, const std::string&)> relabel = [&](Module& m,
+                                                                 const std::string& path) {
+    if (!seen_modules.insert(&m).second) return;  // a shared module keeps its first path
     m.path_ = path;
     for (auto& [n, p] : m.parameters_)
       if (named_tensors.insert(p.impl()).second) p.set_name(join(path, n));
@@ -138,7 +148,8 @@ void Module::relabel_from_root() {
 std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
   std::vector<std::pair<std::string, const Module*>> out;
   std::unordered_set<const Module*> memo;
-  std::function<void(const Module&, const std::string&)> walk = [&](const Module& m, const std::string& prefix) {
+  std::function<void(const Module&, const std::string&)> walk = [&](const Module& m,
+                                                                    const std::string& prefix) {
     if (!memo.insert(&m).second) return;
     out.emplace_back(prefix, &m);
     for (const auto& [n, c] : m.children_) walk(*c, join(prefix, n));
@@ -150,7 +161,7 @@ std::vector<std::pair<std::string, const Module*>> Module::named_modules() const
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
   std::vector<std::pair<std::string, Module*>> out;
   for (const auto& [name, m] : std::as_const(*this).named_modules())
-    out.emplace_back(name, const_cast<Module*>(m));   // we are non-const, so are our descendants
+    out.emplace_back(name, const_cast<Module*>(m));  // we are non-const, so are our descendants
   return out;
 }
 
@@ -164,13 +175,15 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_child
 
 std::vector<std::pair<std::string, Parameter>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Parameter>> out;
-  std::unordered_set<const void*> memo;   // identity de-duplication: a tied parameter once
+  std::unordered_set<const void*> memo;  // identity de-duplication: a tied parameter once
   auto add = [&](const std::string& prefix, const Module& m) {
     for (const auto& [n, p] : m.parameters_)
       if (memo.insert(p.impl()).second) out.emplace_back(join(prefix, n), p);
   };
-  if (!recurse) add("", *this);
-  else for (const auto& [prefix, m] : named_modules()) add(prefix, *m);
+  if (!recurse)
+    add("", *this);
+  else
+    for (const auto& [prefix, m] : named_modules()) add(prefix, *m);
   return out;
 }
 
@@ -187,8 +200,10 @@ std::vector<std::pair<std::string, Buffer>> Module::named_buffers(bool recurse) 
     for (const auto& b : m.buffers_)
       if (memo.insert(b.buffer.impl()).second) out.emplace_back(join(prefix, b.name), b.buffer);
   };
-  if (!recurse) add("", *this);
-  else for (const auto& [prefix, m] : named_modules()) add(prefix, *m);
+  if (!recurse)
+    add("", *this);
+  else
+    for (const auto& [prefix, m] : named_modules()) add(prefix, *m);
   return out;
 }
 

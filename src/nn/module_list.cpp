@@ -18,7 +18,8 @@ void ModuleList::append(std::shared_ptr<Module> module) {
 std::size_t ModuleList::checked_index(std::int64_t i) const {
   const auto n = static_cast<std::int64_t>(modules_.size());
   if (i < -n || i >= n)
-    fail<IndexError>("index ", i, " is out of range | ", context(), ": expected an index in [", -n, ", ", n, "), got ", i);
+    fail<IndexError>("index ", i, " is out of range | ", context(), ": expected an index in [", -n,
+                     ", ", n, "), got ", i);
   return static_cast<std::size_t>(i < 0 ? i + n : i);
 }
 
@@ -29,7 +30,8 @@ void ModuleList::throw_wrong_type(std::int64_t i, const char* mangled) const {
   char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   const std::string wanted = status == 0 && demangled ? demangled : mangled;
   std::free(demangled);
-  fail<TypeError>(context(), "::ptr: expected module ", i, " to be a ", wanted, ", got a ", ptr(i)->type_name());
+  fail<TypeError>(context(), "::ptr: expected module ", i, " to be a ", wanted, ", got a ",
+                  ptr(i)->type_name());
 }
 
 namespace {
@@ -51,8 +53,8 @@ std::string ModuleList::repr() const {
   std::string block = modules_[0]->repr();
   auto flush = [&](std::size_t end) {
     std::string line = start == end ? "(" + std::to_string(start) + "): " + block
-                                    : "(" + std::to_string(start) + "-" + std::to_string(end) + "): " +
-                                          std::to_string(end - start + 1) + " x " + block;
+                                    : "(" + std::to_string(start) + "-" + std::to_string(end) +
+                                          "): " + std::to_string(end - start + 1) + " x " + block;
     s += "\n  " + add_indent(line, 2);
   };
   for (std::size_t i = 1; i < modules_.size(); ++i) {

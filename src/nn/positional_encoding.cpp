@@ -56,14 +56,18 @@ Array sinusoid_table(std::int64_t max_len, std::int64_t d_model) {
 
 PositionalEncoding::PositionalEncoding(std::int64_t d_model, double dropout_p, std::int64_t max_len,
                                        std::shared_ptr<Generator> generator)
-    : PositionalEncoding(PositionalEncodingOptions(d_model, dropout_p).max_len(max_len), std::move(generator)) {}
+    : PositionalEncoding(PositionalEncodingOptions(d_model, dropout_p).max_len(max_len),
+                         std::move(generator)) {}
 
-PositionalEncoding::PositionalEncoding(PositionalEncodingOptions options, std::shared_ptr<Generator> generator)
+PositionalEncoding::PositionalEncoding(PositionalEncodingOptions options,
+                                       std::shared_ptr<Generator> generator)
     : options_(options) {
   check_sizes("PositionalEncoding", options_.d_model(), options_.max_len());
   // The tutorials' order: the dropout child first, then the buffer.
-  dropout = register_module("dropout", std::make_shared<Dropout>(options_.dropout(), std::move(generator)));
-  pe = register_buffer("pe", Buffer(sinusoid_table(options_.max_len(), options_.d_model())), options_.persistent());
+  dropout = register_module("dropout",
+                            std::make_shared<Dropout>(options_.dropout(), std::move(generator)));
+  pe = register_buffer("pe", Buffer(sinusoid_table(options_.max_len(), options_.d_model())),
+                       options_.persistent());
 }
 
 Tensor PositionalEncoding::forward(const Tensor& x) {
@@ -74,8 +78,9 @@ Tensor PositionalEncoding::forward(const Tensor& x) {
   const std::size_t L = x.shape()[1], max_len = static_cast<std::size_t>(options_.max_len());
   if (L > max_len)
     fail<ShapeError>("The size of tensor a (", L, ") must match the size of tensor b (", max_len,
-                     ") at non-singleton dimension 1 | ", context(), ": expected sequence length <= max_len ",
-                     max_len, ", got ", L, "; raise max_len");
+                     ") at non-singleton dimension 1 | ", context(),
+                     ": expected sequence length <= max_len ", max_len, ", got ", L,
+                     "; raise max_len");
   // dropout(x + pe[:, :L]) in one pass (Dropout::forward_added): the table's rows are read in
   // place instead of being sliced and broadcast, and the sum is never stored.
   return dropout->forward_added(x, pe.data());
@@ -85,15 +90,17 @@ void PositionalEncoding::verify() const {
   const Array expected = sinusoid_table(options_.max_len(), options_.d_model());
   const Array& actual = pe.data();
   if (actual.shape() != expected.shape())
-    fail<InvariantError>(context(), ": expected pe of shape ", expected.shape(), ", got ", actual.shape());
+    fail<InvariantError>(context(), ": expected pe of shape ", expected.shape(), ", got ",
+                         actual.shape());
   const auto D = static_cast<std::size_t>(options_.d_model());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const float want = expected.data()[i], got = actual.data()[i];
     if (std::memcmp(&want, &got, sizeof(float)) == 0) continue;
-    fail<InvariantError>(context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D, ", ",
-                         i % D, "): expected ", want, " (", bits(want), "), got ", got, " (", bits(got),
-                         "); pe was modified, or loaded from a table computed another way (PyTorch's "
-                         "tutorial code computes it in float32)");
+    fail<InvariantError>(
+        context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D, ", ", i % D,
+        "): expected ", want, " (", bits(want), "), got ", got, " (", bits(got),
+        "); pe was modified, or loaded from a table computed another way (PyTorch's "
+        "tutorial code computes it in float32)");
   }
 }
 

@@ -25,18 +25,21 @@ namespace tapegrad::nn {
 // ---- StateDict ----------------------------------------------------------------------------------
 
 void StateDict::insert(std::string key, Array value) {
-  check<ValueError>(!contains(key),
-                    "StateDict::insert: expected a new key, got '", key, "', which is already present");
+  check<ValueError>(!contains(key), "StateDict::insert: expected a new key, got '", key,
+                    "', which is already present");
   index_.emplace(key, items_.size());
   items_.emplace_back(std::move(key), std::move(value));
 }
 
 void StateDict::add_alias(std::string key, std::string target) {
-  check<ValueError>(index_.count(target) == 1, "StateDict::add_alias: expected a target key holding a value, got '",
-                    target, "'");
-  check<ValueError>(key != target, "StateDict::add_alias: expected two different keys, got '", key, "' twice");
+  check<ValueError>(index_.count(target) == 1,
+                    "StateDict::add_alias: expected a target key holding a value, got '", target,
+                    "'");
+  check<ValueError>(key != target, "StateDict::add_alias: expected two different keys, got '", key,
+                    "' twice");
   for (const auto& [k, t] : aliases_)
-    check<ValueError>(k != key, "StateDict::add_alias: '", key, "' is already an alias of '", t, "'");
+    check<ValueError>(k != key, "StateDict::add_alias: '", key, "' is already an alias of '", t,
+                      "'");
   aliases_.emplace_back(std::move(key), std::move(target));
 }
 
@@ -63,7 +66,9 @@ const Array& StateDict::at(const std::string& key) const {
   return *a;
 }
 
-Array& StateDict::at(const std::string& key) { return const_cast<Array&>(std::as_const(*this).at(key)); }
+Array& StateDict::at(const std::string& key) {
+  return const_cast<Array&>(std::as_const(*this).at(key));
+}
 
 std::vector<std::string> StateDict::keys() const {
   std::vector<std::string> out;
@@ -78,18 +83,21 @@ std::vector<std::string> StateDict::keys() const {
 namespace {
 std::string quoted_list(const std::vector<std::string>& keys, char quote, const char* sep) {
   std::string s;
-  for (std::size_t i = 0; i < keys.size(); ++i) s += (i ? sep : "") + std::string(1, quote) + keys[i] + quote;
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    s += (i ? sep : "") + std::string(1, quote) + keys[i] + quote;
   return s;
 }
 }  // namespace
 
 std::string IncompatibleKeys::to_string() const {
   if (missing_keys.empty() && unexpected_keys.empty()) return "<All keys matched successfully>";
-  return "IncompatibleKeys(missing_keys=[" + quoted_list(missing_keys, '\'', ", ") + "], unexpected_keys=[" +
-         quoted_list(unexpected_keys, '\'', ", ") + "])";
+  return "IncompatibleKeys(missing_keys=[" + quoted_list(missing_keys, '\'', ", ") +
+         "], unexpected_keys=[" + quoted_list(unexpected_keys, '\'', ", ") + "])";
 }
 
-std::ostream& operator<<(std::ostream& os, const IncompatibleKeys& k) { return os << k.to_string(); }
+std::ostream& operator<<(std::ostream& os, const IncompatibleKeys& k) {
+  return os << k.to_string();
+}
 
 // ---- Module::state_dict ---------------------------------------------------------------------------
 
@@ -103,9 +111,9 @@ struct LocalState {
 
 StateDict Module::state_dict() const {
   StateDict sd;
-  std::unordered_map<const void*, std::string> first_key;   // a tied tensor's first key
+  std::unordered_map<const void*, std::string> first_key;  // a tied tensor's first key
   auto add = [&](const std::string& key, const Tensor& t) {
-    sd.insert(key, t.data());                               // a copy: a snapshot, not a view
+    sd.insert(key, t.data());  // a copy: a snapshot, not a view
     const auto [it, fresh] = first_key.emplace(t.impl(), key);
     if (!fresh) sd.add_alias(key, it->second);
   };
@@ -121,7 +129,8 @@ StateDict Module::state_dict() const {
 
 namespace {
 // The hint that ends a refused load: what the shapes mean, or what the keys suggest.
-std::string load_hint(const std::vector<std::string>& missing, const std::vector<std::string>& unexpected,
+std::string load_hint(const std::vector<std::string>& missing,
+                      const std::vector<std::string>& unexpected,
                       const std::vector<std::string>& mismatched) {
   std::ostringstream h;
   if (!mismatched.empty()) {
@@ -129,14 +138,16 @@ std::string load_hint(const std::vector<std::string>& missing, const std::vector
     const bool pe = std::any_of(mismatched.begin(), mismatched.end(), [](const std::string& k) {
       return k == "pe" || (k.size() > 3 && k.compare(k.size() - 3, 3, ".pe") == 0);
     });
-    if (pe) h << "; 'pe' depends on max_len: build the model with the checkpoint's max_len, or make pe "
-                 "non-persistent (PositionalEncodingOptions::persistent(false))";
+    if (pe)
+      h << "; 'pe' depends on max_len: build the model with the checkpoint's max_len, or make pe "
+           "non-persistent (PositionalEncodingOptions::persistent(false))";
     h << "; size mismatches are refused even with strict=false";
     return h.str();
   }
   // A checkpoint saved from a wrapper (or loaded into one) has every key shifted by one prefix.
   if (!missing.empty() && missing.size() == unexpected.size()) {
-    auto shifted_by = [](const std::vector<std::string>& longer, const std::vector<std::string>& shorter) {
+    auto shifted_by = [](const std::vector<std::string>& longer,
+                         const std::vector<std::string>& shorter) {
       const std::size_t dot = longer[0].find('.');
       if (dot == std::string::npos) return std::string();
       const std::string prefix = longer[0].substr(0, dot + 1);
@@ -153,12 +164,15 @@ std::string load_hint(const std::vector<std::string>& missing, const std::vector
              "' that the checkpoint's keys lack; load into that child module instead";
   }
   h << "compare the keys with diff_state_dicts(model.state_dict(), sd)";
-  if (!missing.empty() || !unexpected.empty()) h << ", or pass strict=false to load the keys that match";
+  if (!missing.empty() || !unexpected.empty())
+    h << ", or pass strict=false to load the keys that match";
   return h.str();
 }
 }  // namespace
 
-IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) { return load_or_check(sd, strict, true); }
+IncompatibleKeys Module::load_state_dict(const StateDict& sd, bool strict) {
+  return load_or_check(sd, strict, true);
+}
 
 IncompatibleKeys Module::check_state_dict(const StateDict& sd, bool strict) const {
   return load_or_check(sd, strict, false);
@@ -188,7 +202,8 @@ IncompatibleKeys Module::load_or_check(const StateDict& sd, bool strict, bool co
       if (key.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string rest = key.substr(prefix.size());
       const std::size_t dot = rest.find('.');
-      const bool known = dot == std::string::npos ? own.count(rest) == 1 : children.count(rest.substr(0, dot)) == 1;
+      const bool known = dot == std::string::npos ? own.count(rest) == 1
+                                                  : children.count(rest.substr(0, dot)) == 1;
       if (!known) unexpected.push_back(key);
     }
   });
@@ -201,24 +216,28 @@ IncompatibleKeys Module::load_or_check(const StateDict& sd, bool strict, bool co
       missing.push_back(s.key);
     } else if (value->shape() != s.tensor.shape()) {
       mismatched.push_back(s.key);
-      errors.push_back("size mismatch for " + s.key + ": copying a param with shape " + str(value->shape()) +
-                       " from checkpoint, the shape in current model is " + str(s.tensor.shape()) + ".");
+      errors.push_back("size mismatch for " + s.key + ": copying a param with shape " +
+                       str(value->shape()) + " from checkpoint, the shape in current model is " +
+                       str(s.tensor.shape()) + ".");
     }
   }
 
   // 3. Refuse (PyTorch's text, then a hint) before anything has been touched.
   if ((strict && (!missing.empty() || !unexpected.empty())) || !mismatched.empty()) {
     if (strict && !unexpected.empty())
-      errors.insert(errors.begin(), "Unexpected key(s) in state_dict: " + quoted_list(unexpected, '"', ", ") + ". ");
+      errors.insert(errors.begin(), "Unexpected key(s) in state_dict: " +
+                                        quoted_list(unexpected, '"', ", ") + ". ");
     if (strict && !missing.empty())
-      errors.insert(errors.begin(), "Missing key(s) in state_dict: " + quoted_list(missing, '"', ", ") + ". ");
+      errors.insert(errors.begin(),
+                    "Missing key(s) in state_dict: " + quoted_list(missing, '"', ", ") + ". ");
     std::string what = "Error(s) in loading state_dict for " + type_name() + ":";
     for (const std::string& e : errors) what += "\n\t" + e;
     what += "\n\thint: " + load_hint(missing, unexpected, mismatched);
     throw StateDictError(what, missing, unexpected, mismatched);
   }
 
-  if (!copy) return IncompatibleKeys{std::move(missing), std::move(unexpected)};   // check_state_dict
+  if (!copy)
+    return IncompatibleKeys{std::move(missing), std::move(unexpected)};  // check_state_dict
 
   // 4. Copy. Not part of any graph; each write bumps the tensor's version, so a graph that saved
   //    the old values fails loudly at backward instead of using the new ones.
@@ -249,9 +268,12 @@ StateDictDiff diff_state_dicts(const StateDict& a, const StateDict& b) {
     double worst = 0.0;
     for (std::size_t i = 0; i < x.size(); ++i) {
       const float u = x.data()[i], v = y->data()[i];
-      if (u == v || (std::isnan(u) && std::isnan(v))) continue;   // equal, or NaN in both places
+      if (u == v || (std::isnan(u) && std::isnan(v))) continue;  // equal, or NaN in both places
       const double diff = std::abs(double(u) - double(v));
-      if (std::isnan(diff)) { worst = diff; break; }        // NaN on one side only
+      if (std::isnan(diff)) {
+        worst = diff;
+        break;
+      }  // NaN on one side only
       worst = std::max(worst, diff);
     }
     d.max_abs_diff.emplace_back(key, worst);
@@ -263,7 +285,8 @@ StateDictDiff diff_state_dicts(const StateDict& a, const StateDict& b) {
 
 bool StateDictDiff::identical() const {
   return missing.empty() && unexpected.empty() && shape_mismatches.empty() &&
-         std::all_of(max_abs_diff.begin(), max_abs_diff.end(), [](const auto& kv) { return kv.second == 0.0; });
+         std::all_of(max_abs_diff.begin(), max_abs_diff.end(),
+                     [](const auto& kv) { return kv.second == 0.0; });
 }
 
 std::string StateDictDiff::to_string() const {
@@ -271,11 +294,13 @@ std::string StateDictDiff::to_string() const {
   os.precision(9);
   for (const auto& k : missing) os << "missing (in a, not in b): \"" << k << "\"\n";
   for (const auto& k : unexpected) os << "unexpected (in b, not in a): \"" << k << "\"\n";
-  for (const auto& m : shape_mismatches) os << "shape mismatch for \"" << m.key << "\": " << str(m.a) << " vs " << str(m.b) << '\n';
+  for (const auto& m : shape_mismatches)
+    os << "shape mismatch for \"" << m.key << "\": " << str(m.a) << " vs " << str(m.b) << '\n';
   std::size_t width = 0;
   for (const auto& [k, v] : max_abs_diff) width = std::max(width, k.size());
   if (!max_abs_diff.empty()) os << "max |a - b| per key:\n";
-  for (const auto& [k, v] : max_abs_diff) os << "  " << k << std::string(width - k.size() + 2, ' ') << v << '\n';
+  for (const auto& [k, v] : max_abs_diff)
+    os << "  " << k << std::string(width - k.size() + 2, ' ') << v << '\n';
   return os.str();
 }
 

@@ -31,9 +31,11 @@
 namespace tapegrad::ops {
 
 namespace {
-constexpr float kSqrtHalf = static_cast<float>(std::numbers::sqrt2 / 2.0);               // 1/sqrt(2)
-constexpr float kInvSqrt2Pi = static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);          // 1/sqrt(2 pi)
-constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
+constexpr float kSqrtHalf = static_cast<float>(std::numbers::sqrt2 / 2.0);  // 1/sqrt(2)
+constexpr float kInvSqrt2Pi =
+    static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);  // 1/sqrt(2 pi)
+constexpr float kSqrt2OverPi =
+    static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
 constexpr float kKappa = 0.044715f;
 // Elements worth a thread: a GELU costs a few nanoseconds per element, waking a thread several
 // microseconds.
@@ -53,13 +55,14 @@ void gelu_forward(const float* x, float* y, float* d, std::size_t n, bool tanh_f
         const float r = tanh_form_r(x[i]);
         const float inner_derivative = kSqrt2OverPi * (1.0f + 3.0f * kKappa * (x[i] * x[i]));
         y[i] = x[i] * r;
-        d[i] = r + 2.0f * x[i] * r * (1.0f - r) * inner_derivative;   // 0.5 (1 + tanh) + 0.5 x (1 - tanh^2) u'
+        d[i] = r + 2.0f * x[i] * r * (1.0f - r) *
+                       inner_derivative;  // 0.5 (1 + tanh) + 0.5 x (1 - tanh^2) u'
       }
     } else if (tanh_form) {
       for (std::size_t i = first; i < last; ++i) y[i] = x[i] * tanh_form_r(x[i]);
     } else if (d) {
       for (std::size_t i = first; i < last; ++i) {
-        float gauss;                                   // exp(-x^2 / 2), which erf_f32 computes anyway
+        float gauss;  // exp(-x^2 / 2), which erf_f32 computes anyway
         const float erf = ::tapegrad::detail::erf_f32(x[i] * kSqrtHalf, gauss);
         const float cdf = 0.5f * (1.0f + erf);
         const float pdf = kInvSqrt2Pi * gauss;
@@ -82,14 +85,17 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   const bool recording = autograd::should_record({x});
   Array out = Array::from_shape(x.shape());
   auto derivative = std::make_shared<Array>(recording ? Array::from_shape(x.shape()) : Array());
-  gelu_forward(x.data().data(), out.data(), recording ? derivative->data() : nullptr, x.numel(), tanh_form);
+  gelu_forward(x.data().data(), out.data(), recording ? derivative->data() : nullptr, x.numel(),
+               tanh_form);
   Tensor y(std::move(out));
-  autograd::record("gelu", y, {x}, /*saved=*/{}, [x, derivative](Array dy) {   // reads d, not x
-    float* g = dy.data();                      // dy's own buffer becomes dx
+  autograd::record("gelu", y, {x}, /*saved=*/{}, [x, derivative](Array dy) {  // reads d, not x
+    float* g = dy.data();  // dy's own buffer becomes dx
     const float* d = derivative->data();
-    ::tapegrad::detail::parallel_for(dy.size(), kGrain * 8, [&](std::size_t first, std::size_t last) {
-      for (std::size_t i = first; i < last; ++i) g[i] = g[i] * d[i];
-    });
+    ::tapegrad::detail::parallel_for(dy.size(), kGrain * 8,
+                                     [&](std::size_t first, std::size_t last) {
+                                       for (std::size_t i = first; i < last; ++i)
+                                         g[i] = g[i] * d[i];
+                                     });
     x.accumulate_grad(std::move(dy), "gelu");
   });
   return y;

@@ -27,17 +27,17 @@ struct Dims {
   std::size_t B, Tq, Tk, h, dk, dv;
   std::size_t D() const { return h * dk; }
   std::size_t Dv() const { return h * dv; }
-  std::size_t block() const { return Tq * Tk; }   // one head's scores
+  std::size_t block() const { return Tq * Tk; }  // one head's scores
 };
 
 // What forward leaves for backward.
 struct Saved {
-  std::vector<std::uint8_t> allowed;   // (B, Tq, Tk): the mask, broadcast; empty = no mask
-  Array p;                             // (B, h, Tq, Tk) softmax
-  Array p_used;                        // the weights applied to v: p after dropout (or p itself)
-  std::vector<std::uint8_t> keep;      // (B, h, Tq, Tk) dropout keep mask; empty = no dropout
+  std::vector<std::uint8_t> allowed;  // (B, Tq, Tk): the mask, broadcast; empty = no mask
+  Array p;                            // (B, h, Tq, Tk) softmax
+  Array p_used;                       // the weights applied to v: p after dropout (or p itself)
+  std::vector<std::uint8_t> keep;     // (B, h, Tq, Tk) dropout keep mask; empty = no dropout
   float drop_scale = 1.0f;
-  float c = 1.0f;                      // sqrt(d_k)
+  float c = 1.0f;  // sqrt(d_k)
 };
 
 constexpr float masked_score = -1e9f;
@@ -48,20 +48,24 @@ constexpr float masked_score = -1e9f;
 //   P = softmax(S) by rows             max subtracted; the row sum in double, like ops::softmax
 //   P' = P * m                         m = keep ? 1 / (1 - p) : 0, keep the mask of the dropout stream, element order (b, i, row, col)
 //   O = P' V                           (sgemm, written into columns i * d_v.. of out)
-void attention_forward(const float* q, const float* k, const float* v, float* out, Saved& s, const Dims& d) {
+void attention_forward(const float* q, const float* k, const float* v, float* out, Saved& s,
+                       const Dims& d) {
   const std::size_t D = d.D(), Dv = d.Dv();
   for (std::size_t b = 0; b < d.B; ++b)
     for (std::size_t hd = 0; hd < d.h; ++hd) {
       float* S = s.p.data() + (b * d.h + hd) * d.block();
-      detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D, k + b * d.Tk * D + hd * d.dk,
-                   D, 0.0f, S, d.Tk);
+      detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D,
+                   k + b * d.Tk * D + hd * d.dk, D, 0.0f, S, d.Tk);
       for (std::size_t r = 0; r < d.Tq && d.Tk > 0; ++r) {
         float* row = S + r * d.Tk;
-        const std::uint8_t* ok = s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
-        for (std::size_t j = 0; j < d.Tk; ++j) row[j] = (ok && !ok[j]) ? masked_score : row[j] / s.c;
+        const std::uint8_t* ok =
+            s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
+        for (std::size_t j = 0; j < d.Tk; ++j)
+          row[j] = (ok && !ok[j]) ? masked_score : row[j] / s.c;
         float m = row[0];
         for (std::size_t j = 1; j < d.Tk; ++j) m = std::max(m, row[j]);
-        for (std::size_t j = 0; j < d.Tk; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
+        for (std::size_t j = 0; j < d.Tk; ++j)
+          row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
         double sum = 0.0;
         for (std::size_t j = 0; j < d.Tk; ++j) sum += row[j];
         const auto total = static_cast<float>(sum);
@@ -71,7 +75,8 @@ void attention_forward(const float* q, const float* k, const float* v, float* ou
   if (!s.keep.empty()) {
     const float* p = s.p.data();
     float* pu = s.p_used.data();
-    for (std::size_t i = 0, n = s.p.size(); i < n; ++i) pu[i] = p[i] * (s.keep[i] ? s.drop_scale : 0.0f);
+    for (std::size_t i = 0, n = s.p.size(); i < n; ++i)
+      pu[i] = p[i] * (s.keep[i] ? s.drop_scale : 0.0f);
   }
   const float* P = s.keep.empty() ? s.p.data() : s.p_used.data();
   for (std::size_t b = 0; b < d.B; ++b)
@@ -88,8 +93,8 @@ void attention_forward(const float* q, const float* k, const float* v, float* ou
 //   S = S / c             dS = dS / c
 //   S = Q K^T             dQ = dS K                  dK = dS^T Q
 // Any of dq, dk, dv may be null (that input needs no gradient).
-void attention_backward(const float* dout, const float* q, const float* k, const float* v, const Saved& s,
-                        const Dims& d, float* dq, float* dk, float* dv) {
+void attention_backward(const float* dout, const float* q, const float* k, const float* v,
+                        const Saved& s, const Dims& d, float* dq, float* dk, float* dv) {
   const std::size_t D = d.D(), Dv = d.Dv();
   const float* P_used = s.keep.empty() ? s.p.data() : s.p_used.data();
   std::vector<float> dS(d.block());
@@ -102,7 +107,8 @@ void attention_backward(const float* dout, const float* q, const float* k, const
         detail::gemm(true, false, d.Tk, d.dv, d.Tq, 1.0f, P_used + at, d.Tk, dO, Dv, 0.0f,
                      dv + b * d.Tk * Dv + hd * d.dv, Dv);
       if (!dq && !dk) continue;
-      detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS.data(), d.Tk);   // dP'
+      detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS.data(),
+                   d.Tk);  // dP'
       for (std::size_t r = 0; r < d.Tq; ++r) {
         float* g = dS.data() + r * d.Tk;
         const float* P = s.p.data() + at + r * d.Tk;
@@ -113,20 +119,25 @@ void attention_backward(const float* dout, const float* q, const float* k, const
         double dot = 0.0;
         for (std::size_t j = 0; j < d.Tk; ++j) dot += double(g[j]) * double(P[j]);
         const auto c = static_cast<float>(dot);
-        const std::uint8_t* ok = s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
-        for (std::size_t j = 0; j < d.Tk; ++j) g[j] = (ok && !ok[j]) ? 0.0f : P[j] * (g[j] - c) / s.c;
+        const std::uint8_t* ok =
+            s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
+        for (std::size_t j = 0; j < d.Tk; ++j)
+          g[j] = (ok && !ok[j]) ? 0.0f : P[j] * (g[j] - c) / s.c;
       }
       const float* Q = q + b * d.Tq * D + hd * d.dk;
       const float* K = k + b * d.Tk * D + hd * d.dk;
       if (dq)
-        detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS.data(), d.Tk, K, D, 0.0f, dq + b * d.Tq * D + hd * d.dk, D);
+        detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS.data(), d.Tk, K, D, 0.0f,
+                     dq + b * d.Tq * D + hd * d.dk, D);
       if (dk)
-        detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS.data(), d.Tk, Q, D, 0.0f, dk + b * d.Tk * D + hd * d.dk, D);
+        detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS.data(), d.Tk, Q, D, 0.0f,
+                     dk + b * d.Tk * D + hd * d.dk, D);
     }
 }
 
 // The mask broadcast to (B, Tq, Tk) as bytes, after checking that it broadcasts.
-std::vector<std::uint8_t> broadcast_mask(const Mask& mask, const Dims& d, const std::string& where) {
+std::vector<std::uint8_t> broadcast_mask(const Mask& mask, const Dims& d,
+                                         const std::string& where) {
   const Shape target{d.B, d.Tq, d.Tk};
   const Shape& m = mask.shape();
   bool fits = m.size() <= 3;
@@ -135,12 +146,13 @@ std::vector<std::uint8_t> broadcast_mask(const Mask& mask, const Dims& d, const 
     fits = dm == target[2 - i] || dm == 1;
   }
   if (!fits)
-    fail<ShapeError>("The size of the mask must be broadcastable to the size of the scores | ", where,
-                     ": expected a mask broadcastable to (B, Tq, Tk) = ", target, ", got ", m);
-  std::size_t stride[3] = {0, 0, 0};             // 0 along broadcast dimensions
+    fail<ShapeError>("The size of the mask must be broadcastable to the size of the scores | ",
+                     where, ": expected a mask broadcastable to (B, Tq, Tk) = ", target, ", got ",
+                     m);
+  std::size_t stride[3] = {0, 0, 0};  // 0 along broadcast dimensions
   std::size_t step = 1;
   for (std::size_t i = 0; i < m.size(); ++i) {
-    const std::size_t dim = m.size() - 1 - i;    // mask dimension, aligned right with target 2 - i
+    const std::size_t dim = m.size() - 1 - i;  // mask dimension, aligned right with target 2 - i
     stride[2 - i] = m[dim] == 1 ? 0 : step;
     step *= m[dim];
   }
@@ -155,21 +167,24 @@ std::vector<std::uint8_t> broadcast_mask(const Mask& mask, const Dims& d, const 
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const std::optional<Mask>& mask, const AttentionOptions& options,
-                                    Array* attn_out) {
+                                    const std::optional<Mask>& mask,
+                                    const AttentionOptions& options, Array* attn_out) {
   const std::string where = autograd::where("scaled_dot_product_attention");
   const Shape &sq = query.shape(), &sk = key.shape(), &sv = value.shape();
-  check<ShapeError>(sq.size() == 3 && sk.size() == 3 && sv.size() == 3, where,
-                    ": expected query (B, Tq, h*d_k), key (B, Tk, h*d_k) and value (B, Tk, h*d_v), got shapes ", sq,
-                    ", ", sk, " and ", sv);
+  check<ShapeError>(
+      sq.size() == 3 && sk.size() == 3 && sv.size() == 3, where,
+      ": expected query (B, Tq, h*d_k), key (B, Tk, h*d_k) and value (B, Tk, h*d_v), got shapes ",
+      sq, ", ", sk, " and ", sv);
   check<ShapeError>(sk[0] == sq[0] && sv[0] == sq[0] && sv[1] == sk[1] && sk[2] == sq[2], where,
-                    ": expected query (B, Tq, h*d_k), key (B, Tk, h*d_k) and value (B, Tk, h*d_v) with the same B, "
-                    "Tk and h*d_k, got shapes ", sq, ", ", sk, " and ", sv);
+                    ": expected query (B, Tq, h*d_k), key (B, Tk, h*d_k) and value (B, Tk, h*d_v) "
+                    "with the same B, "
+                    "Tk and h*d_k, got shapes ",
+                    sq, ", ", sk, " and ", sv);
   const std::int64_t h = options.heads();
   check<ValueError>(h >= 1, where, ": expected heads >= 1, got ", h);
   const auto hu = static_cast<std::size_t>(h);
-  check<ShapeError>(sq[2] % hu == 0 && sv[2] % hu == 0, where, ": expected the widths of query (", sq[2],
-                    ") and value (", sv[2], ") to be multiples of heads = ", h);
+  check<ShapeError>(sq[2] % hu == 0 && sv[2] % hu == 0, where, ": expected the widths of query (",
+                    sq[2], ") and value (", sv[2], ") to be multiples of heads = ", h);
   check_dropout_probability(options.dropout());
   const Dims d{sq[0], sq[1], sk[1], hu, sq[2] / hu, sv[2] / hu};
 
@@ -186,7 +201,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
       stream = {(options.generator() ? *options.generator() : *default_generator()).next_u64(), 0};
     const xt::xarray<std::uint8_t> keep = dropout_mask(s->p.shape(), p_drop, stream);
     s->keep.assign(keep.begin(), keep.end());
-    s->drop_scale = p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;   // ops::dropout's scale
+    s->drop_scale =
+        p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;  // ops::dropout's scale
     s->p_used = Array::from_shape(s->p.shape());
   }
   Array out = Array::from_shape({d.B, d.Tq, d.Dv()});
@@ -196,16 +212,21 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 
   autograd::record("scaled_dot_product_attention", y, {query, key, value}, {query, key, value},
                    [query, key, value, s, d](Array dy) {
-    Array dq = query.requires_grad() ? Array::from_shape(query.shape()) : Array();
-    Array dk = key.requires_grad() ? Array::from_shape(key.shape()) : Array();
-    Array dv = value.requires_grad() ? Array::from_shape(value.shape()) : Array();
-    attention_backward(dy.data(), query.data().data(), key.data().data(), value.data().data(), *s, d,
-                       query.requires_grad() ? dq.data() : nullptr, key.requires_grad() ? dk.data() : nullptr,
-                       value.requires_grad() ? dv.data() : nullptr);
-    if (query.requires_grad()) query.accumulate_grad(std::move(dq), "scaled_dot_product_attention");
-    if (key.requires_grad()) key.accumulate_grad(std::move(dk), "scaled_dot_product_attention");
-    if (value.requires_grad()) value.accumulate_grad(std::move(dv), "scaled_dot_product_attention");
-  });
+                     Array dq = query.requires_grad() ? Array::from_shape(query.shape()) : Array();
+                     Array dk = key.requires_grad() ? Array::from_shape(key.shape()) : Array();
+                     Array dv = value.requires_grad() ? Array::from_shape(value.shape()) : Array();
+                     attention_backward(dy.data(), query.data().data(), key.data().data(),
+                                        value.data().data(), *s, d,
+                                        query.requires_grad() ? dq.data() : nullptr,
+                                        key.requires_grad() ? dk.data() : nullptr,
+                                        value.requires_grad() ? dv.data() : nullptr);
+                     if (query.requires_grad())
+                       query.accumulate_grad(std::move(dq), "scaled_dot_product_attention");
+                     if (key.requires_grad())
+                       key.accumulate_grad(std::move(dk), "scaled_dot_product_attention");
+                     if (value.requires_grad())
+                       value.accumulate_grad(std::move(dv), "scaled_dot_product_attention");
+                   });
   return y;
 }
 
@@ -219,7 +240,8 @@ Mask subsequent_mask(std::int64_t size) {
 }
 
 Mask padding_mask(const IndexArray& ids, std::int64_t pad) {
-  check<ShapeError>(ids.dimension() == 2, "padding_mask: expected ids of shape (B, T), got ", ids.shape());
+  check<ShapeError>(ids.dimension() == 2, "padding_mask: expected ids of shape (B, T), got ",
+                    ids.shape());
   const std::size_t B = ids.shape()[0], T = ids.shape()[1];
   Mask m = Mask::from_shape({B, 1, T});
   for (std::size_t i = 0; i < B * T; ++i) m.data()[i] = ids.data()[i] != pad;
@@ -227,12 +249,14 @@ Mask padding_mask(const IndexArray& ids, std::int64_t pad) {
 }
 
 Mask target_mask(const IndexArray& tgt, std::int64_t pad) {
-  check<ShapeError>(tgt.dimension() == 2, "target_mask: expected tgt of shape (B, T), got ", tgt.shape());
+  check<ShapeError>(tgt.dimension() == 2, "target_mask: expected tgt of shape (B, T), got ",
+                    tgt.shape());
   const std::size_t B = tgt.shape()[0], T = tgt.shape()[1];
   Mask m = Mask::from_shape({B, T, T});
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t i = 0; i < T; ++i)
-      for (std::size_t j = 0; j < T; ++j) m.data()[(b * T + i) * T + j] = j <= i && tgt.data()[b * T + j] != pad;
+      for (std::size_t j = 0; j < T; ++j)
+        m.data()[(b * T + i) * T + j] = j <= i && tgt.data()[b * T + j] != pad;
   return m;
 }
 

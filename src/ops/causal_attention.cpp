@@ -34,17 +34,17 @@ namespace {
 struct Dims {
   std::size_t B, T, H, hs;
   std::size_t C() const { return H * hs; }
-  std::size_t ld() const { return 3 * H * hs; }   // the row length of qkv
-  std::size_t block() const { return T * T; }     // one head's scores
+  std::size_t ld() const { return 3 * H * hs; }  // the row length of qkv
+  std::size_t block() const { return T * T; }    // one head's scores
 };
 
 // What forward leaves for backward.
 struct Saved {
-  Array p;                           // (B, H, T, T): the softmax, zeros above the diagonal
-  float scale = 1.0f;                // float(1 / sqrt(hs)), as nanoGPT's Python float
+  Array p;             // (B, H, T, T): the softmax, zeros above the diagonal
+  float scale = 1.0f;  // float(1 / sqrt(hs)), as nanoGPT's Python float
   // Dropout on the weights (empty keep: none).
-  std::vector<std::uint8_t> keep;    // (B, H, T, T) keep mask
-  Array p_used;                      // p * keep / (1 - p_drop): the weights applied to V
+  std::vector<std::uint8_t> keep;  // (B, H, T, T) keep mask
+  Array p_used;                    // p * keep / (1 - p_drop): the weights applied to V
   float drop_scale = 1.0f;
   const float* weights() const { return keep.empty() ? p.data() : p_used.data(); }
 };
@@ -68,7 +68,7 @@ double lane_dot(const float* x, const float* y, std::size_t n) {
   for (; j < n; ++j) lane[j % 4] += double(x[j]) * double(y[j]);
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
-float row_max(const float* x, std::size_t n) {   // n >= 1; the same value in any order (no NaN)
+float row_max(const float* x, std::size_t n) {  // n >= 1; the same value in any order (no NaN)
   float m = x[0];
   for (std::size_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
   return m;
@@ -82,12 +82,14 @@ float row_max(const float* x, std::size_t n) {   // n >= 1; the same value in an
 void causal_softmax_rows(float* S, std::size_t T, float scale) {
   for (std::size_t i = 0; i < T; ++i) {
     float* row = S + i * T;
-    const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);   // the mask: only keys 0 .. i
+    const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);  // the mask: only keys 0 .. i
     std::fill(row + n, row + n8, -std::numeric_limits<float>::infinity());
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * scale;
     const float m = row_max(row, n8);
-    for (std::size_t j = 0; j < n8; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);   // vectorised
-    const float inverse = 1.0f / static_cast<float>(lane_sum(row, n8));   // times 1/sum, as PyTorch's kernel
+    for (std::size_t j = 0; j < n8; ++j)
+      row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
+    const float inverse =
+        1.0f / static_cast<float>(lane_sum(row, n8));  // times 1/sum, as PyTorch's kernel
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
     std::fill(row + n8, row + T, 0.0f);
   }
@@ -97,7 +99,8 @@ void causal_softmax_rows(float* S, std::size_t T, float scale) {
 void make_keep_mask(Saved& s, double p_drop, DropoutStream stream) {
   const xt::xarray<std::uint8_t> keep = dropout_mask(s.p.shape(), p_drop, stream);
   s.keep.assign(keep.begin(), keep.end());
-  s.drop_scale = p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;   // p = 1 keeps nothing
+  s.drop_scale =
+      p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;  // p = 1 keeps nothing
   s.p_used = Array::from_shape(s.p.shape());
 }
 void apply_keep_mask(const Saved& s, std::size_t at, std::size_t n, const float* in, float* out) {
@@ -111,7 +114,7 @@ void apply_keep_mask(const Saved& s, std::size_t at, std::size_t n, const float*
 // place; the right operand B has contiguous rows (keys and values are transposed into scratch where a
 // product needs them by column). Each element of C is summed over k ascending in one tile, so the
 // result depends on the sizes only, never on the thread that computes it.
-constexpr std::size_t kR = 6, kW = 16;   // 12 vector sums: most of the 16 AVX registers
+constexpr std::size_t kR = 6, kW = 16;  // 12 vector sums: most of the 16 AVX registers
 
 // Eight floats as one value, GCC's and Clang's vector extension: an AVX register, or two SSE ones
 // on a CPU without AVX. VecU is the same type for unaligned memory that may alias floats.
@@ -124,8 +127,8 @@ inline Vec splat(float x) { return Vec{x, x, x, x, x, x, x, x}; }
 // C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and kW columns: the R x kW
 // sums live in registers while k runs.
 template <std::size_t R>
-void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, std::size_t k0,
-                 std::size_t k1, float* C, std::size_t ldc) {
+void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
+                 std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
   static_assert(kW == 16 && R <= kR, "two vectors of eight per row");
   Vec acc[R][2] = {};
   for (std::size_t k = k0; k < k1; ++k) {
@@ -143,8 +146,9 @@ void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B,
 }
 
 // The same for a tile narrower than kW columns (rows <= kR), one float at a time.
-void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, std::size_t k0,
-               std::size_t k1, float* C, std::size_t ldc, std::size_t rows, std::size_t cols) {
+void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
+               std::size_t k0, std::size_t k1, float* C, std::size_t ldc, std::size_t rows,
+               std::size_t cols) {
   float acc[kR][kW] = {};
   for (std::size_t k = k0; k < k1; ++k)
     for (std::size_t r = 0; r < rows; ++r) {
@@ -158,8 +162,8 @@ void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, s
 // C = A B for rows [0, M), columns [0, cols(r0)) and k in [k0(r0), k1(r0)) for the tile of rows
 // starting at r0: how the causal mask narrows each product.
 template <class Cols, class KBegin, class KEnd>
-void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb, float* C,
-             std::size_t ldc, Cols cols, KBegin k0, KEnd k1) {
+void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, const float* B,
+             std::size_t ldb, float* C, std::size_t ldc, Cols cols, KBegin k0, KEnd k1) {
   for (std::size_t r0 = 0; r0 < M; r0 += kR) {
     const std::size_t rows = std::min(kR, M - r0), N = cols(r0), kb = k0(r0), ke = k1(r0);
     for (std::size_t c0 = 0; c0 < N; c0 += kW) {
@@ -170,13 +174,25 @@ void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, cons
         edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc, rows, n);
         continue;
       }
-      switch (rows) {                            // a tile of kR rows, or the last, shorter one
-        case 6: vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 5: vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 4: vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 3: vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 2: vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        default: vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+      switch (rows) {  // a tile of kR rows, or the last, shorter one
+        case 6:
+          vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
+        case 5:
+          vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
+        case 4:
+          vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
+        case 3:
+          vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
+        case 2:
+          vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
+        default:
+          vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
+          break;
       }
     }
   }
@@ -193,7 +209,8 @@ void transpose_into(const float* X, std::size_t ld, std::size_t T, std::size_t w
 //   P = causal softmax(S)            by rows, zeros above the diagonal
 //   P' = P * m                       dropout (only with p > 0)
 //   o_i = sum_{j <= i} P'[i, j] v_j  written into y's columns h*hs ..
-void forward_pair(const float* qkv, float* y, float* Kt, Saved& s, const Dims& d, std::size_t b, std::size_t h) {
+void forward_pair(const float* qkv, float* y, float* Kt, Saved& s, const Dims& d, std::size_t b,
+                  std::size_t h) {
   const std::size_t C = d.C(), ld = d.ld(), T = d.T, at = (b * d.H + h) * d.block();
   const float* Q = qkv + b * T * ld + h * d.hs;
   const float* K = Q + C;
@@ -201,19 +218,22 @@ void forward_pair(const float* qkv, float* y, float* Kt, Saved& s, const Dims& d
   float* P = s.p.data() + at;
   const std::size_t hs = d.hs;
   auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
-  auto up_to_tile = [T](std::size_t r0) { return std::min(T, r0 + kR); };   // keys j <= the tile's last row
+  auto up_to_tile = [T](std::size_t r0) {
+    return std::min(T, r0 + kR);
+  };  // keys j <= the tile's last row
   // Score columns up to the tile's last row, rounded up to whole tiles of kW (the few beyond the
   // diagonal are cheaper computed than left out; the softmax overwrites them with zeros).
   auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
   transpose_into(K, ld, T, hs, Kt);
-  product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));         // S = Q K^T, for j <= i
+  product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));  // S = Q K^T, for j <= i
   causal_softmax_rows(P, T, s.scale);
   const float* W = P;
   if (!s.keep.empty()) {
     apply_keep_mask(s, at, d.block(), P, s.p_used.data() + at);
     W = s.p_used.data() + at;
   }
-  product(T, W, T, 1, V, ld, y + b * T * C + h * hs, C, all(hs), all(0), up_to_tile);   // O = P' V: P' is 0 above
+  product(T, W, T, 1, V, ld, y + b * T * C + h * hs, C, all(hs), all(0),
+          up_to_tile);  // O = P' V: P' is 0 above
 }
 
 // Backward of one pair, restating each forward line before its adjoint (vt, ds: scratch):
@@ -221,8 +241,8 @@ void forward_pair(const float* qkv, float* y, float* Kt, Saved& s, const Dims& d
 //   P' = P * m                   dP = dP' * m
 //   P = softmax(S)               dS = P * (dP - rowsum(dP * P))         (j <= i; 0 above)
 //   S = (q_i . k_j) * scale      dS = dS * scale;  dq_i = sum_j dS[i, j] k_j;  dk_j = sum_{i >= j} dS[i, j] q_i
-void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS, const Saved& s, const Dims& d,
-                   std::size_t b, std::size_t h) {
+void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS,
+                   const Saved& s, const Dims& d, std::size_t b, std::size_t h) {
   const std::size_t C = d.C(), ld = d.ld(), T = d.T, hs = d.hs, at = (b * d.H + h) * d.block();
   const std::size_t row0 = b * T * ld + h * hs;
   const float *Q = qkv + row0, *K = Q + C, *V = Q + 2 * C;
@@ -232,30 +252,31 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
   auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
   auto up_to_tile = [T](std::size_t r0) { return std::min(T, r0 + kR); };
   auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
-  auto from_tile = [](std::size_t r0) { return r0; };                      // rows i >= the tile's first j
-  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T));          // dV = P'^T dO
+  auto from_tile = [](std::size_t r0) { return r0; };              // rows i >= the tile's first j
+  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T));  // dV = P'^T dO
   transpose_into(V, ld, T, hs, vt);
-  product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs));        // dP' = dO V^T, for j <= i
+  product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs));  // dP' = dO V^T, for j <= i
   if (!s.keep.empty()) apply_keep_mask(s, at, d.block(), dS, dS);
-  for (std::size_t i = 0; i < T; ++i) {                                    // over n8 as in the softmax:
-    float* g = dS + i * T;                                                 // P is 0 beyond the diagonal
+  for (std::size_t i = 0; i < T; ++i) {  // over n8 as in the softmax:
+    float* g = dS + i * T;               // P is 0 beyond the diagonal
     const float* p = P + i * T;
     const std::size_t n8 = std::min(T, (i + 8) / 8 * 8);
     const auto c = static_cast<float>(lane_dot(g, p, n8));
     for (std::size_t j = 0; j < n8; ++j) g[j] = (p[j] * (g[j] - c)) * s.scale;
-    std::fill(g + n8, g + T, 0.0f);                                        // the products below read it
+    std::fill(g + n8, g + T, 0.0f);  // the products below read it
   }
-  product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile);        // dQ = dS K
-  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T));         // dK = dS^T Q
+  product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile);  // dQ = dS K
+  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T));   // dK = dS^T Q
 }
 }  // namespace
 
-Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head, const CausalAttentionOptions& options,
-                             Array* attn_out) {
+Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
+                             const CausalAttentionOptions& options, Array* attn_out) {
   const std::string where = autograd::where("causal_self_attention");
   const Shape& sq = qkv.shape();
-  check<ShapeError>(sq.size() == 3 && sq[2] % 3 == 0, where,
-                    ": expected qkv of shape (B, T, 3C), queries, keys and values side by side, got ", sq);
+  check<ShapeError>(
+      sq.size() == 3 && sq[2] % 3 == 0, where,
+      ": expected qkv of shape (B, T, 3C), queries, keys and values side by side, got ", sq);
   check<ValueError>(n_head >= 1, where, ": expected n_head >= 1, got ", n_head);
   const std::size_t C = sq[2] / 3, H = static_cast<std::size_t>(n_head);
   check<ShapeError>(C % H == 0, where, ": expected the width C = ", C, " of qkv ", sq,
@@ -268,8 +289,12 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head, const Causa
   s->p = Array::from_shape({d.B, d.H, d.T, d.T});
   const double p_drop = options.dropout();
   if (options.training() && p_drop > 0.0 && s->p.size() > 0) {
-    const DropoutStream stream = options.dropout_stream() ? *options.dropout_stream()
-                                 : DropoutStream{(options.generator() ? *options.generator() : *default_generator()).next_u64(), 0};
+    const DropoutStream stream =
+        options.dropout_stream()
+            ? *options.dropout_stream()
+            : DropoutStream{
+                  (options.generator() ? *options.generator() : *default_generator()).next_u64(),
+                  0};
     make_keep_mask(*s, p_drop, stream);
   }
   Array out = Array::from_shape({d.B, d.T, C});
@@ -287,7 +312,8 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head, const Causa
     ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
       std::vector<float> vt(d.hs * d.T), dS(d.block());
       for (std::size_t pair = first; pair < last; ++pair)
-        backward_pair(dy.data(), qkv.data().data(), dqkv.data(), vt.data(), dS.data(), *s, d, pair / d.H, pair % d.H);
+        backward_pair(dy.data(), qkv.data().data(), dqkv.data(), vt.data(), dS.data(), *s, d,
+                      pair / d.H, pair % d.H);
     });
     qkv.accumulate_grad(std::move(dqkv), "causal_self_attention");
   });

@@ -50,7 +50,7 @@ void apply_mask_(const DropoutMask& mask, float* y, std::size_t n) {
 // y[b, i] = x[b, i] + rows[i]   for b < B, i < n (one (L, D) slice)
 void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
   detail::parallel_for(B * n, std::size_t{1} << 16, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last;) {          // [first, last) in pieces that stay in one slice
+    for (std::size_t i = first; i < last;) {  // [first, last) in pieces that stay in one slice
       const std::size_t r = i % n, len = std::min(n - r, last - i);
       for (std::size_t j = 0; j < len; ++j) y[i + j] = x[i + j] + rows[r + j];
       i += len;
@@ -60,11 +60,11 @@ void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::s
 
 // y[e] = (x[e] + rows[e % n]) * m[e] for e < B * n. The unfused form is z = x + rows (rounded to
 // float), then dropout(z): the same two roundings.
-void add_rows_apply_mask(const DropoutMask& mask, const float* x, const float* rows, float* y, std::size_t B,
-                         std::size_t n) {
+void add_rows_apply_mask(const DropoutMask& mask, const float* x, const float* rows, float* y,
+                         std::size_t B, std::size_t n) {
   detail::parallel_for(B * n, kGrain, [&](std::size_t begin, std::size_t end) {
     mask.chunks(begin, end, [&](std::size_t first, std::size_t len, const float* m) {
-      for (std::size_t i = 0; i < len;) {             // pieces that stay in one slice
+      for (std::size_t i = 0; i < len;) {  // pieces that stay in one slice
         const std::size_t e = first + i, r = e % n, piece = std::min(n - r, len - i);
         const float *xs = x + e, *rs = rows + r, *ms = m + i;
         float* ys = y + e;
@@ -79,15 +79,17 @@ void add_rows_apply_mask(const DropoutMask& mask, const float* x, const float* r
 // tape's back: refused, as PyTorch does.
 void check_inplace(const Tensor& x, bool inplace) {
   if (inplace && x.is_leaf() && x.requires_grad() && autograd::grad_enabled())
-    fail<AutogradError>("a leaf Variable that requires grad is being used in an in-place operation. | ",
-                        autograd::where("dropout"), ": ", x.describe(),
-                        "; use inplace=false, or run it under NoGradGuard if it is not part of the model");
+    fail<AutogradError>(
+        "a leaf Variable that requires grad is being used in an in-place operation. | ",
+        autograd::where("dropout"), ": ", x.describe(),
+        "; use inplace=false, or run it under NoGradGuard if it is not part of the model");
 }
 }  // namespace
 
 void check_dropout_probability(double p) {
   // NaN fails both comparisons: rejected, unlike PyTorch's `p < 0 or p > 1`, which lets it through.
-  check<ValueError>(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ", p);
+  check<ValueError>(p >= 0.0 && p <= 1.0, "dropout probability has to be between 0 and 1, but got ",
+                    p);
 }
 
 xt::xarray<std::uint8_t> dropout_mask(const Shape& shape, double p, DropoutStream stream) {
@@ -106,7 +108,7 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
   // y = x * m                       dx = dy * m   (the mask computed again, from the stream)
   // p == 1 keeps nothing: y = x * 0, so NaN and Inf inputs give NaN, as in PyTorch.
   check_dropout_probability(p);
-  if (!training || p == 0.0 || x.numel() == 0) return x;   // the same tensor, no entry
+  if (!training || p == 0.0 || x.numel() == 0) return x;  // the same tensor, no entry
   check_inplace(x, inplace);
 
   const std::size_t n = x.numel();
@@ -124,7 +126,7 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
     y = Tensor(std::move(out));
   }
   autograd::record("dropout", y, {x}, /*saved=*/{}, [x, mask](Array dy) {
-    apply_mask_(mask, dy.data(), dy.size());          // dx = dy * m, in dy's buffer
+    apply_mask_(mask, dy.data(), dy.size());  // dx = dy * m, in dy's buffer
     x.accumulate_grad(std::move(dy), "dropout");
   });
   return y;
@@ -132,12 +134,13 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool inplace) {
   check_dropout_probability(p);
-  if (!training || p == 0.0 || x.numel() == 0) return x;   // no draw either
-  check_inplace(x, inplace);                                // refused before drawing
+  if (!training || p == 0.0 || x.numel() == 0) return x;  // no draw either
+  check_inplace(x, inplace);                              // refused before drawing
   return dropout(x, p, training, DropoutStream{gen.next_u64(), 0}, inplace);
 }
 
-Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training, DropoutStream stream) {
+Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training,
+                        DropoutStream stream) {
   // z[b, l, :] = x[b, l, :] + rows[l, :]                rows: the first L rows of a (..., R, D) table
   // y = z * m                                          exactly dropout(z, p, training, stream)
   // dx = dy * m                                        (rows is a constant: it receives nothing)
@@ -145,17 +148,20 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   check_dropout_probability(p);
   const Shape& s = x.shape();
   const std::size_t table_rows = rows.dimension() >= 2 ? rows.size() / rows.shape().back() : 0;
-  const bool fits = s.size() == 3 && rows.dimension() >= 2 && rows.shape().back() == s[2] && table_rows >= s[1];
+  const bool fits =
+      s.size() == 3 && rows.dimension() >= 2 && rows.shape().back() == s[2] && table_rows >= s[1];
   if (!fits)
-    fail<ShapeError>(where, ": expected x of shape (B, L, D) and a table of shape (..., R, D) with R >= L, got ", s,
-                     " and ", rows.shape());
+    fail<ShapeError>(
+        where, ": expected x of shape (B, L, D) and a table of shape (..., R, D) with R >= L, got ",
+        s, " and ", rows.shape());
   const std::size_t B = s[0], n = s[1] * s[2];
   Array out = Array::from_shape(s);
   const bool identity = !training || p == 0.0 || x.numel() == 0;
-  if (identity) {                                       // y = x + rows
+  if (identity) {  // y = x + rows
     add_rows(x.data().data(), rows.data(), out.data(), B, n);
     Tensor y(std::move(out));
-    autograd::record("add_rows", y, {x}, {}, [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
+    autograd::record("add_rows", y, {x}, {},
+                     [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
   const DropoutMask mask{stream, p};

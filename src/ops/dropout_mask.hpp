@@ -30,8 +30,8 @@ struct DropoutMask {
         f(first, std::min(detail::kMaskChunk, end - first), zeros);
       return;
     }
-    detail::for_each_mask_chunk(stream.seed, stream.call, detail::keep_threshold(p), keep_scale(p), begin, end,
-                                std::forward<F>(f));
+    detail::for_each_mask_chunk(stream.seed, stream.call, detail::keep_threshold(p), keep_scale(p),
+                                begin, end, std::forward<F>(f));
   }
 };
 

@@ -76,7 +76,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
     // b gets a copy (or its broadcast sum); a then takes dy's own buffer when the shapes agree.
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
     if (a.requires_grad())
-      a.accumulate_grad(a.shape() == dy.shape() ? std::move(dy) : sum_to_shape(dy, a.shape()), "add");
+      a.accumulate_grad(a.shape() == dy.shape() ? std::move(dy) : sum_to_shape(dy, a.shape()),
+                        "add");
   });
   return y;
 }
@@ -107,7 +108,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   autograd::record("div", y, {a, b}, {a, b}, [a, b](Array dy) {
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(Array(dy / b.data()), a.shape()), "div");
     if (b.requires_grad())
-      b.accumulate_grad(sum_to_shape(Array(-dy * a.data() / (b.data() * b.data())), b.shape()), "div");
+      b.accumulate_grad(sum_to_shape(Array(-dy * a.data() / (b.data() * b.data())), b.shape()),
+                        "div");
   });
   return y;
 }
@@ -135,7 +137,8 @@ Tensor rsub(const Tensor& a, double s) {
   const float c = static_cast<float>(s);
   Tensor y(unary(a.data(), [c](float x) { return c - x; }));
   autograd::record("rsub", y, {a}, {}, [a](Array dy) {
-    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "rsub");   // dy * -1 is exactly -dy
+    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }),
+                      "rsub");  // dy * -1 is exactly -dy
   });
   return y;
 }
@@ -179,7 +182,8 @@ Tensor neg(const Tensor& a) {
   // y = -a           da = -dy
   Tensor y(unary(a.data(), [](float x) { return -x; }));
   autograd::record("neg", y, {a}, {}, [a](Array dy) {
-    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }), "neg");     // dy * -1 is exactly -dy
+    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }),
+                      "neg");  // dy * -1 is exactly -dy
   });
   return y;
 }
@@ -221,8 +225,10 @@ Tensor pow(const Tensor& a, double exponent) {
   Tensor y(unary(a.data(), [e](float x) { return std::pow(x, e); }));
   autograd::record("pow", y, {a}, {a}, [a, e](Array dy) {
     const float* x = a.data().data();
-    a.accumulate_grad(chain_(dy, [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
-                      "pow");
+    a.accumulate_grad(
+        chain_(dy,
+               [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
+        "pow");
   });
   return y;
 }
@@ -242,7 +248,8 @@ Tensor relu(const Tensor& a) {
   Tensor y(unary(a.data(), [](float x) { return x > 0.0f ? x : 0.0f; }));
   autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }), "relu");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }),
+                      "relu");
   });
   return y;
 }
@@ -252,7 +259,8 @@ Tensor sigmoid(const Tensor& a) {
   Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + detail::exp_f32(-x)); }));
   autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array dy) {
     const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }), "sigmoid");
+    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }),
+                      "sigmoid");
   });
   return y;
 }
@@ -267,8 +275,8 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
     const std::size_t dm = m[m.size() - 1 - i], ds = s[s.size() - 1 - i];
     fits = dm == ds || dm == 1;
   }
-  check<ShapeError>(fits, "The size of the mask must be broadcastable to the size of the tensor | ", where,
-                    ": mask of shape ", m, " does not broadcast to the tensor's shape ", s);
+  check<ShapeError>(fits, "The size of the mask must be broadcastable to the size of the tensor | ",
+                    where, ": mask of shape ", m, " does not broadcast to the tensor's shape ", s);
   const float v = static_cast<float>(value);
   const auto full_mask = std::make_shared<const xt::xarray<bool>>(xt::broadcast(mask, s));
   Array out = a.data();

@@ -26,11 +26,11 @@ namespace tapegrad::ops {
 namespace {
 
 // padding_idx in [-num, num), negatives counted from the end (PyTorch's F.embedding).
-std::optional<std::int64_t> normalised_padding_idx(std::optional<std::int64_t> pad, std::int64_t num,
-                                                   const std::string& where) {
+std::optional<std::int64_t> normalised_padding_idx(std::optional<std::int64_t> pad,
+                                                   std::int64_t num, const std::string& where) {
   if (!pad) return pad;
-  check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | ", where,
-                    ": expected padding_idx in [", -num, ", ", num, "), got ", *pad);
+  check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | ",
+                    where, ": expected padding_idx in [", -num, ", ", num, "), got ", *pad);
   return *pad < 0 ? num + *pad : *pad;
 }
 
@@ -39,12 +39,12 @@ void check_options(const EmbeddingFuncOptions& o, const std::string& where) {
     const double m = *o.max_norm();
     check<ValueError>(m > 0.0, where, ": expected max_norm > 0 (and not NaN), got ", m,
                       "; leave max_norm unset to switch renormalisation off");
-    check<ValueError>(!std::isnan(o.norm_type()), where, ": expected norm_type to be a number, got ",
-                      o.norm_type());
+    check<ValueError>(!std::isnan(o.norm_type()), where,
+                      ": expected norm_type to be a number, got ", o.norm_type());
   }
   check<ValueError>(!(o.sparse() && o.scale_grad_by_freq()),
-                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | ", where,
-                    ": expected at most one of sparse and scale_grad_by_freq, got both");
+                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | ",
+                    where, ": expected at most one of sparse and scale_grad_by_freq, got both");
 }
 
 // Every id in [0, num); the first offender names its value and its multi-index in ids.
@@ -52,16 +52,18 @@ void check_ids(const IndexArray& ids, std::int64_t num, const std::string& where
   const std::int64_t* id = ids.data();
   for (std::size_t p = 0, n = ids.size(); p < n; ++p)
     if (id[p] < 0 || id[p] >= num) [[unlikely]]
-      fail<IndexError>("index out of range in self | ", where, ": expected ids in [0, ", num, "), got ", id[p],
-                       " at position ", position_str(p, ids.shape()));
+      fail<IndexError>("index out of range in self | ", where, ": expected ids in [0, ", num,
+                       "), got ", id[p], " at position ", position_str(p, ids.shape()));
 }
 
 // ||row||_p in double: p = inf -> max|x|, p = -inf -> min|x|, p = 0 -> count of non-zeros.
 double row_norm(const float* row, std::size_t dim, double p) {
-  if (p == std::numeric_limits<double>::infinity() || p == -std::numeric_limits<double>::infinity()) {
+  if (p == std::numeric_limits<double>::infinity() ||
+      p == -std::numeric_limits<double>::infinity()) {
     double best = std::abs(double(row[0]));
     for (std::size_t j = 1; j < dim; ++j)
-      best = p > 0 ? std::max(best, std::abs(double(row[j]))) : std::min(best, std::abs(double(row[j])));
+      best = p > 0 ? std::max(best, std::abs(double(row[j])))
+                   : std::min(best, std::abs(double(row[j])));
     return best;
   }
   double acc = 0.0;
@@ -105,14 +107,15 @@ void renorm_rows_(const Tensor& weight, const IndexArray& ids, double max_norm, 
 }
 
 // Everything both entry points check and do before the gather; returns the normalised pad.
-std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& o,
-                                    const std::string& where) {
+std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
+                                    const EmbeddingFuncOptions& o, const std::string& where) {
   check<ShapeError>(weight.dim() == 2, "'weight' must be 2-D | ", where,
-                    ": expected weight of shape (num_embeddings, embedding_dim), got ", weight.shape());
+                    ": expected weight of shape (num_embeddings, embedding_dim), got ",
+                    weight.shape());
   const auto num = static_cast<std::int64_t>(weight.shape()[0]);
   const std::optional<std::int64_t> pad = normalised_padding_idx(o.padding_idx(), num, where);
   check_options(o, where);
-  check_ids(ids, num, where);                         // before anything is changed
+  check_ids(ids, num, where);  // before anything is changed
   if (o.max_norm()) renorm_rows_(weight, ids, *o.max_norm(), o.norm_type());
   return pad;
 }
@@ -128,10 +131,13 @@ void copy_row(float* dst, const float* src, std::size_t dim, const float* scale)
 }
 
 // Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
-std::size_t rows_per_thread(std::size_t dim) { return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1)); }
+std::size_t rows_per_thread(std::size_t dim) {
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+}
 
 // out[j] = g[j] * m[first + j] for j < dim: one position's row of dy through the dropout mask.
-const float* masked_row(const DropoutMask& mask, const float* g, std::size_t first, std::size_t dim, float* out) {
+const float* masked_row(const DropoutMask& mask, const float* g, std::size_t first, std::size_t dim,
+                        float* out) {
   mask.chunks(first, first + dim, [&](std::size_t e, std::size_t len, const float* m) {
     const float* gs = g + (e - first);
     float* os = out + (e - first);
@@ -150,7 +156,7 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
   const std::int64_t* id = ids.data();
   float* y = out.data();
   detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    for (std::size_t p = first; p < last; ++p) {      // one contiguous row per id
+    for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
       copy_row(y + p * dim, w + static_cast<std::size_t>(id[p]) * dim, dim, c);
     }
   });
@@ -170,12 +176,13 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
                      const DropoutMask* mask = nullptr) {
   const std::size_t num = weight_shape[0], dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
-  std::vector<float> inv_count;                       // 1 / occurrences over the whole flattened ids
+  std::vector<float> inv_count;  // 1 / occurrences over the whole flattened ids
   if (by_freq) {
     std::vector<std::int64_t> count(num, 0);
     for (std::size_t p = 0; p < n; ++p) ++count[static_cast<std::size_t>(id[p])];
     inv_count.resize(num);
-    for (std::size_t k = 0; k < num; ++k) inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
+    for (std::size_t k = 0; k < num; ++k)
+      inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
   }
   // The positions of each id, in position order (a counting sort; pad positions left out):
   // order[first[k] .. first[k + 1]) are id k's.
@@ -199,7 +206,7 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
   const bool plain = !by_freq && c == nullptr;
   const float s = c ? *c : 1.0f;
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::vector<float> masked(mask ? dim : 0);       // dz of one position
+    std::vector<float> masked(mask ? dim : 0);  // dz of one position
     for (std::size_t k = lo; k < hi; ++k) {
       float* row = dw + k * dim;
       const std::size_t begin = first[k], end = first[k + 1];
@@ -233,10 +240,11 @@ Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight
 // The row-sparse gradient (row_sparse.hpp): one row per non-pad position, in position order,
 // duplicates kept; every position being padding gives an empty (not an absent) gradient.
 RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
-                              std::optional<std::int64_t> pad, const float* c, const DropoutMask* mask = nullptr) {
+                              std::optional<std::int64_t> pad, const float* c,
+                              const DropoutMask* mask = nullptr) {
   const std::size_t dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
-  std::vector<std::size_t> from;                      // from[r]: the position of kept row r
+  std::vector<std::size_t> from;  // from[r]: the position of kept row r
   from.reserve(n);
   for (std::size_t p = 0; p < n; ++p)
     if (!(pad && id[p] == *pad)) from.push_back(p);
@@ -259,19 +267,20 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
 }
 
 // The lookup, optionally fused with "* c"; op names the tape entry and the error messages.
-Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& o,
-              std::optional<float> scale) {
+Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
+              const EmbeddingFuncOptions& o, std::optional<float> scale) {
   const std::string where = autograd::where(op);
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   Tensor y(gather(ids, weight.data(), scale ? &*scale : nullptr));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
-  autograd::record(op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](Array dy) {
-    const float* c = scale ? &*scale : nullptr;
-    if (sparse)
-      weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
-    else
-      weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, c), op);
-  });
+  autograd::record(
+      op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](Array dy) {
+        const float* c = scale ? &*scale : nullptr;
+        if (sparse)
+          weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
+        else
+          weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, c), op);
+      });
   return y;
 }
 
@@ -293,8 +302,9 @@ Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scal
   return lookup("embedding_scaled", ids, weight, options, static_cast<float>(scale));
 }
 
-Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale, const Array& rows,
-                                  double p, bool training, DropoutStream stream, const EmbeddingFuncOptions& o) {
+Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale,
+                                  const Array& rows, double p, bool training, DropoutStream stream,
+                                  const EmbeddingFuncOptions& o) {
   // e[b, l, :] = weight[ids[b, l], :] * c           c = float(scale)             (embedding_scaled)
   // z[b, l, :] = e[b, l, :] + rows[l, :]            rows: the first L rows of a (..., R, D) table
   // y = z * m,   m[i] = keep(i) ? 1 / (1 - p) : 0   the mask of `stream`          (add_rows_dropout)
@@ -308,8 +318,11 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const bool fits = ids.dimension() == 2 && weight.dim() == 2 && rows.dimension() >= 2 &&
                     rows.shape().back() == weight.shape()[1] && table_rows >= ids.shape()[1];
   if (!fits)
-    fail<ShapeError>(where, ": expected ids of shape (B, L), weight (num, D) and a table of shape (..., R, D) with R >= L, "
-                     "got ", ids.shape(), ", ", weight.shape(), " and ", rows.shape());
+    fail<ShapeError>(where,
+                     ": expected ids of shape (B, L), weight (num, D) and a table of shape (..., "
+                     "R, D) with R >= L, "
+                     "got ",
+                     ids.shape(), ", ", weight.shape(), " and ", rows.shape());
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];
   const bool drops = training && p != 0.0 && n * dim != 0;
@@ -320,8 +333,9 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const std::int64_t* id = ids.data();
   float* y = out.data();
   detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    const float s = c;                                 // a local: read through the capture it might alias y
-    for (std::size_t q = first; q < last; ++q) {       // one position: gather, scale, add its table row, mask
+    const float s = c;  // a local: read through the capture it might alias y
+    for (std::size_t q = first; q < last;
+         ++q) {  // one position: gather, scale, add its table row, mask
       const float* wr = w + static_cast<std::size_t>(id[q]) * dim;
       const float* rr = rows.data() + (q % L) * dim;
       float* yr = y + q * dim;
@@ -337,13 +351,15 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   });
   Tensor result(std::move(out));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
-  autograd::record(op, result, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, c, mask, drops, op](Array dy) {
-    const DropoutMask* m = drops ? &mask : nullptr;
-    if (sparse)
-      weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, &c, m), op);
-    else
-      weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, &c, m), op);
-  });
+  autograd::record(
+      op, result, {weight}, /*saved=*/{},
+      [weight, ids, pad, sparse, by_freq, c, mask, drops, op](Array dy) {
+        const DropoutMask* m = drops ? &mask : nullptr;
+        if (sparse)
+          weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, &c, m), op);
+        else
+          weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, &c, m), op);
+      });
   return result;
 }
 

@@ -15,7 +15,8 @@ namespace tapegrad::ops::detail {
 /// (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b. beta = 0 writes C
 /// without reading it. K = 0 gives C = beta C. Sizes must be below 2^31 (ShapeError otherwise).
 /// M = 1 (one row, as when a model generates one token at a time) goes to sgemv.
-void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
-          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc);
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+          const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+          std::size_t ldc);
 
 }  // namespace tapegrad::ops::detail

@@ -21,11 +21,14 @@ Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& opti
   const std::string& red = options.reduction();
   check<ValueError>(red == "none" || red == "sum" || red == "mean" || red == "batchmean", red,
                     " is not a valid value for reduction | ", where,
-                    ": expected reduction \"none\", \"mean\", \"batchmean\" or \"sum\", got \"", red, "\"");
-  check<ShapeError>(input.shape() == target.shape(), "The size of tensor a must match the size of tensor b | ",
-                    where, ": expected target of the input's shape ", input.shape(), ", got ", target.shape());
-  check<ShapeError>(red != "batchmean" || input.dim() > 0, where,
-                    ": expected an input with a batch dimension for reduction \"batchmean\", got shape ()");
+                    ": expected reduction \"none\", \"mean\", \"batchmean\" or \"sum\", got \"",
+                    red, "\"");
+  check<ShapeError>(
+      input.shape() == target.shape(), "The size of tensor a must match the size of tensor b | ",
+      where, ": expected target of the input's shape ", input.shape(), ", got ", target.shape());
+  check<ShapeError>(
+      red != "batchmean" || input.dim() > 0, where,
+      ": expected an input with a batch dimension for reduction \"batchmean\", got shape ()");
   const bool log_target = options.log_target();
   const std::size_t n = input.numel();
   const float* x = input.data().data();
@@ -56,17 +59,18 @@ Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& opti
     if (red == "batchmean") divisor = static_cast<float>(input.shape()[0]);
     y = Tensor(Array(static_cast<float>(total) / divisor));
   }
-  autograd::record("kl_div", y, {input}, {}, [input, slope, divisor, n, per_element = red == "none"](Array dy) {
-    Array dx = Array::from_shape(input.shape());
-    const float* s = slope->data();
-    if (per_element) {
-      for (std::size_t i = 0; i < n; ++i) dx.data()[i] = s[i] * dy.data()[i];
-    } else {
-      const float g = dy.data()[0] / divisor;
-      for (std::size_t i = 0; i < n; ++i) dx.data()[i] = s[i] * g;
-    }
-    input.accumulate_grad(std::move(dx), "kl_div");
-  });
+  autograd::record("kl_div", y, {input}, {},
+                   [input, slope, divisor, n, per_element = red == "none"](Array dy) {
+                     Array dx = Array::from_shape(input.shape());
+                     const float* s = slope->data();
+                     if (per_element) {
+                       for (std::size_t i = 0; i < n; ++i) dx.data()[i] = s[i] * dy.data()[i];
+                     } else {
+                       const float g = dy.data()[0] / divisor;
+                       for (std::size_t i = 0; i < n; ++i) dx.data()[i] = s[i] * g;
+                     }
+                     input.accumulate_grad(std::move(dx), "kl_div");
+                   });
   return y;
 }
 

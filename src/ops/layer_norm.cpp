@@ -29,7 +29,8 @@ struct RowStats {
   std::vector<float> mean, r, k;
 };
 
-constexpr std::size_t kBlockRows = 64;   // rows per block of the backward's column sums (and a thread's least share)
+constexpr std::size_t kBlockRows =
+    64;  // rows per block of the backward's column sums (and a thread's least share)
 
 double lane_sum(const float* x, std::size_t n) {
   double lane[4] = {0.0, 0.0, 0.0, 0.0};
@@ -65,7 +66,7 @@ void layer_norm_forward(const float* x, const float* w, const float* b, float* y
         d = std::sqrt(sq / double(N) + eps);
         k = 1.0 / double(N);
       } else {
-        const double s = std::sqrt(sq / double(N - 1));   // N == 1: 0/0, NaN like torch.std
+        const double s = std::sqrt(sq / double(N - 1));  // N == 1: 0/0, NaN like torch.std
         d = s + eps;
         k = d / (double(N - 1) * s);
       }
@@ -87,8 +88,9 @@ void layer_norm_forward(const float* x, const float* w, const float* b, float* y
 // dx follows from xhat depending on x through c = x - mean (the mean(g) term) and through d
 // (the k term, dd/dc_i = k * c_i / d). dx, dw, db may each be null (not needed). The row sums of
 // dw and db are made per block of kBlockRows rows (dw_blocks, db_blocks: (blocks, N)).
-void layer_norm_backward(const float* dy, const float* x, const float* w, const RowStats& st, float* dx,
-                         double* dw_blocks, double* db_blocks, std::size_t rows, std::size_t N) {
+void layer_norm_backward(const float* dy, const float* x, const float* w, const RowStats& st,
+                         float* dx, double* dw_blocks, double* db_blocks, std::size_t rows,
+                         std::size_t N) {
   const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
   detail::parallel_for(blocks, 1, [&](std::size_t first_block, std::size_t last_block) {
     std::vector<float> g(N), xhat(N);
@@ -97,7 +99,8 @@ void layer_norm_backward(const float* dy, const float* x, const float* w, const 
       double* db = db_blocks ? db_blocks + blk * N : nullptr;
       if (dw) std::fill_n(dw, N, 0.0);
       if (db) std::fill_n(db, N, 0.0);
-      for (std::size_t row = blk * kBlockRows, end = std::min(rows, row + kBlockRows); row < end; ++row) {
+      for (std::size_t row = blk * kBlockRows, end = std::min(rows, row + kBlockRows); row < end;
+           ++row) {
         const float* dyr = dy + row * N;
         const float* xr = x + row * N;
         const float m = st.mean[row], r = st.r[row];
@@ -139,32 +142,39 @@ std::string list_str(const Shape& s) {
 }
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, const LayerNormFuncOptions& options) {
+Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                  const Tensor& weight, const Tensor& bias, const LayerNormFuncOptions& options) {
   const std::string where = autograd::where("layer_norm");
   if (normalized_shape.empty())
-    fail<ValueError>("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
-                     "element, but got normalized_shape = [] | ", where, ": expected at least one dimension to "
-                     "normalise over, got none");
+    fail<ValueError>(
+        "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+        "element, but got normalized_shape = [] | ",
+        where,
+        ": expected at least one dimension to "
+        "normalise over, got none");
   Shape norm(normalized_shape.size());
   for (std::size_t i = 0; i < normalized_shape.size(); ++i) {
     if (normalized_shape[i] < 0)
-      fail<ValueError>(where, ": expected non-negative sizes in normalized_shape, got ", list_str(normalized_shape));
+      fail<ValueError>(where, ": expected non-negative sizes in normalized_shape, got ",
+                       list_str(normalized_shape));
     norm[i] = static_cast<std::size_t>(normalized_shape[i]);
   }
   const double eps = options.eps();
   check<ValueError>(eps >= 0.0, where, ": expected eps >= 0, got ", eps);
   const Shape& sx = x.shape();
   bool fits = sx.size() >= norm.size();
-  for (std::size_t i = 0; fits && i < norm.size(); ++i) fits = sx[sx.size() - norm.size() + i] == norm[i];
+  for (std::size_t i = 0; fits && i < norm.size(); ++i)
+    fits = sx[sx.size() - norm.size() + i] == norm[i];
   if (!fits)
-    fail<ShapeError>("Given normalized_shape=", list_str(normalized_shape), ", expected input with shape [*, ",
-                     list_str(normalized_shape).substr(1), ", but got input of size", list_str(sx), " | ", where,
+    fail<ShapeError>("Given normalized_shape=", list_str(normalized_shape),
+                     ", expected input with shape [*, ", list_str(normalized_shape).substr(1),
+                     ", but got input of size", list_str(sx), " | ", where,
                      ": expected x to end with ", norm, ", got ", sx);
   for (const auto& [t, name] : {std::pair{weight, "weight"}, std::pair{bias, "bias"}})
     if (t.defined() && t.shape() != norm)
-      fail<ShapeError>("Expected ", name, " to be of same shape as normalized_shape, but got ", name, " of shape ",
-                       list_str(t.shape()), " and normalized_shape = ", list_str(normalized_shape), " | ", where,
+      fail<ShapeError>("Expected ", name, " to be of same shape as normalized_shape, but got ",
+                       name, " of shape ", list_str(t.shape()),
+                       " and normalized_shape = ", list_str(normalized_shape), " | ", where,
                        ": expected ", name, " of shape ", norm, ", got ", t.shape());
 
   std::size_t N = 1;
@@ -183,27 +193,30 @@ Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_s
     saved.push_back(weight);
   }
   if (bias.defined()) inputs.push_back(bias);
-  autograd::record("layer_norm", y, inputs, saved, [x, weight, bias, st = std::move(st), rows, N](Array dy) {
-    const bool want_w = weight.defined() && weight.requires_grad();
-    const bool want_b = bias.defined() && bias.requires_grad();
-    const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-    Array dx = x.requires_grad() ? Array::from_shape(x.shape()) : Array();
-    std::vector<double> dw(want_w ? blocks * N : 0), db(want_b ? blocks * N : 0);
-    layer_norm_backward(dy.data(), x.data().data(), weight.defined() ? weight.data().data() : nullptr, st,
-                        x.requires_grad() ? dx.data() : nullptr, want_w ? dw.data() : nullptr,
-                        want_b ? db.data() : nullptr, rows, N);
-    if (x.requires_grad()) x.accumulate_grad(std::move(dx), "layer_norm");
-    for (auto& [t, sums, want] : {std::tuple{weight, &dw, want_w}, std::tuple{bias, &db, want_b}}) {
-      if (!want) continue;
-      Array d = Array::from_shape(t.shape());
-      for (std::size_t i = 0; i < N; ++i) {        // the blocks' sums, block by block
-        double total = 0.0;
-        for (std::size_t blk = 0; blk < blocks; ++blk) total += (*sums)[blk * N + i];
-        d.data()[i] = static_cast<float>(total);
-      }
-      t.accumulate_grad(std::move(d), "layer_norm");
-    }
-  });
+  autograd::record(
+      "layer_norm", y, inputs, saved, [x, weight, bias, st = std::move(st), rows, N](Array dy) {
+        const bool want_w = weight.defined() && weight.requires_grad();
+        const bool want_b = bias.defined() && bias.requires_grad();
+        const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+        Array dx = x.requires_grad() ? Array::from_shape(x.shape()) : Array();
+        std::vector<double> dw(want_w ? blocks * N : 0), db(want_b ? blocks * N : 0);
+        layer_norm_backward(dy.data(), x.data().data(),
+                            weight.defined() ? weight.data().data() : nullptr, st,
+                            x.requires_grad() ? dx.data() : nullptr, want_w ? dw.data() : nullptr,
+                            want_b ? db.data() : nullptr, rows, N);
+        if (x.requires_grad()) x.accumulate_grad(std::move(dx), "layer_norm");
+        for (auto& [t, sums, want] :
+             {std::tuple{weight, &dw, want_w}, std::tuple{bias, &db, want_b}}) {
+          if (!want) continue;
+          Array d = Array::from_shape(t.shape());
+          for (std::size_t i = 0; i < N; ++i) {  // the blocks' sums, block by block
+            double total = 0.0;
+            for (std::size_t blk = 0; blk < blocks; ++blk) total += (*sums)[blk * N + i];
+            d.data()[i] = static_cast<float>(total);
+          }
+          t.accumulate_grad(std::move(d), "layer_norm");
+        }
+      });
   return y;
 }
 

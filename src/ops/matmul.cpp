@@ -29,21 +29,24 @@
 namespace tapegrad::ops {
 
 namespace detail {
-void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha, const float* A,
-          std::size_t lda, const float* B, std::size_t ldb, float beta, float* C, std::size_t ldc) {
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+          const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+          std::size_t ldc) {
   if (M == 0 || N == 0) return;
-  if (K == 0) {                                  // an empty sum: BLAS would reject lda = 0
+  if (K == 0) {  // an empty sum: BLAS would reject lda = 0
     for (std::size_t i = 0; i < M; ++i)
-      for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+      for (std::size_t j = 0; j < N; ++j)
+        C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
-  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX &&
-                        ldc <= INT_MAX,
+  check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX &&
+                        ldb <= INT_MAX && ldc <= INT_MAX,
                     "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
   // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
   static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
   (void)blas_single_threaded;
-  const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans,
+                        op_b = trans_b ? CblasTrans : CblasNoTrans;
   // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
   // the thread count: OpenBLAS may round an element differently depending on where its row falls
   // in a call (its Haswell kernels do, its SkylakeX ones at some sizes), so only the same calls on
@@ -60,18 +63,21 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     for (std::size_t b = first; b < last; ++b) {
       const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
       const int len = static_cast<int>(end - begin);
-      if (M == 1) {       // one row: a matrix-vector product, C^T = op(B)^T op(A)^T; sgemm would pack all of B
-        const float* x = A;                       // op(A) (1, K): a row of A, or a column when trans_a
+      if (M ==
+          1) {  // one row: a matrix-vector product, C^T = op(B)^T op(A)^T; sgemm would pack all of B
+        const float* x = A;  // op(A) (1, K): a row of A, or a column when trans_a
         const int incx = trans_a ? int(lda) : 1;  // (with M == 1, any second block is of columns)
-        if (trans_b)      // B stored (N, K): C[j] = B[j, :] . x
-          cblas_sgemv(CblasRowMajor, CblasNoTrans, len, int(K), alpha, B + begin * ldb, int(ldb), x, incx, beta,
-                      C + begin, 1);
-        else              // B stored (K, N): C[j] = B[:, j] . x
-          cblas_sgemv(CblasRowMajor, CblasTrans, int(K), len, alpha, B + begin, int(ldb), x, incx, beta, C + begin, 1);
-      } else if (by_rows) // rows [begin, end) of C and of op(A); A^T's rows are columns of A
-        cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha, trans_a ? A + begin : A + begin * lda,
-                    int(lda), B, int(ldb), beta, C + begin * ldc, int(ldc));
-      else                // columns [begin, end) of C and of op(B); B^T's columns are rows of B
+        if (trans_b)                              // B stored (N, K): C[j] = B[j, :] . x
+          cblas_sgemv(CblasRowMajor, CblasNoTrans, len, int(K), alpha, B + begin * ldb, int(ldb), x,
+                      incx, beta, C + begin, 1);
+        else  // B stored (K, N): C[j] = B[:, j] . x
+          cblas_sgemv(CblasRowMajor, CblasTrans, int(K), len, alpha, B + begin, int(ldb), x, incx,
+                      beta, C + begin, 1);
+      } else if (by_rows)  // rows [begin, end) of C and of op(A); A^T's rows are columns of A
+        cblas_sgemm(CblasRowMajor, op_a, op_b, len, int(N), int(K), alpha,
+                    trans_a ? A + begin : A + begin * lda, int(lda), B, int(ldb), beta,
+                    C + begin * ldc, int(ldc));
+      else  // columns [begin, end) of C and of op(B); B^T's columns are rows of B
         cblas_sgemm(CblasRowMajor, op_a, op_b, int(M), len, int(K), alpha, A, int(lda),
                     trans_b ? B + begin * ldb : B + begin, int(ldb), beta, C + begin, int(ldc));
     }
@@ -87,8 +93,8 @@ constexpr std::size_t kCopyGrain = std::size_t{1} << 15;
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
 // (M, K), or (K, M) when ta (then op(A) = A^T); likewise op(B) is (K, N), stored (N, K) when tb.
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
-void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A, const float* B, float* C,
-          bool accumulate) {
+void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A,
+          const float* B, float* C, bool accumulate) {
   detail::gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N, accumulate ? 1.0f : 0.0f, C, N);
 }
 
@@ -106,28 +112,35 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   const bool batched = sa.size() == 3 && sb.size() == 3;
-  check<ShapeError>(batched || (sa.size() >= 2 && sb.size() == 2), where,
-                    ": expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) @ (k, m), got shapes ", sa,
-                    " and ", sb);
+  check<ShapeError>(
+      batched || (sa.size() >= 2 && sb.size() == 2), where,
+      ": expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) @ (k, m), got shapes ", sa,
+      " and ", sb);
   std::size_t batch = 1, n, k = sa.back(), m = sb.back();
   Shape out_shape = sa;
   out_shape.back() = m;
   if (batched) {
     batch = sa[0];
     n = sa[1];
-    check<ShapeError>(sb[0] == batch || sb[0] == 1 || batch == 1, "The size of tensor a (", batch,
-                      ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
-                      ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
-    check<ShapeError>(sb[0] == batch, where, ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa,
-                      " and ", sb, "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the "
+    check<ShapeError>(
+        sb[0] == batch || sb[0] == 1 || batch == 1, "The size of tensor a (", batch,
+        ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
+        ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
+    check<ShapeError>(sb[0] == batch, where,
+                      ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ",
+                      sb,
+                      "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the "
                       "batch of 1)");
-    check<ShapeError>(sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ", k,
-                      "] but got: [", sb[0], ", ", sb[1], "]. | ", where,
-                      ": expected (b, n, k) @ (b, k, m) with the same k, got shapes ", sa, " and ", sb);
+    check<ShapeError>(
+        sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ",
+        k, "] but got: [", sb[0], ", ", sb[1], "]. | ", where,
+        ": expected (b, n, k) @ (b, k, m) with the same k, got shapes ", sa, " and ", sb);
   } else {
-    n = product(sa, 0, sa.size() - 1);           // leading dims folded into the rows
-    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ", sb[0], "x", m,
-                      ") | ", where, ": expected (..., n, k) @ (k, m) with the same k, got shapes ", sa, " and ", sb);
+    n = product(sa, 0, sa.size() - 1);  // leading dims folded into the rows
+    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ",
+                      sb[0], "x", m, ") | ", where,
+                      ": expected (..., n, k) @ (k, m) with the same k, got shapes ", sa, " and ",
+                      sb);
   }
   Array out = Array::from_shape(out_shape);
   const float *pa = a.data().data(), *pb = b.data().data();
@@ -159,27 +172,34 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::string where = autograd::where("linear");
   const Shape& sx = x.shape();
   const Shape& sw = weight.shape();
-  check<ShapeError>(sw.size() == 2, where, ": expected weight of shape (out_features, in_features), got ", sw);
-  check<ShapeError>(!sx.empty(), "both arguments to linear need to be at least 1D, but they are 0D and 2D | ", where,
-                    ": expected input of shape (*, ", sw[1], "), got shape ()");
+  check<ShapeError>(sw.size() == 2, where,
+                    ": expected weight of shape (out_features, in_features), got ", sw);
+  check<ShapeError>(!sx.empty(),
+                    "both arguments to linear need to be at least 1D, but they are 0D and 2D | ",
+                    where, ": expected input of shape (*, ", sw[1], "), got shape ()");
   const std::size_t out_f = sw[0], in_f = sw[1], N = product(sx, 0, sx.size() - 1);
-  check<ShapeError>(sx.back() == in_f, "mat1 and mat2 shapes cannot be multiplied (", N, "x", sx.back(), " and ",
-                    in_f, "x", out_f, ") | ", where, ": expected input with last dimension ", in_f, ", got shape ", sx);
+  check<ShapeError>(sx.back() == in_f, "mat1 and mat2 shapes cannot be multiplied (", N, "x",
+                    sx.back(), " and ", in_f, "x", out_f, ") | ", where,
+                    ": expected input with last dimension ", in_f, ", got shape ", sx);
   const bool has_bias = bias.defined();
   if (has_bias)
-    check<ShapeError>(bias.dim() == 1 && bias.shape()[0] == out_f, where, ": expected bias of shape (", out_f,
-                      ",) to match weight ", sw, ", got ", bias.shape());
+    check<ShapeError>(bias.dim() == 1 && bias.shape()[0] == out_f, where,
+                      ": expected bias of shape (", out_f, ",) to match weight ", sw, ", got ",
+                      bias.shape());
   Shape out_shape = sx;
   out_shape.back() = out_f;
   Array out = Array::from_shape(out_shape);
-  if (has_bias)                                  // every row starts as b; the GEMM adds x W^T (beta = 1)
-    ::tapegrad::detail::parallel_for(N, std::max<std::size_t>(1, kCopyGrain / std::max<std::size_t>(out_f, 1)),
-                                     [&](std::size_t first, std::size_t last) {
-      for (std::size_t r = first; r < last; ++r) std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
-    });
+  if (has_bias)  // every row starts as b; the GEMM adds x W^T (beta = 1)
+    ::tapegrad::detail::parallel_for(
+        N, std::max<std::size_t>(1, kCopyGrain / std::max<std::size_t>(out_f, 1)),
+        [&](std::size_t first, std::size_t last) {
+          for (std::size_t r = first; r < last; ++r)
+            std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
+        });
   gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
   Tensor y(std::move(out));
-  const std::vector<Tensor> inputs = has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
+  const std::vector<Tensor> inputs =
+      has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
   autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](Array dy) {
     if (x.requires_grad()) {
       Array dx = Array::from_shape(x.shape());
@@ -196,11 +216,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       // threads (a column is summed by one thread, the same way whatever their number).
       std::vector<double> sums(out_f, 0.0);
       const float* g = dy.data();
-      ::tapegrad::detail::parallel_for(out_f, std::max<std::size_t>(8, kCopyGrain / std::max<std::size_t>(N, 1)),
-                                       [&](std::size_t first, std::size_t last) {
-        for (std::size_t r = 0; r < N; ++r)
-          for (std::size_t j = first; j < last; ++j) sums[j] += g[r * out_f + j];
-      });
+      ::tapegrad::detail::parallel_for(
+          out_f, std::max<std::size_t>(8, kCopyGrain / std::max<std::size_t>(N, 1)),
+          [&](std::size_t first, std::size_t last) {
+            for (std::size_t r = 0; r < N; ++r)
+              for (std::size_t j = first; j < last; ++j) sums[j] += g[r * out_f + j];
+          });
       Array dbias = Array::from_shape({out_f});
       std::copy(sums.begin(), sums.end(), dbias.data());
       bias.accumulate_grad(std::move(dbias), "linear");

@@ -58,19 +58,20 @@ struct Reduction {
   Shape out_shape;                       // the result's shape (keepdim's choice)
   std::vector<std::size_t> out_strides;  // strides of the keepdim layout, 0 along reduced dims
   std::size_t out_size = 1;
-  double count = 1.0;                    // input elements summed into each output element
+  double count = 1.0;  // input elements summed into each output element
 };
 
 // dims empty means every dimension, as in PyTorch.
-Reduction plan_reduction(const std::string& op, const Shape& in, const std::vector<std::int64_t>& dims,
-                         bool keepdim) {
+Reduction plan_reduction(const std::string& op, const Shape& in,
+                         const std::vector<std::int64_t>& dims, bool keepdim) {
   const std::size_t rank = in.size();
   std::vector<bool> reduced(rank, dims.empty());
   for (std::int64_t d : dims) {
     const std::size_t k = normalize_dim(op, d, rank);
-    if (rank == 0) continue;             // a scalar has nothing to reduce: dim 0 / -1 name itself
+    if (rank == 0) continue;  // a scalar has nothing to reduce: dim 0 / -1 name itself
     check<ValueError>(!reduced[k], "dim ", k, " appears multiple times in the list of dims | ", op,
-                      ": expected distinct dims, got dim ", d, " twice (after counting from the end)");
+                      ": expected distinct dims, got dim ", d,
+                      " twice (after counting from the end)");
     reduced[k] = true;
   }
   Reduction r;
@@ -82,8 +83,10 @@ Reduction plan_reduction(const std::string& op, const Shape& in, const std::vect
     }
   r.out_strides = detail::row_major_strides(keep);
   for (std::size_t k = 0; k < rank; ++k) {
-    if (reduced[k]) r.out_strides[k] = 0;
-    else r.out_shape.push_back(in[k]);
+    if (reduced[k])
+      r.out_strides[k] = 0;
+    else
+      r.out_shape.push_back(in[k]);
     if (reduced[k] && keepdim) r.out_shape.push_back(1);
     r.out_size *= keep[k];
   }
@@ -107,15 +110,16 @@ Array reduce_sum_backward(const Array& dy, const Shape& in_shape, const Reductio
   const float* pd = dy.data();
   float* pa = da.data();
   if (mean)
-    detail::walk(in_shape, r.out_strides,
-                 [&](std::size_t i, std::size_t o) { pa[i] = static_cast<float>(double(pd[o]) / r.count); });
+    detail::walk(in_shape, r.out_strides, [&](std::size_t i, std::size_t o) {
+      pa[i] = static_cast<float>(double(pd[o]) / r.count);
+    });
   else
     detail::walk(in_shape, r.out_strides, [&](std::size_t i, std::size_t o) { pa[i] = pd[o]; });
   return da;
 }
 
-Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim,
-                   bool mean) {
+Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64_t>& dims,
+                   bool keepdim, bool mean) {
   // sum:  y[o] = sum over the reduced dims of a[i]        da[i] = dy[o]
   // mean: y[o] = that sum / count                         da[i] = dy[o] / count
   // where o is i with its reduced coordinates set to 0, count the number of elements in the sum.
@@ -128,7 +132,9 @@ Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64
 }
 }  // namespace
 
-Tensor sum(const Tensor& a, std::int64_t dim, bool keepdim) { return sum_or_mean("sum", a, {dim}, keepdim, false); }
+Tensor sum(const Tensor& a, std::int64_t dim, bool keepdim) {
+  return sum_or_mean("sum", a, {dim}, keepdim, false);
+}
 Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim) {
   return sum_or_mean("sum", a, dims, keepdim, false);
 }
@@ -144,9 +150,10 @@ Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim
 Tensor max(const Tensor& a) {
   // y = max_i a_i (NaN if any a_i is NaN)
   // da_i = dy / k where a_i == y (k = the number of such ties; for a NaN y: where a_i is NaN), else 0
-  check<ShapeError>(a.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument. | ", autograd::where("max"),
-                    ": expected a non-empty tensor, got shape ", a.shape());
+  check<ShapeError>(a.numel() > 0,
+                    "max(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument. | ",
+                    autograd::where("max"), ": expected a non-empty tensor, got shape ", a.shape());
   const float* pa = a.data().data();
   const std::size_t n = a.numel();
   float best = pa[0];
@@ -179,15 +186,17 @@ AlongDim plan_along(const char* op, const Shape& in, std::int64_t dim, bool keep
   const std::string where = autograd::where(op);
   const std::size_t d = normalize_dim(where, dim, in.size());
   AlongDim p;
-  if (in.empty()) return p;                 // a scalar: one "row" of one element
+  if (in.empty()) return p;  // a scalar: one "row" of one element
   for (std::size_t k = 0; k < d; ++k) p.outer *= in[k];
   for (std::size_t k = d + 1; k < in.size(); ++k) p.inner *= in[k];
   p.n = in[d];
-  check<IndexError>(p.n > 0, op, "(): Expected reduction dim ", d, " to have non-zero size. | ", where,
-                    ": expected dimension ", dim, " of shape ", in, " to be non-empty");
+  check<IndexError>(p.n > 0, op, "(): Expected reduction dim ", d, " to have non-zero size. | ",
+                    where, ": expected dimension ", dim, " of shape ", in, " to be non-empty");
   p.out_shape = in;
-  if (keepdim) p.out_shape[d] = 1;
-  else p.out_shape.erase(p.out_shape.begin() + static_cast<std::ptrdiff_t>(d));
+  if (keepdim)
+    p.out_shape[d] = 1;
+  else
+    p.out_shape.erase(p.out_shape.begin() + static_cast<std::ptrdiff_t>(d));
   return p;
 }
 

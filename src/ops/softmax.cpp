@@ -23,7 +23,7 @@ namespace {
 template <class F>
 void for_each_row(const Shape& s, std::size_t d, F&& f) {
   std::size_t outer = 1, inner = 1;
-  const std::size_t n = s.empty() ? 1 : s[d];   // a scalar is one row of one element
+  const std::size_t n = s.empty() ? 1 : s[d];  // a scalar is one row of one element
   for (std::size_t k = 0; k < d && k < s.size(); ++k) outer *= s[k];
   for (std::size_t k = d + 1; k < s.size(); ++k) inner *= s[k];
   if (n == 0) return;
@@ -45,7 +45,8 @@ Array softmax_forward(const Array& x, std::size_t d, bool log) {
     float* yr = py + at;
     float m = xr[0];
     for (std::size_t k = 1; k < n; ++k) m = std::max(m, xr[k * stride]);
-    for (std::size_t k = 0; k < n; ++k) yr[k * stride] = detail::exp_f32(xr[k * stride] - m);   // SIMD when stride is 1
+    for (std::size_t k = 0; k < n; ++k)
+      yr[k * stride] = detail::exp_f32(xr[k * stride] - m);  // SIMD when stride is 1
     double s = 0.0;
     for (std::size_t k = 0; k < n; ++k) s += yr[k * stride];
     if (log) {
@@ -66,7 +67,8 @@ Array softmax_backward(const Array& y, const Array& dy, std::size_t d) {
   float* px = dx.data();
   for_each_row(y.shape(), d, [&](std::size_t at, std::size_t stride, std::size_t n) {
     double dot = 0.0;
-    for (std::size_t k = 0; k < n; ++k) dot += double(pd[at + k * stride]) * double(py[at + k * stride]);
+    for (std::size_t k = 0; k < n; ++k)
+      dot += double(pd[at + k * stride]) * double(py[at + k * stride]);
     const auto c = static_cast<float>(dot);
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t j = at + k * stride;

@@ -42,7 +42,7 @@ void walk(const Shape& shape, const std::vector<std::size_t>& strides, F&& f) {
   std::size_t offset = 0;
   for (std::size_t i = 0; i < total; i += n_last) {
     for (std::size_t j = 0; j < n_last; ++j) f(i + j, offset + j * s_last);
-    for (std::size_t d = rank - 1; d-- > 0;) {   // carry into the dimensions before the last
+    for (std::size_t d = rank - 1; d-- > 0;) {  // carry into the dimensions before the last
       offset += strides[d];
       if (++index[d] < shape[d]) break;
       offset -= strides[d] * shape[d];

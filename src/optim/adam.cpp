@@ -19,13 +19,13 @@ namespace {
 
 // The float32 scalars of one parameter's step.
 struct AdamScalars {
-  float w1;               // 1 − β1: the weight with which m moves towards g
-  float one_minus_w1;     // 1 − w1, computed in float as PyTorch's lerp does
-  float beta2, w2;        // β2 and 1 − β2
-  float l2;               // Adam's coupled weight decay (0 for AdamW)
-  float decay;            // AdamW's 1 − lr·wd (1 for Adam, which leaves θ exact)
-  float neg_step_size;    // −lr / bc1,   bc1 = 1 − β1^t
-  float sqrt_bc2;         // sqrt(bc2),   bc2 = 1 − β2^t
+  float w1;             // 1 − β1: the weight with which m moves towards g
+  float one_minus_w1;   // 1 − w1, computed in float as PyTorch's lerp does
+  float beta2, w2;      // β2 and 1 − β2
+  float l2;             // Adam's coupled weight decay (0 for AdamW)
+  float decay;          // AdamW's 1 − lr·wd (1 for Adam, which leaves θ exact)
+  float neg_step_size;  // −lr / bc1,   bc1 = 1 − β1^t
+  float sqrt_bc2;       // sqrt(bc2),   bc2 = 1 − β2^t
   float eps;
   bool maximize;
 };
@@ -42,8 +42,8 @@ struct AdamScalars {
 // (inside the sqrt) undoes that. eps is added AFTER the correction, PyTorch's placement: it keeps
 // the first step ≈ lr·sign(g) however small g is. vmax is nullptr unless amsgrad.
 // Elements [begin, end) only: adam_update splits the parameter over the threads.
-void adam_update_range(const AdamScalars k, std::size_t begin, std::size_t end, float* theta, const float* grad,
-                       float* m, float* v, float* vmax) {
+void adam_update_range(const AdamScalars k, std::size_t begin, std::size_t end, float* theta,
+                       const float* grad, float* m, float* v, float* vmax) {
   // (−1)·grad is exactly −grad; a float factor, unlike a bool select, lets the loop vectorise.
   const float sign = k.maximize ? -1.0f : 1.0f;
   for (std::size_t i = begin; i < end; ++i) {
@@ -66,8 +66,8 @@ void adam_update_range(const AdamScalars k, std::size_t begin, std::size_t end, 
 // One Adam step over n elements: bound by memory bandwidth (28 bytes per element), so split
 // over the threads in blocks of at least 16 Ki elements (tens of microseconds of work each; a
 // GPT's matrices, 16 K to 64 K elements, then split too).
-void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* grad, float* m, float* v,
-                 float* vmax) {
+void adam_update(const AdamScalars k, std::size_t n, float* theta, const float* grad, float* m,
+                 float* v, float* vmax) {
   detail::parallel_for(n, std::size_t{1} << 14, [&](std::size_t begin, std::size_t end) {
     adam_update_range(k, begin, end, theta, grad, m, v, vmax);
   });
@@ -81,9 +81,9 @@ AdamScalars scalars(const Options& o, std::int64_t t, double l2, double decay) {
   const double bc2 = 1.0 - std::pow(beta2, double(t));
   const double step_size = o.lr() / bc1;
   const float w1 = float(1.0 - beta1);
-  return AdamScalars{w1,           1.0f - w1,         float(beta2),        float(1.0 - beta2),
-                     float(l2),    float(decay),      float(-step_size),   float(std::sqrt(bc2)),
-                     float(o.eps()), o.maximize()};
+  return AdamScalars{
+      w1,           1.0f - w1,         float(beta2),          float(1.0 - beta2), float(l2),
+      float(decay), float(-step_size), float(std::sqrt(bc2)), float(o.eps()),     o.maximize()};
 }
 
 // Lazily creates p's state: m = v = 0, t = 0 (and vmax = 0 once amsgrad is on).
@@ -98,8 +98,8 @@ void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const
   for (std::size_t g = 0; g < opt.num_param_groups(); ++g)
     for (const Parameter& p : opt.params(g))
       if (p.grad_is_sparse())
-        fail<TypeError>(pytorch_text, " | ", opt.type_name(), ": ", param_label(p), " has a row-sparse gradient",
-                        hint);
+        fail<TypeError>(pytorch_text, " | ", opt.type_name(), ": ", param_label(p),
+                        " has a row-sparse gradient", hint);
 }
 
 }  // namespace
@@ -109,9 +109,11 @@ void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const
 template <class Self>
 void AdamOptionsOf<Self>::check(const std::string& where) const {
   // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
-  if (!(0.0 <= lr())) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
+  if (!(0.0 <= lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
   if (!(0.0 <= eps()))
-    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where, ": expected eps >= 0");
+    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where,
+                     ": expected eps >= 0");
   check_betas(betas(), where);
   if (!(0.0 <= weight_decay()))
     fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
@@ -121,12 +123,9 @@ void AdamOptionsOf<Self>::check(const std::string& where) const {
 template <class Self>
 HyperParams AdamOptionsOf<Self>::to_hyper() const {
   const auto [beta1, beta2] = betas();
-  return {{"lr", lr()},
-          {"betas", std::vector<double>{beta1, beta2}},
-          {"eps", eps()},
-          {"weight_decay", weight_decay()},
-          {"amsgrad", amsgrad()},
-          {"maximize", maximize()}};
+  return {{"lr", lr()},           {"betas", std::vector<double>{beta1, beta2}},
+          {"eps", eps()},         {"weight_decay", weight_decay()},
+          {"amsgrad", amsgrad()}, {"maximize", maximize()}};
 }
 
 template <class Self>
@@ -145,12 +144,14 @@ Self AdamOptionsOf<Self>::from_hyper(const HyperParams& h, const std::string& wh
 template class AdamOptionsOf<AdamOptions>;
 template class AdamOptionsOf<AdamWOptions>;
 
-Optimizer::StateLayout AdamState::layout() { return {true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}}; }
+Optimizer::StateLayout AdamState::layout() {
+  return {true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}};
+}
 
 ParamState AdamState::to_param_state() const {
   ParamState out;
   out.step = step;
-  out.tensors.reserve(3);   // emplace, not an initializer list: that would copy each moment twice
+  out.tensors.reserve(3);  // emplace, not an initializer list: that would copy each moment twice
   out.tensors.emplace_back("exp_avg", exp_avg);
   out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
   if (max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *max_exp_avg_sq);
@@ -158,7 +159,8 @@ ParamState AdamState::to_param_state() const {
 }
 
 AdamState AdamState::from_param_state(ParamState&& s) {
-  AdamState out{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq")), std::nullopt};
+  AdamState out{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq")),
+                std::nullopt};
   if (Array* vmax = s.find("max_exp_avg_sq")) out.max_exp_avg_sq = std::move(*vmax);
   return out;
 }
@@ -166,33 +168,36 @@ AdamState AdamState::from_param_state(ParamState&& s) {
 // ---- the steps -----------------------------------------------------------------------------------
 
 void Adam::step() {
-  autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
-  check_no_sparse_grads(*this, "Adam does not support sparse gradients, please consider SparseAdam instead", "");
+  autograd::NoGradGuard no_grad;  // updating weights is not part of the model
+  check_no_sparse_grads(
+      *this, "Adam does not support sparse gradients, please consider SparseAdam instead", "");
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
     const AdamOptions& o = options(g);
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
-      if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
+      if (!p.has_grad()) continue;  // no gradient: no update, no state, no step count
       AdamState& s = state_for(state_slot(i), p, o.amsgrad());
       s.step += 1;
       const AdamScalars k = scalars(o, s.step, /*l2=*/o.weight_decay(), /*decay=*/1.0);
-      float* theta = p.mutable_data().data();       // one version bump per step
+      float* theta = p.mutable_data().data();  // one version bump per step
       float* vmax = o.amsgrad() ? s.max_exp_avg_sq->data() : nullptr;
-      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(), vmax);
+      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(),
+                  vmax);
     }
   }
 }
 
 void AdamW::step() {
   autograd::NoGradGuard no_grad;
-  check_no_sparse_grads(*this, "AdamW does not support sparse gradients", "; use SparseAdam or SGD for it");
+  check_no_sparse_grads(*this, "AdamW does not support sparse gradients",
+                        "; use SparseAdam or SGD for it");
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
     const AdamWOptions& o = options(g);
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
-      if (!p.has_grad()) continue;                  // no gradient: no decay either, as in PyTorch
+      if (!p.has_grad()) continue;  // no gradient: no decay either, as in PyTorch
       AdamState& s = state_for(state_slot(i), p, o.amsgrad());
       s.step += 1;
       // Decoupled: θ ← θ·(1 − lr·wd) first, then the Adam update with no decay term in g.
@@ -200,7 +205,8 @@ void AdamW::step() {
       const AdamScalars k = scalars(o, s.step, /*l2=*/0.0, decay);
       float* theta = p.mutable_data().data();
       float* vmax = o.amsgrad() ? s.max_exp_avg_sq->data() : nullptr;
-      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(), vmax);
+      adam_update(k, p.numel(), theta, p.grad().data(), s.exp_avg.data(), s.exp_avg_sq.data(),
+                  vmax);
     }
   }
 }

@@ -23,15 +23,15 @@ double p_norm(const T* x, std::size_t n, double p) {
     double best = n == 0 ? 0.0 : std::abs(double(x[0]));
     for (std::size_t i = 0; i < n; ++i) {
       const double a = std::abs(double(x[i]));
-      if (std::isnan(a)) return a;                        // max and min propagate NaN, as torch's do
+      if (std::isnan(a)) return a;  // max and min propagate NaN, as torch's do
       best = p > 0 ? std::max(best, a) : std::min(best, a);
     }
     return best;
   }
-  if (p == 2.0) {                                         // the common case, in four lanes (i % 4)
-    double lane[4] = {0.0, 0.0, 0.0, 0.0};                // added at the end: a fixed order that
-    std::size_t i = 0;                                    // vectorises; one running sum waits for
-    for (; i + 4 <= n; i += 4)                            // each addition
+  if (p == 2.0) {                           // the common case, in four lanes (i % 4)
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};  // added at the end: a fixed order that
+    std::size_t i = 0;                      // vectorises; one running sum waits for
+    for (; i + 4 <= n; i += 4)              // each addition
       for (std::size_t l = 0; l < 4; ++l) lane[l] += double(x[i + l]) * double(x[i + l]);
     for (; i < n; ++i) lane[i % 4] += double(x[i]) * double(x[i]);
     return std::sqrt((lane[0] + lane[1]) + (lane[2] + lane[3]));
@@ -54,7 +54,7 @@ double p_norm(const T* x, std::size_t n, double p) {
 
 double grad_norm(const Parameter& p, double norm_type) {
   if (!p.grad_is_sparse()) return p_norm(p.grad().data(), p.numel(), norm_type);
-  const RowSparseGrad g = p.sparse_grad().coalesce();    // repeated rows sum first, as when dense
+  const RowSparseGrad g = p.sparse_grad().coalesce();  // repeated rows sum first, as when dense
   return p_norm(g.values.data(), g.values.size(), norm_type);
 }
 
@@ -77,15 +77,17 @@ double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm
     for (std::size_t i = 0; i < norms.size() && first.empty(); ++i)
       if (!std::isfinite(norms[i])) first = with_grad[i].describe();
     fail<ValueError>("The total norm of order ", py_float(norm_type),
-                     " for gradients from `parameters` is non-finite, so it cannot be clipped | clip_grad_norm_: "
-                     "expected a finite total norm, got ", total, "; the first non-finite gradient is ", first,
+                     " for gradients from `parameters` is non-finite, so it cannot be clipped | "
+                     "clip_grad_norm_: "
+                     "expected a finite total norm, got ",
+                     total, "; the first non-finite gradient is ", first,
                      " (error_if_nonfinite=false scales by it anyway)");
   }
 
   // min(NaN, 1) stays NaN, like torch.clamp: a non-finite norm poisons the gradients visibly.
   const double coef = max_norm / (total + 1e-6);
   const float c = float(std::isnan(coef) ? coef : std::min(coef, 1.0));
-  for (const Parameter& p : with_grad) {              // every gradient, even when c is 1
+  for (const Parameter& p : with_grad) {  // every gradient, even when c is 1
     if (p.grad_is_sparse()) {
       RowSparseGrad g = p.sparse_grad();
       for (float& v : g.values) v *= c;

@@ -36,25 +36,26 @@ Optimizer::Optimizer(std::string type_name, std::vector<std::vector<Parameter>> 
     std::set<const TensorImpl*> seen;
     for (std::size_t k = 0; k < groups_[g].size(); ++k) {
       const Parameter& p = groups_[g][k];
-      check<TypeError>(p.defined(), "optimizer can only optimize Tensors, but one of the params is NoneType | ",
-                       type_name_, ": group ", g, " holds an empty Parameter handle at position ", k);
+      check<TypeError>(
+          p.defined(), "optimizer can only optimize Tensors, but one of the params is NoneType | ",
+          type_name_, ": group ", g, " holds an empty Parameter handle at position ", k);
       if (!seen.insert(p.impl()).second)
-        fail<ValueError>("optimizer contains a parameter group with duplicate parameters | ", type_name_, ": ",
-                         param_label(p), " appears twice in group ", g);
+        fail<ValueError>("optimizer contains a parameter group with duplicate parameters | ",
+                         type_name_, ": ", param_label(p), " appears twice in group ", g);
     }
     for (const Parameter& p : groups_[g]) {
       const auto [it, inserted] = group_of.emplace(p.impl(), g);
       if (!inserted)
-        fail<ValueError>("some parameters appear in more than one parameter group | ", type_name_, ": ",
-                         param_label(p), " is in groups ", it->second, " and ", g);
+        fail<ValueError>("some parameters appear in more than one parameter group | ", type_name_,
+                         ": ", param_label(p), " is in groups ", it->second, " and ", g);
     }
     num_params_ += groups_[g].size();
   }
 }
 
 void Optimizer::check_group(std::size_t group) const {
-  check<IndexError>(group < groups_.size(), type_name_, ": expected a group index in [0, ", groups_.size(),
-                    "), got ", group);
+  check<IndexError>(group < groups_.size(), type_name_, ": expected a group index in [0, ",
+                    groups_.size(), "), got ", group);
 }
 
 const std::vector<Parameter>& Optimizer::params(std::size_t group) const {
@@ -67,7 +68,8 @@ const Parameter& Optimizer::param(std::size_t id) const {
     if (id < group.size()) return group[id];
     id -= group.size();
   }
-  fail<IndexError>(type_name_, ": expected a parameter id in [0, ", num_params_, "), got ", id + num_params_);
+  fail<IndexError>(type_name_, ": expected a parameter id in [0, ", num_params_, "), got ",
+                   id + num_params_);
 }
 
 std::size_t Optimizer::param_id(const Parameter& p) const {
@@ -86,8 +88,8 @@ void Optimizer::check_sparse_rows(const Parameter& p, const std::string& where) 
   for (std::size_t k = 0; k < sg.indices.size(); ++k) {
     const std::int64_t id = sg.indices.data()[k];
     if (id < 0 || id >= rows)
-      fail<IndexError>(where, ": expected the row ids of the row-sparse gradient of ", p.describe(), " in [0, ",
-                       rows, "), got ", id, " at position ", k);
+      fail<IndexError>(where, ": expected the row ids of the row-sparse gradient of ", p.describe(),
+                       " in [0, ", rows, "), got ", id, " at position ", k);
   }
 }
 
@@ -113,29 +115,37 @@ OptimizerState Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const OptimizerState& state) { load_state_dict(OptimizerState(state)); }
+void Optimizer::load_state_dict(const OptimizerState& state) {
+  load_state_dict(OptimizerState(state));
+}
 
 void Optimizer::check_state_dict(const OptimizerState& state) const { checked_state_ids(state); }
 
 void Optimizer::load_state_dict(OptimizerState&& loaded) {
   const std::vector<std::optional<std::size_t>> ids = checked_state_ids(loaded);
   // Everything is checked: nothing below throws.
-  for (std::size_t g = 0; g < groups_.size(); ++g) set_hyper_params(g, loaded.param_groups[g].options);
-  for (std::size_t i = 0; i < num_params_; ++i) set_param_state(i, ids[i] ? &loaded.state.at(*ids[i]) : nullptr);
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    set_hyper_params(g, loaded.param_groups[g].options);
+  for (std::size_t i = 0; i < num_params_; ++i)
+    set_param_state(i, ids[i] ? &loaded.state.at(*ids[i]) : nullptr);
 }
 
-std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(const OptimizerState& loaded) const {
+std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(
+    const OptimizerState& loaded) const {
   const std::string where = type_name_ + ".load_state_dict";
-  check<ValueError>(loaded.optimizer == type_name_, where, ": expected the state dict of an optimizer of type '",
-                    type_name_, "', got '", loaded.optimizer, "'");
+  check<ValueError>(loaded.optimizer == type_name_, where,
+                    ": expected the state dict of an optimizer of type '", type_name_, "', got '",
+                    loaded.optimizer, "'");
   check<ValueError>(loaded.param_groups.size() == groups_.size(),
-                    "loaded state dict has a different number of parameter groups | ", where, ": expected ",
-                    groups_.size(), " groups, got ", loaded.param_groups.size());
+                    "loaded state dict has a different number of parameter groups | ", where,
+                    ": expected ", groups_.size(), " groups, got ", loaded.param_groups.size());
   for (std::size_t g = 0; g < groups_.size(); ++g)
-    check<ValueError>(loaded.param_groups[g].params.size() == groups_[g].size(),
-                      "loaded state dict contains a parameter group that doesn't match the size of optimizer's "
-                      "group | ", where, ": expected ", groups_[g].size(), " parameters in group ", g, ", got ",
-                      loaded.param_groups[g].params.size());
+    check<ValueError>(
+        loaded.param_groups[g].params.size() == groups_[g].size(),
+        "loaded state dict contains a parameter group that doesn't match the size of optimizer's "
+        "group | ",
+        where, ": expected ", groups_[g].size(), " parameters in group ", g, ", got ",
+        loaded.param_groups[g].params.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     std::ostringstream group_where;
     group_where << where << ": param_groups[" << g << "]";
@@ -160,26 +170,33 @@ std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(const Optim
                       ", which is in no parameter group");
     const std::size_t i = it->second;
     const Parameter& p = param(i);
-    const std::string who = "param " + std::to_string(i) + (p.name().empty() ? "" : " ('" + p.name() + "')");
+    const std::string who =
+        "param " + std::to_string(i) + (p.name().empty() ? "" : " ('" + p.name() + "')");
     if (layout.has_step) {
-      check<ValueError>(s.step.has_value(), where, ": expected a step count in the state of ", who, ", got none");
-      check<ValueError>(*s.step >= 0, where, ": expected a step count >= 0 for ", who, ", got ", *s.step);
+      check<ValueError>(s.step.has_value(), where, ": expected a step count in the state of ", who,
+                        ", got none");
+      check<ValueError>(*s.step >= 0, where, ": expected a step count >= 0 for ", who, ", got ",
+                        *s.step);
     } else {
-      check<ValueError>(!s.step.has_value(), where, ": expected no step count in the state of ", who,
-                        " (", type_name_, " keeps none), got ", *s.step);
+      check<ValueError>(!s.step.has_value(), where, ": expected no step count in the state of ",
+                        who, " (", type_name_, " keeps none), got ", *s.step);
     }
     std::set<std::string> names;
     for (const auto& [name, value] : s.tensors) {
       const bool known = std::count(layout.required.begin(), layout.required.end(), name) +
-                             std::count(layout.optional.begin(), layout.optional.end(), name) > 0;
+                             std::count(layout.optional.begin(), layout.optional.end(), name) >
+                         0;
       check<ValueError>(known, where, ": unexpected state '", name, "' for ", who, "; ", type_name_,
                         " keeps only the state its layout names");
-      check<ValueError>(names.insert(name).second, where, ": state '", name, "' appears twice for ", who);
-      check<ValueError>(value.shape() == p.shape(), "optimizer state for ", who, " has shape ", value.shape(),
-                        ", parameter has ", p.shape(), " | ", where, ": in state '", name, "'");
+      check<ValueError>(names.insert(name).second, where, ": state '", name, "' appears twice for ",
+                        who);
+      check<ValueError>(value.shape() == p.shape(), "optimizer state for ", who, " has shape ",
+                        value.shape(), ", parameter has ", p.shape(), " | ", where, ": in state '",
+                        name, "'");
     }
     for (const std::string& name : layout.required)
-      check<ValueError>(names.count(name) == 1, where, ": expected state '", name, "' for ", who, ", got none");
+      check<ValueError>(names.count(name) == 1, where, ": expected state '", name, "' for ", who,
+                        ", got none");
     incoming[i] = saved;
   }
   return incoming;
@@ -188,7 +205,8 @@ std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(const Optim
 // ---- hyper-parameter helpers ---------------------------------------------------------------------
 
 namespace {
-const HyperValue& find_hyper(const HyperParams& h, const std::string& key, const std::string& where) {
+const HyperValue& find_hyper(const HyperParams& h, const std::string& key,
+                             const std::string& where) {
   const auto it = h.find(key);
   check<ValueError>(it != h.end(), where, ": expected a hyper-parameter '", key, "', got none");
   return it->second;
@@ -197,17 +215,20 @@ const HyperValue& find_hyper(const HyperParams& h, const std::string& key, const
 
 double hyper_number(const HyperParams& h, const std::string& key, const std::string& where) {
   const HyperValue& v = find_hyper(h, key, where);
-  check<ValueError>(std::holds_alternative<double>(v), where, ": expected '", key, "' to be a number");
+  check<ValueError>(std::holds_alternative<double>(v), where, ": expected '", key,
+                    "' to be a number");
   return std::get<double>(v);
 }
 
 bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where) {
   const HyperValue& v = find_hyper(h, key, where);
-  check<ValueError>(std::holds_alternative<bool>(v), where, ": expected '", key, "' to be true or false");
+  check<ValueError>(std::holds_alternative<bool>(v), where, ": expected '", key,
+                    "' to be true or false");
   return std::get<bool>(v);
 }
 
-std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where) {
+std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key,
+                                     const std::string& where) {
   const HyperValue& v = find_hyper(h, key, where);
   const auto* list = std::get_if<std::vector<double>>(&v);
   check<ValueError>(list != nullptr && list->size() == 2, where, ": expected '", key,
@@ -215,7 +236,8 @@ std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& ke
   return {(*list)[0], (*list)[1]};
 }
 
-void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where) {
+void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,
+                      const std::string& where) {
   for (const auto& [key, value] : h)
     check<ValueError>(std::find(known.begin(), known.end(), key) != known.end(), where,
                       ": unexpected hyper-parameter '", key, "'");
@@ -224,7 +246,6 @@ void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& know
 std::string param_label(const Parameter& p) {
   return p.name().empty() ? p.describe() : "'" + p.name() + "'";
 }
-
 
 Array zeros_like(const Parameter& p) {
   Array a = Array::from_shape(p.shape());

@@ -13,10 +13,10 @@ namespace tapegrad::optim {
 namespace {
 
 struct SGDScalars {
-  float neg_lr;           // −lr
+  float neg_lr;  // −lr
   float weight_decay;
-  float momentum;         // μ
-  float grad_share;       // 1 − dampening
+  float momentum;    // μ
+  float grad_share;  // 1 − dampening
   bool nesterov, maximize;
 };
 
@@ -28,7 +28,8 @@ struct SGDScalars {
 //   θ = θ + (−lr)·g
 // buf is nullptr without momentum; `first` is the buffer's first step (it starts as a copy of g,
 // undamped).
-void sgd_update(const SGDScalars& k, std::size_t n, float* theta, const float* grad, float* buf, bool first) {
+void sgd_update(const SGDScalars& k, std::size_t n, float* theta, const float* grad, float* buf,
+                bool first) {
   for (std::size_t i = 0; i < n; ++i) {
     float g = k.maximize ? -grad[i] : grad[i];
     if (k.weight_decay != 0.0f) g = g + k.weight_decay * theta[i];
@@ -47,7 +48,8 @@ void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* thet
   for (std::size_t p = 0; p < sg.indices.size(); ++p) {
     float* row = theta + static_cast<std::size_t>(sg.indices.data()[p]) * dim;
     const float* grad = sg.values.data() + p * dim;
-    for (std::size_t j = 0; j < dim; ++j) row[j] = row[j] + k.neg_lr * (k.maximize ? -grad[j] : grad[j]);
+    for (std::size_t j = 0; j < dim; ++j)
+      row[j] = row[j] + k.neg_lr * (k.maximize ? -grad[j] : grad[j]);
   }
 }
 
@@ -55,15 +57,18 @@ void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* thet
 
 void SGDOptions::check(const std::string& where) const {
   // PyTorch's SGD tests `x < 0.0` (unlike Adam's `not 0.0 <= x`), so NaN passes here as there.
-  if (lr() < 0.0) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
+  if (lr() < 0.0)
+    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
   if (momentum() < 0.0)
-    fail<ValueError>("Invalid momentum value: ", py_float(momentum()), " | ", where, ": expected momentum >= 0");
+    fail<ValueError>("Invalid momentum value: ", py_float(momentum()), " | ", where,
+                     ": expected momentum >= 0");
   if (weight_decay() < 0.0)
     fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
                      ": expected weight_decay >= 0");
   if (nesterov() && (momentum() <= 0.0 || dampening() != 0.0))
-    fail<ValueError>("Nesterov momentum requires a momentum and zero dampening | ", where, ": got momentum ",
-                     py_float(momentum()), " and dampening ", py_float(dampening()));
+    fail<ValueError>("Nesterov momentum requires a momentum and zero dampening | ", where,
+                     ": got momentum ", py_float(momentum()), " and dampening ",
+                     py_float(dampening()));
 }
 
 HyperParams SGDOptions::to_hyper() const {
@@ -76,7 +81,8 @@ HyperParams SGDOptions::to_hyper() const {
 }
 
 SGDOptions SGDOptions::from_hyper(const HyperParams& h, const std::string& where) {
-  check_hyper_keys(h, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"}, where);
+  check_hyper_keys(h, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"},
+                   where);
   SGDOptions o(hyper_number(h, "lr", where));
   o.momentum(hyper_number(h, "momentum", where))
       .dampening(hyper_number(h, "dampening", where))
@@ -89,36 +95,43 @@ SGDOptions SGDOptions::from_hyper(const HyperParams& h, const std::string& where
 
 ParamState SGDState::to_param_state() const {
   ParamState out;
-  out.tensors.emplace_back("momentum_buffer", momentum_buffer);   // one copy (an initializer list makes two)
+  out.tensors.emplace_back("momentum_buffer",
+                           momentum_buffer);  // one copy (an initializer list makes two)
   return out;
 }
-SGDState SGDState::from_param_state(ParamState&& s) { return SGDState{std::move(*s.find("momentum_buffer"))}; }
+SGDState SGDState::from_param_state(ParamState&& s) {
+  return SGDState{std::move(*s.find("momentum_buffer"))};
+}
 
 void SGD::step() {
-  autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
+  autograd::NoGradGuard no_grad;  // updating weights is not part of the model
   // Every gradient is checked before any parameter changes: a refused step changes nothing.
   for (std::size_t g = 0; g < num_param_groups(); ++g)
     for (const Parameter& p : params(g)) {
       if (!p.grad_is_sparse()) continue;
       if (options(g).weight_decay() != 0.0)
-        fail<TypeError>("add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: weight_decay "
-                        "needs a dense gradient for ", param_label(p));
+        fail<TypeError>(
+            "add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: "
+            "weight_decay "
+            "needs a dense gradient for ",
+            param_label(p));
       check_sparse_rows(p, "SGD");
     }
 
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
     const SGDOptions& o = options(g);
-    const SGDScalars k{float(-o.lr()), float(o.weight_decay()), float(o.momentum()), float(1.0 - o.dampening()),
-                       o.nesterov(), o.maximize()};
+    const SGDScalars k{float(-o.lr()),      float(o.weight_decay()),
+                       float(o.momentum()), float(1.0 - o.dampening()),
+                       o.nesterov(),        o.maximize()};
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
-      if (!p.has_grad()) continue;                  // no gradient: no update, no state
+      if (!p.has_grad()) continue;  // no gradient: no update, no state
       if (o.momentum() == 0.0 && p.grad_is_sparse()) {
         sgd_sparse_update(k, p.sparse_grad(), p.mutable_data().data());
         continue;
       }
-      Array densified;                              // a row-sparse gradient meeting the dense buffer
+      Array densified;  // a row-sparse gradient meeting the dense buffer
       const float* grad = nullptr;
       if (p.grad_is_sparse()) {
         densified = p.sparse_grad().to_dense();
@@ -131,10 +144,10 @@ void SGD::step() {
       if (o.momentum() != 0.0) {
         std::optional<SGDState>& state = state_slot(i);
         first = !state;
-        if (first) state = SGDState{Array::from_shape(p.shape())};   // filled with g below
+        if (first) state = SGDState{Array::from_shape(p.shape())};  // filled with g below
         buf = state->momentum_buffer.data();
       }
-      sgd_update(k, p.numel(), p.mutable_data().data(), grad, buf, first);   // one version bump
+      sgd_update(k, p.numel(), p.mutable_data().data(), grad, buf, first);  // one version bump
     }
   }
 }

@@ -16,8 +16,8 @@ namespace tapegrad::optim {
 namespace {
 
 struct SparseAdamScalars {
-  float w1, w2;            // 1 − β1, 1 − β2
-  float neg_step_size;     // −lr·sqrt(bc2)/bc1,   bc1 = 1 − β1^t,  bc2 = 1 − β2^t
+  float w1, w2;         // 1 − β1, 1 − β2
+  float neg_step_size;  // −lr·sqrt(bc2)/bc1,   bc1 = 1 − β1^t,  bc2 = 1 − β2^t
   float eps;
   bool maximize;
 };
@@ -30,10 +30,13 @@ struct SparseAdamScalars {
 // (m + (1 − β)(g − m) is β·m + (1 − β)·g written as a correction, which is what lets the rows
 // outside G simply stay as they are.) Rows not in G: m, v and θ unchanged, bit for bit.
 // The rows of a coalesced G are distinct, so they are split over the threads.
-void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, float* theta, float* m, float* v) {
+void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, float* theta, float* m,
+                        float* v) {
   const std::size_t dim = G.dense_shape[1];
-  const float sign = k.maximize ? -1.0f : 1.0f;   // a factor rather than a select: the loop vectorises
-  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+  const float sign =
+      k.maximize ? -1.0f : 1.0f;  // a factor rather than a select: the loop vectorises
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
   detail::parallel_for(G.indices.size(), grain, [&](std::size_t first, std::size_t last) {
     // The scalars in registers: read through k (and the captured sign) inside the loop, they
     // might alias the floats it stores, so the compiler reloaded them per element and left the
@@ -59,20 +62,28 @@ void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, floa
 
 void SparseAdamOptions::check(const std::string& where) const {
   // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
-  if (!(0.0 < lr())) fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr > 0");
-  if (!(0.0 < eps())) fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where, ": expected eps > 0");
+  if (!(0.0 < lr()))
+    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr > 0");
+  if (!(0.0 < eps()))
+    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where,
+                     ": expected eps > 0");
   check_betas(betas(), where);
 }
 
 HyperParams SparseAdamOptions::to_hyper() const {
   const auto [beta1, beta2] = betas();
-  return {{"lr", lr()}, {"betas", std::vector<double>{beta1, beta2}}, {"eps", eps()}, {"maximize", maximize()}};
+  return {{"lr", lr()},
+          {"betas", std::vector<double>{beta1, beta2}},
+          {"eps", eps()},
+          {"maximize", maximize()}};
 }
 
 SparseAdamOptions SparseAdamOptions::from_hyper(const HyperParams& h, const std::string& where) {
   check_hyper_keys(h, {"lr", "betas", "eps", "maximize"}, where);
   SparseAdamOptions o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where)).eps(hyper_number(h, "eps", where)).maximize(hyper_flag(h, "maximize", where));
+  o.betas(hyper_pair(h, "betas", where))
+      .eps(hyper_number(h, "eps", where))
+      .maximize(hyper_flag(h, "maximize", where));
   o.check(where);
   return o;
 }
@@ -80,7 +91,7 @@ SparseAdamOptions SparseAdamOptions::from_hyper(const HyperParams& h, const std:
 ParamState SparseAdamState::to_param_state() const {
   ParamState out;
   out.step = step;
-  out.tensors.reserve(2);   // emplace, not an initializer list: that would copy each moment twice
+  out.tensors.reserve(2);  // emplace, not an initializer list: that would copy each moment twice
   out.tensors.emplace_back("exp_avg", exp_avg);
   out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
   return out;
@@ -90,14 +101,16 @@ SparseAdamState SparseAdamState::from_param_state(ParamState&& s) {
 }
 
 void SparseAdam::step() {
-  autograd::NoGradGuard no_grad;                    // updating weights is not part of the model
+  autograd::NoGradGuard no_grad;  // updating weights is not part of the model
   // Every gradient is checked before any parameter changes: a refused step changes nothing.
   for (std::size_t g = 0; g < num_param_groups(); ++g)
     for (const Parameter& p : params(g)) {
       if (!p.has_grad()) continue;
       if (!p.grad_is_sparse())
-        fail<TypeError>("SparseAdam does not support dense gradients, please consider Adam instead | SparseAdam: ",
-                        param_label(p), " has a dense gradient");
+        fail<TypeError>(
+            "SparseAdam does not support dense gradients, please consider Adam instead | "
+            "SparseAdam: ",
+            param_label(p), " has a dense gradient");
       check_sparse_rows(p, "SparseAdam");
     }
 
@@ -107,19 +120,20 @@ void SparseAdam::step() {
     const auto [beta1, beta2] = o.betas();
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
-      if (!p.has_grad()) continue;                  // no gradient: no update, no state, no step count
+      if (!p.has_grad()) continue;  // no gradient: no update, no state, no step count
       std::optional<SparseAdamState>& slot = state_slot(i);
       if (!slot) slot = SparseAdamState{0, zeros_like(p), zeros_like(p)};
       SparseAdamState& s = *slot;
-      s.step += 1;                                  // even if the gradient turns out to have no rows
+      s.step += 1;  // even if the gradient turns out to have no rows
       const RowSparseGrad G = p.sparse_grad().coalesce();
       if (G.indices.size() == 0) continue;
       const double bc1 = 1.0 - std::pow(beta1, double(s.step));
       const double bc2 = 1.0 - std::pow(beta2, double(s.step));
       const double step_size = o.lr() * std::sqrt(bc2) / bc1;
-      const SparseAdamScalars k{float(1.0 - beta1), float(1.0 - beta2), float(-step_size), float(o.eps()),
-                                o.maximize()};
-      sparse_adam_update(k, G, p.mutable_data().data(), s.exp_avg.data(), s.exp_avg_sq.data());  // one bump
+      const SparseAdamScalars k{float(1.0 - beta1), float(1.0 - beta2), float(-step_size),
+                                float(o.eps()), o.maximize()};
+      sparse_adam_update(k, G, p.mutable_data().data(), s.exp_avg.data(),
+                         s.exp_avg_sq.data());  // one bump
     }
   }
 }

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   Array x = {static_cast<float>(r)};
   distributed::all_reduce(x, distributed::ReduceOp::average);
   const float expected = static_cast<float>(n - 1) / 2.0f;
-  if (r == 0) std::cout << "consumer_distributed: mean rank " << x(0) << " over " << n << " ranks (expected " << expected << ")\n";
+  if (r == 0)
+    std::cout << "consumer_distributed: mean rank " << x(0) << " over " << n << " ranks (expected "
+              << expected << ")\n";
   return x(0) == expected ? 0 : 1;
 }

@@ -20,10 +20,12 @@ int main(int argc, char** argv) {
   if (distributed::rank() != 0) context.setCout(&report);
   const int failed = context.run();
   std::cout << std::flush;
-  const bool any_failed = distributed::all_reduce(failed != 0 ? 1.0 : 0.0, distributed::ReduceOp::max) > 0;
+  const bool any_failed =
+      distributed::all_reduce(failed != 0 ? 1.0 : 0.0, distributed::ReduceOp::max) > 0;
   for (int r = 1; r < distributed::world_size(); ++r) {
     distributed::barrier();
-    if (distributed::rank() == r && failed != 0) std::cout << "---- rank " << r << " ----\n" << report.str() << std::flush;
+    if (distributed::rank() == r && failed != 0)
+      std::cout << "---- rank " << r << " ----\n" << report.str() << std::flush;
   }
   if (context.shouldExit()) return failed;
   return any_failed ? 1 : 0;

@@ -25,15 +25,15 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Output {
-  int status = -1;      // the exit status, or -1 if the program did not exit normally
-  std::string text;     // standard output and standard error, interleaved
+  int status = -1;   // the exit status, or -1 if the program did not exit normally
+  std::string text;  // standard output and standard error, interleaved
 };
 
 // Runs toy_training with `args` (and, before it, shell `env` assignments such as "PATH=/x"),
 // single-threaded, and captures everything it prints.
 Output run_toy_training(const std::string& args, const std::string& env = "") {
-  const std::string command = "OPENBLAS_NUM_THREADS=1 " + env + " '" + std::string(TAPEGRAD_TOY_TRAINING) + "' " +
-                              args + " 2>&1";
+  const std::string command = "OPENBLAS_NUM_THREADS=1 " + env + " '" +
+                              std::string(TAPEGRAD_TOY_TRAINING) + "' " + args + " 2>&1";
   Output out;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -52,12 +52,16 @@ std::string folder(const std::string& name) {
   return dir.string();
 }
 
-bool has(const Output& out, const std::string& text) { return out.text.find(text) != std::string::npos; }
+bool has(const Output& out, const std::string& text) {
+  return out.text.find(text) != std::string::npos;
+}
 
 // The "weights' fingerprint" line of a report, or "" if there is none.
 std::string weights_fingerprint(const Output& out) {
   std::smatch m;
-  return std::regex_search(out.text, m, std::regex("weights' fingerprint: (0x[0-9a-f]{16})")) ? m[1].str() : "";
+  return std::regex_search(out.text, m, std::regex("weights' fingerprint: (0x[0-9a-f]{16})"))
+             ? m[1].str()
+             : "";
 }
 
 std::string bytes_of(const std::string& path) {
@@ -80,246 +84,285 @@ double number(const Output& out, const std::string& pattern) {
 }  // namespace
 
 TEST_SUITE("examples.toy_training") {
+  TEST_CASE("the default run holds every claim, for several seeds") {
+    for (const char* seed : {"1", "2", "3"}) {
+      CAPTURE(seed);
+      const Output out = run_toy_training(std::string("--seed ") + seed + " --out " +
+                                          folder(std::string("seed") + seed));
+      INFO(out.text);
+      CHECK(out.status == 0);
+      CHECK(has(out, "All 12 claims hold."));
+      CHECK_FALSE(has(out, "FAILED"));
+      // The report's facts, line by line.
+      CHECK(has(out, "  ok      training loss fell from "));
+      CHECK(number(out, "held-out accuracy ([0-9.]+) %") > 90.0);
+      CHECK(has(out, "  ok      it uses the word AND its position"));
+      CHECK(has(out, "  ok      synonyms grew alike"));
+      CHECK(has(out, "  ok      every word's row moved"));
+      CHECK(has(out, "  ok      the padding row is still exactly zero"));
+      CHECK(std::regex_search(
+          out.text,
+          std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
+      CHECK(has(out, "  ok      pos->verify(): "));
+      CHECK(has(
+          out,
+          "  ok      pos.pe (1, 64, 16) is a buffer with no gradient, not a parameter (those are "
+          "embed.lut.weight, out.weight, out.bias)"));
+      CHECK(has(out, "  ok      eval mode is deterministic"));
+      CHECK(has(out, "  ok      in eval mode Dropout is the identity"));
+    }
+  }
 
-TEST_CASE("the default run holds every claim, for several seeds") {
-  for (const char* seed : {"1", "2", "3"}) {
-    CAPTURE(seed);
-    const Output out = run_toy_training(std::string("--seed ") + seed + " --out " + folder(std::string("seed") + seed));
+  TEST_CASE("two runs with the same seed end with the same weights, another seed with others") {
+    const std::string a =
+        weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_a")));
+    const std::string b =
+        weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_b")));
+    const std::string c = weights_fingerprint(
+        run_toy_training("--steps 100 --seed 2 --out " + folder("same_seed_c")));
+    REQUIRE(a.size() == 18);
+    CHECK(a == b);
+    CHECK(a != c);
+  }
+
+  TEST_CASE("the sparse run holds every claim, and SparseAdam leaves unused rows bit-identical") {
+    const Output out = run_toy_training("--sparse --out " + folder("sparse"));
     INFO(out.text);
     CHECK(out.status == 0);
-    CHECK(has(out, "All 12 claims hold."));
-    CHECK_FALSE(has(out, "FAILED"));
-    // The report's facts, line by line.
-    CHECK(has(out, "  ok      training loss fell from "));
-    CHECK(number(out, "held-out accuracy ([0-9.]+) %") > 90.0);
-    CHECK(has(out, "  ok      it uses the word AND its position"));
-    CHECK(has(out, "  ok      synonyms grew alike"));
-    CHECK(has(out, "  ok      every word's row moved"));
-    CHECK(has(out, "  ok      the padding row is still exactly zero"));
-    CHECK(std::regex_search(out.text,
-                            std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
-    CHECK(has(out, "  ok      pos->verify(): "));
-    CHECK(has(out, "  ok      pos.pe (1, 64, 16) is a buffer with no gradient, not a parameter (those are "
-                   "embed.lut.weight, out.weight, out.bias)"));
-    CHECK(has(out, "  ok      eval mode is deterministic"));
-    CHECK(has(out, "  ok      in eval mode Dropout is the identity"));
+    CHECK(has(out, "All 13 claims hold."));
+    CHECK(has(out, "SparseAdam (embedding) + Adam"));
+    // The claim is not vacuous: rows were left out of batches hundreds of times.
+    CHECK(number(out,
+                 "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use "
+                 "\\(([0-9]+) times\\)") > 100);
   }
-}
 
-TEST_CASE("two runs with the same seed end with the same weights, another seed with others") {
-  const std::string a = weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_a")));
-  const std::string b = weights_fingerprint(run_toy_training("--steps 100 --out " + folder("same_seed_b")));
-  const std::string c = weights_fingerprint(run_toy_training("--steps 100 --seed 2 --out " + folder("same_seed_c")));
-  REQUIRE(a.size() == 18);
-  CHECK(a == b);
-  CHECK(a != c);
-}
-
-TEST_CASE("the sparse run holds every claim, and SparseAdam leaves unused rows bit-identical") {
-  const Output out = run_toy_training("--sparse --out " + folder("sparse"));
-  INFO(out.text);
-  CHECK(out.status == 0);
-  CHECK(has(out, "All 13 claims hold."));
-  CHECK(has(out, "SparseAdam (embedding) + Adam"));
-  // The claim is not vacuous: rows were left out of batches hundreds of times.
-  CHECK(number(out, "ok      SparseAdam left alone, bit for bit, every row a step's batch did not use "
-                    "\\(([0-9]+) times\\)") > 100);
-}
-
-TEST_CASE("under dense Adam, rows a batch did not use move anyway") {
-  const Output out = run_toy_training("--steps 200 --out " + folder("dense_momentum"));
-  INFO(out.text);
-  CHECK(number(out, "Adam moved a row its step's batch did not use ([0-9]+) of") > 0);
-}
-
-TEST_CASE("a run too short to learn reports its failed claims and exits with 1") {
-  const Output out = run_toy_training("--steps 5 --out " + folder("too_short"));
-  INFO(out.text);
-  CHECK(out.status == 1);
-  CHECK(has(out, "  FAILED  "));
-  CHECK(has(out, "claims FAILED."));
-}
-
-TEST_CASE("bad flags are refused with a message that names them") {
-  const std::string out_dir = " --out " + folder("bad_flags");
-  struct Case {
-    const char* args;
-    const char* message;
-  };
-  for (const Case& c : {Case{"--no-such-flag", "The following argument was not expected: --no-such-flag"},
-                        Case{"--steps 0", "--steps: expected an integer in [1, 10000000], got '0'"},
-                        Case{"--steps many", "--steps: expected an integer in [1, 10000000], got 'many'"},
-                        Case{"--lr -1", "--lr: expected a number > 0, got '-1'"},
-                        Case{"--seed -3", "--seed: expected an integer in [0, 2^64), got '-3'"},
-                        Case{"--vocab 5 --synonyms 4", "--vocab: expected at least two meanings"},
-                        Case{"stray", "The following argument was not expected: stray"}}) {
-    CAPTURE(c.args);
-    const Output out = run_toy_training(c.args + out_dir);
-    CHECK(out.status == 2);
-    CHECK_MESSAGE(has(out, c.message), out.text);
+  TEST_CASE("under dense Adam, rows a batch did not use move anyway") {
+    const Output out = run_toy_training("--steps 200 --out " + folder("dense_momentum"));
+    INFO(out.text);
+    CHECK(number(out, "Adam moved a row its step's batch did not use ([0-9]+) of") > 0);
   }
-  const Output help = run_toy_training("--help");
-  CHECK(help.status == 0);
-  for (const char* flag : {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms",
-                           "--seed", "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
-    CHECK_MESSAGE(has(help, flag), flag);
-}
 
-TEST_CASE("without gnuplot the program still writes the data and says how to draw the pictures") {
-  const std::string dir = folder("no_gnuplot");
-  const Output out = run_toy_training("--steps 150 --out '" + dir + "'", "PATH=/nonexistent");
-  INFO(out.text);
-  CHECK(out.status == 0);
-  CHECK(has(out, "gnuplot is not installed"));
-  CHECK(has(out, "apt-get install gnuplot-nox, then cd '" + dir + "' && gnuplot plots.gp"));
-  for (const char* file :
-       {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat", "similarity_after.dat", "plots.gp"})
-    CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
-  CHECK_FALSE(fs::exists(fs::path(dir) / "pe.png"));
-  // The loss file has one line per step.
-  std::ifstream loss(fs::path(dir) / "loss.dat");
-  int lines = 0;
-  for (std::string line; std::getline(loss, line);) ++lines;
-  CHECK(lines == 150);
-}
-
-TEST_CASE("a run resumed from its checkpoint ends with the same weights as an unbroken run") {
-  for (const char* mode : {"", "--sparse"}) {
-    CAPTURE(mode);
-    const std::string tag = *mode ? "sparse" : "dense";
-    const std::string whole_dir = folder("whole_" + tag), half = folder("half_" + tag), rest = folder("rest_" + tag);
-    const Output whole = run_toy_training(std::string(mode) + " --steps 200 --out " + whole_dir);
-    const Output first = run_toy_training(std::string(mode) + " --steps 100 --out " + half);
-    REQUIRE(first.status == 0);
-    // The settings (--sparse included) come from the checkpoint: only --steps is given again.
-    const Output second = run_toy_training("--resume " + half + "/checkpoint.safetensors --steps 200 --out " + rest);
-    INFO(second.text);
-    CHECK(second.status == 0);
-    CHECK(has(second, "resumed from " + half + "/checkpoint.safetensors at step 100"));
-    CHECK(weights_fingerprint(second) == weights_fingerprint(whole));
-    CHECK(weights_fingerprint(first) != weights_fingerprint(whole));
-    // The report and the loss curve cover the whole run, not only the resumed half.
-    CHECK(number(second, "training loss fell from ([0-9.]+) \\(step 1\\)") ==
-          number(whole, "training loss fell from ([0-9.]+) \\(step 1\\)"));
-    CHECK(bytes_of(rest + "/loss.dat") == bytes_of(whole_dir + "/loss.dat"));
+  TEST_CASE("a run too short to learn reports its failed claims and exits with 1") {
+    const Output out = run_toy_training("--steps 5 --out " + folder("too_short"));
+    INFO(out.text);
+    CHECK(out.status == 1);
+    CHECK(has(out, "  FAILED  "));
+    CHECK(has(out, "claims FAILED."));
   }
-}
 
-TEST_CASE("resuming keeps the run's settings: a flag that contradicts them, or no step left, is refused") {
-  const std::string dir = folder("settings");
-  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
-  const std::string checkpoint = dir + "/checkpoint.safetensors";
-  const std::string saved = bytes_of(checkpoint);
-  const Output other_width = run_toy_training("--resume " + checkpoint + " --d-model 32 --out " + folder("settings2"));
-  CHECK(other_width.status == 2);
-  CHECK_MESSAGE(has(other_width, "--d-model 32: the checkpoint's run used 16; leave the flag out to continue that run"),
-                other_width.text);
-  const Output same_seed =
-      run_toy_training("--resume " + checkpoint + " --seed 1 --steps 120 --out " + folder("settings3"));
-  CHECK_MESSAGE(same_seed.status == 0, same_seed.text);
-  const Output done = run_toy_training("--resume " + checkpoint + " --steps 100 --out " + folder("settings4"));
-  CHECK(done.status == 2);
-  CHECK_MESSAGE(has(done, "the run is at step 100 already; ask for more with --steps"), done.text);
-  CHECK(bytes_of(checkpoint) == saved);
-}
-
-TEST_CASE("a damaged checkpoint is refused, and neither it nor the checkpoint to write is touched") {
-  const std::string dir = folder("damaged");
-  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
-  const std::string good = bytes_of(dir + "/checkpoint.safetensors");
-  REQUIRE(good.size() > 1000);
-  std::string huge_header = good;
-  huge_header[5] = '\x7f';                                  // header length far beyond the file
-  std::string bad_json = good;
-  bad_json[9] = '#';                                          // the header's JSON, broken
-  tapegrad::io::SafetensorsFile not_ours;                     // valid safetensors, not toy_training's
-  not_ours.add("weight", tapegrad::Array{1.0f, 2.0f});
-  tapegrad::io::SafetensorsFile mismatched = tapegrad::io::parse_safetensors(good);
-  mismatched.set_metadata("progress.extra.d-model", "32");      // settings that do not fit its tensors
-  struct Case {
-    const char* name;
-    std::string bytes;
-    const char* message;
-  };
-  for (const Case& c : {Case{"empty", "", "HeaderTooSmall"},
-                        Case{"truncated", good.substr(0, good.size() - 4), "MetadataIncompleteBuffer"},
-                        Case{"huge_header", huge_header, "HeaderTooLarge"},
-                        Case{"bad_json", bad_json, "InvalidHeaderDeserialization"},
-                        Case{"not_ours", tapegrad::io::serialize_safetensors(not_ours),
-                             "expected a toy_training checkpoint"},
-                        Case{"mismatched", tapegrad::io::serialize_safetensors(mismatched), "size mismatch"}}) {
-    CAPTURE(c.name);
-    const std::string damaged = dir + "/" + c.name + ".safetensors", other = dir + "/other.safetensors";
-    const std::string out = folder(std::string("damaged_out_") + c.name);
-    write_bytes(damaged, c.bytes);
-    write_bytes(other, good);
-    const Output o = run_toy_training("--resume " + damaged + " --checkpoint " + other + " --out " + out);
-    INFO(o.text);
-    CHECK(o.status == 2);
-    CHECK(has(o, "toy_training: "));
-    CHECK(has(o, c.message));
-    CHECK(bytes_of(damaged) == c.bytes);                      // the damaged file is left as it was
-    CHECK(bytes_of(other) == good);                           // and the checkpoint to write untouched
-    CHECK(fs::is_empty(out));                                 // nothing else written either
+  TEST_CASE("bad flags are refused with a message that names them") {
+    const std::string out_dir = " --out " + folder("bad_flags");
+    struct Case {
+      const char* args;
+      const char* message;
+    };
+    for (const Case& c :
+         {Case{"--no-such-flag", "The following argument was not expected: --no-such-flag"},
+          Case{"--steps 0", "--steps: expected an integer in [1, 10000000], got '0'"},
+          Case{"--steps many", "--steps: expected an integer in [1, 10000000], got 'many'"},
+          Case{"--lr -1", "--lr: expected a number > 0, got '-1'"},
+          Case{"--seed -3", "--seed: expected an integer in [0, 2^64), got '-3'"},
+          Case{"--vocab 5 --synonyms 4", "--vocab: expected at least two meanings"},
+          Case{"stray", "The following argument was not expected: stray"}}) {
+      CAPTURE(c.args);
+      const Output out = run_toy_training(c.args + out_dir);
+      CHECK(out.status == 2);
+      CHECK_MESSAGE(has(out, c.message), out.text);
+    }
+    const Output help = run_toy_training("--help");
+    CHECK(help.status == 0);
+    for (const char* flag :
+         {"--steps", "--lr", "--warmup", "--batch-size", "--d-model", "--vocab", "--synonyms",
+          "--seed", "--threads", "--sparse", "--out", "--checkpoint", "--resume"})
+      CHECK_MESSAGE(has(help, flag), flag);
   }
-}
 
-TEST_CASE("a hand-edited checkpoint is held to the rules of the flags, naming the setting and the file") {
-  const std::string dir = folder("edited");
-  REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
-  const std::string good = bytes_of(dir + "/checkpoint.safetensors");
-  struct Case {
-    const char* name;
-    const char* key;        // a __metadata__ entry of the checkpoint
-    const char* value;      // what the hand edit puts there
-    const char* message;    // what toy_training must say
-  };
-  for (const Case& c : {
-           // Each stored setting passes its flag's rule: the run would divide by zero (synonyms 0),
-           // be killed for memory (batch-size, d-model 1e8), or name the wrong thing without it.
-           Case{"synonyms_0", "progress.extra.synonyms", "0",
-                "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], got '0'"},
-           Case{"synonyms_negative", "progress.extra.synonyms", "-1",
-                "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], got '-1'"},
-           Case{"seed_text", "progress.extra.seed", "abc",
-                "the checkpoint's setting --seed is refused: expected an integer in [0, 2^64), got 'abc'"},
-           Case{"batch_huge", "progress.extra.batch-size", "100000000",
-                "the checkpoint's setting --batch-size is refused: expected an integer in [1, 4096], got '100000000'"},
-           Case{"batch_1e8", "progress.extra.batch-size", "1e8",
-                "the checkpoint's setting --batch-size is refused: expected an integer in [1, 4096], got '1e8'"},
-           Case{"d_model_huge", "progress.extra.d-model", "100000000",
-                "the checkpoint's setting --d-model is refused: expected an integer in [1, 4096], got '100000000'"},
-           Case{"lr_nan", "progress.extra.lr", "nan", "the checkpoint's setting --lr is refused: expected a number > 0"},
-           Case{"warmup_0", "progress.extra.warmup", "0", "the checkpoint's setting --warmup is refused"},
-           Case{"vocab_0", "progress.extra.vocab", "0", "the checkpoint's setting --vocab is refused"},
-           Case{"sparse_2", "progress.extra.sparse", "2",
-                "the checkpoint's setting --sparse is refused: expected 0 or 1, got '2'"},
-           // The settings together pass the flags' joint check.
-           Case{"vocab_small", "progress.extra.vocab", "5",
-                "the checkpoint's settings are refused: --vocab: expected at least two meanings"},
-           // The run's progress and history are numbers where numbers belong.
-           Case{"step_negative", "progress.step", "-3", "expected the number of steps the run took (at least 1), got -3"},
-           Case{"loss_text", "progress.extra.loss", "2.5 abc", "expected the loss of step 2 as a number, got 'abc'"},
-           Case{"held_out_text", "progress.extra.held-out-loss", "0:2.5 x:1",
-                "expected held-out losses as step:loss with a step in [0, 100], got 'x:1'"}}) {
-    CAPTURE(c.name);
-    tapegrad::io::SafetensorsFile edited = tapegrad::io::parse_safetensors(good);
-    edited.set_metadata(c.key, c.value);
-    const std::string bytes = tapegrad::io::serialize_safetensors(edited);   // data and checksums as they were
-    const std::string path = dir + "/" + c.name + ".safetensors", other = dir + "/other.safetensors";
-    const std::string out = folder(std::string("edited_out_") + c.name);
-    write_bytes(path, bytes);
-    write_bytes(other, good);
-    const Output o = run_toy_training("--resume " + path + " --checkpoint " + other + " --out " + out);
-    INFO(o.text);
-    CHECK(o.status == 2);                                     // an error, not a signal or an OOM kill
-    CHECK(has(o, "toy_training: --resume '" + path + "': "));
-    CHECK(has(o, c.message));
-    CHECK(bytes_of(path) == bytes);
-    CHECK(bytes_of(other) == good);
-    CHECK(fs::is_empty(out));
+  TEST_CASE("without gnuplot the program still writes the data and says how to draw the pictures") {
+    const std::string dir = folder("no_gnuplot");
+    const Output out = run_toy_training("--steps 150 --out '" + dir + "'", "PATH=/nonexistent");
+    INFO(out.text);
+    CHECK(out.status == 0);
+    CHECK(has(out, "gnuplot is not installed"));
+    CHECK(has(out, "apt-get install gnuplot-nox, then cd '" + dir + "' && gnuplot plots.gp"));
+    for (const char* file : {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat",
+                             "similarity_after.dat", "plots.gp"})
+      CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
+    CHECK_FALSE(fs::exists(fs::path(dir) / "pe.png"));
+    // The loss file has one line per step.
+    std::ifstream loss(fs::path(dir) / "loss.dat");
+    int lines = 0;
+    for (std::string line; std::getline(loss, line);) ++lines;
+    CHECK(lines == 150);
   }
-}
+
+  TEST_CASE("a run resumed from its checkpoint ends with the same weights as an unbroken run") {
+    for (const char* mode : {"", "--sparse"}) {
+      CAPTURE(mode);
+      const std::string tag = *mode ? "sparse" : "dense";
+      const std::string whole_dir = folder("whole_" + tag), half = folder("half_" + tag),
+                        rest = folder("rest_" + tag);
+      const Output whole = run_toy_training(std::string(mode) + " --steps 200 --out " + whole_dir);
+      const Output first = run_toy_training(std::string(mode) + " --steps 100 --out " + half);
+      REQUIRE(first.status == 0);
+      // The settings (--sparse included) come from the checkpoint: only --steps is given again.
+      const Output second = run_toy_training("--resume " + half +
+                                             "/checkpoint.safetensors --steps 200 --out " + rest);
+      INFO(second.text);
+      CHECK(second.status == 0);
+      CHECK(has(second, "resumed from " + half + "/checkpoint.safetensors at step 100"));
+      CHECK(weights_fingerprint(second) == weights_fingerprint(whole));
+      CHECK(weights_fingerprint(first) != weights_fingerprint(whole));
+      // The report and the loss curve cover the whole run, not only the resumed half.
+      CHECK(number(second, "training loss fell from ([0-9.]+) \\(step 1\\)") ==
+            number(whole, "training loss fell from ([0-9.]+) \\(step 1\\)"));
+      CHECK(bytes_of(rest + "/loss.dat") == bytes_of(whole_dir + "/loss.dat"));
+    }
+  }
+
+  TEST_CASE(
+      "resuming keeps the run's settings: a flag that contradicts them, or no step left, is "
+      "refused") {
+    const std::string dir = folder("settings");
+    REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+    const std::string checkpoint = dir + "/checkpoint.safetensors";
+    const std::string saved = bytes_of(checkpoint);
+    const Output other_width =
+        run_toy_training("--resume " + checkpoint + " --d-model 32 --out " + folder("settings2"));
+    CHECK(other_width.status == 2);
+    CHECK_MESSAGE(
+        has(other_width,
+            "--d-model 32: the checkpoint's run used 16; leave the flag out to continue that run"),
+        other_width.text);
+    const Output same_seed = run_toy_training("--resume " + checkpoint +
+                                              " --seed 1 --steps 120 --out " + folder("settings3"));
+    CHECK_MESSAGE(same_seed.status == 0, same_seed.text);
+    const Output done =
+        run_toy_training("--resume " + checkpoint + " --steps 100 --out " + folder("settings4"));
+    CHECK(done.status == 2);
+    CHECK_MESSAGE(has(done, "the run is at step 100 already; ask for more with --steps"),
+                  done.text);
+    CHECK(bytes_of(checkpoint) == saved);
+  }
+
+  TEST_CASE(
+      "a damaged checkpoint is refused, and neither it nor the checkpoint to write is touched") {
+    const std::string dir = folder("damaged");
+    REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+    const std::string good = bytes_of(dir + "/checkpoint.safetensors");
+    REQUIRE(good.size() > 1000);
+    std::string huge_header = good;
+    huge_header[5] = '\x7f';  // header length far beyond the file
+    std::string bad_json = good;
+    bad_json[9] = '#';                       // the header's JSON, broken
+    tapegrad::io::SafetensorsFile not_ours;  // valid safetensors, not toy_training's
+    not_ours.add("weight", tapegrad::Array{1.0f, 2.0f});
+    tapegrad::io::SafetensorsFile mismatched = tapegrad::io::parse_safetensors(good);
+    mismatched.set_metadata("progress.extra.d-model",
+                            "32");  // settings that do not fit its tensors
+    struct Case {
+      const char* name;
+      std::string bytes;
+      const char* message;
+    };
+    for (const Case& c :
+         {Case{"empty", "", "HeaderTooSmall"},
+          Case{"truncated", good.substr(0, good.size() - 4), "MetadataIncompleteBuffer"},
+          Case{"huge_header", huge_header, "HeaderTooLarge"},
+          Case{"bad_json", bad_json, "InvalidHeaderDeserialization"},
+          Case{"not_ours", tapegrad::io::serialize_safetensors(not_ours),
+               "expected a toy_training checkpoint"},
+          Case{"mismatched", tapegrad::io::serialize_safetensors(mismatched), "size mismatch"}}) {
+      CAPTURE(c.name);
+      const std::string damaged = dir + "/" + c.name + ".safetensors",
+                        other = dir + "/other.safetensors";
+      const std::string out = folder(std::string("damaged_out_") + c.name);
+      write_bytes(damaged, c.bytes);
+      write_bytes(other, good);
+      const Output o =
+          run_toy_training("--resume " + damaged + " --checkpoint " + other + " --out " + out);
+      INFO(o.text);
+      CHECK(o.status == 2);
+      CHECK(has(o, "toy_training: "));
+      CHECK(has(o, c.message));
+      CHECK(bytes_of(damaged) == c.bytes);  // the damaged file is left as it was
+      CHECK(bytes_of(other) == good);       // and the checkpoint to write untouched
+      CHECK(fs::is_empty(out));             // nothing else written either
+    }
+  }
+
+  TEST_CASE(
+      "a hand-edited checkpoint is held to the rules of the flags, naming the setting and the "
+      "file") {
+    const std::string dir = folder("edited");
+    REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
+    const std::string good = bytes_of(dir + "/checkpoint.safetensors");
+    struct Case {
+      const char* name;
+      const char* key;      // a __metadata__ entry of the checkpoint
+      const char* value;    // what the hand edit puts there
+      const char* message;  // what toy_training must say
+    };
+    for (const Case& c :
+         {// Each stored setting passes its flag's rule: the run would divide by zero (synonyms 0),
+          // be killed for memory (batch-size, d-model 1e8), or name the wrong thing without it.
+          Case{"synonyms_0", "progress.extra.synonyms", "0",
+               "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], "
+               "got '0'"},
+          Case{"synonyms_negative", "progress.extra.synonyms", "-1",
+               "the checkpoint's setting --synonyms is refused: expected an integer in [2, 1000], "
+               "got '-1'"},
+          Case{"seed_text", "progress.extra.seed", "abc",
+               "the checkpoint's setting --seed is refused: expected an integer in [0, 2^64), got "
+               "'abc'"},
+          Case{"batch_huge", "progress.extra.batch-size", "100000000",
+               "the checkpoint's setting --batch-size is refused: expected an integer in [1, "
+               "4096], got '100000000'"},
+          Case{"batch_1e8", "progress.extra.batch-size", "1e8",
+               "the checkpoint's setting --batch-size is refused: expected an integer in [1, "
+               "4096], got '1e8'"},
+          Case{"d_model_huge", "progress.extra.d-model", "100000000",
+               "the checkpoint's setting --d-model is refused: expected an integer in [1, 4096], "
+               "got '100000000'"},
+          Case{"lr_nan", "progress.extra.lr", "nan",
+               "the checkpoint's setting --lr is refused: expected a number > 0"},
+          Case{"warmup_0", "progress.extra.warmup", "0",
+               "the checkpoint's setting --warmup is refused"},
+          Case{"vocab_0", "progress.extra.vocab", "0",
+               "the checkpoint's setting --vocab is refused"},
+          Case{"sparse_2", "progress.extra.sparse", "2",
+               "the checkpoint's setting --sparse is refused: expected 0 or 1, got '2'"},
+          // The settings together pass the flags' joint check.
+          Case{"vocab_small", "progress.extra.vocab", "5",
+               "the checkpoint's settings are refused: --vocab: expected at least two meanings"},
+          // The run's progress and history are numbers where numbers belong.
+          Case{"step_negative", "progress.step", "-3",
+               "expected the number of steps the run took (at least 1), got -3"},
+          Case{"loss_text", "progress.extra.loss", "2.5 abc",
+               "expected the loss of step 2 as a number, got 'abc'"},
+          Case{"held_out_text", "progress.extra.held-out-loss", "0:2.5 x:1",
+               "expected held-out losses as step:loss with a step in [0, 100], got 'x:1'"}}) {
+      CAPTURE(c.name);
+      tapegrad::io::SafetensorsFile edited = tapegrad::io::parse_safetensors(good);
+      edited.set_metadata(c.key, c.value);
+      const std::string bytes =
+          tapegrad::io::serialize_safetensors(edited);  // data and checksums as they were
+      const std::string path = dir + "/" + c.name + ".safetensors",
+                        other = dir + "/other.safetensors";
+      const std::string out = folder(std::string("edited_out_") + c.name);
+      write_bytes(path, bytes);
+      write_bytes(other, good);
+      const Output o =
+          run_toy_training("--resume " + path + " --checkpoint " + other + " --out " + out);
+      INFO(o.text);
+      CHECK(o.status == 2);  // an error, not a signal or an OOM kill
+      CHECK(has(o, "toy_training: --resume '" + path + "': "));
+      CHECK(has(o, c.message));
+      CHECK(bytes_of(path) == bytes);
+      CHECK(bytes_of(other) == good);
+      CHECK(fs::is_empty(out));
+    }
+  }
 
 }  // TEST_SUITE
 

@@ -37,7 +37,8 @@ struct Run {
   Run() { ckpt.add_generator("data", data); }
   void train(int steps) {
     for (int s = 0; s < steps; ++s) {
-      for (const Parameter& p : model.parameters()) p.set_grad(uniform(p.shape(), -1.0, 1.0, data.get()));
+      for (const Parameter& p : model.parameters())
+        p.set_grad(uniform(p.shape(), -1.0, 1.0, data.get()));
       adam.step();
       adam.zero_grad();
       sched.step();
@@ -59,10 +60,12 @@ std::string fingerprint(const Run& r) {
   for (const auto& [id, st] : o.state) {
     s += std::to_string(id) + ":" + std::to_string(st.step.value_or(-1));
     for (const auto& [name, value] : st.tensors)
-      s.append(name).append(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(float));
+      s.append(name).append(reinterpret_cast<const char*>(value.data()),
+                            value.size() * sizeof(float));
   }
   for (const auto& [key, value] : o.param_groups.at(0).options)
-    if (const auto* x = std::get_if<double>(&value)) s.append(key).append(reinterpret_cast<const char*>(x), sizeof *x);
+    if (const auto* x = std::get_if<double>(&value))
+      s.append(key).append(reinterpret_cast<const char*>(x), sizeof *x);
   s += std::to_string(r.sched.last_epoch());
   for (double lr : r.sched.get_last_lr()) s.append(reinterpret_cast<const char*>(&lr), sizeof lr);
   return s + r.data->state() + default_generator()->state();
@@ -88,7 +91,8 @@ bool attempt(F&& load) {
 void write_seed(const std::string& folder, const std::string& name, const std::string& bytes) {
   const std::string path = folder + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  expect(f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fclose(f) == 0,
+  expect(f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() &&
+             std::fclose(f) == 0,
          "the seed is written");
 }
 }  // namespace
@@ -98,7 +102,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (folder == nullptr) return 0;
   Run run;
   run.train(3);
-  write_seed(folder, "training", serialize_safetensors(run.ckpt.to_file({3, 12, {{"note", "seed"}}})));
+  write_seed(folder, "training",
+             serialize_safetensors(run.ckpt.to_file({3, 12, {{"note", "seed"}}})));
   SafetensorsFile optimizer;
   const optim::LambdaLRState sched = run.sched.state_dict();
   add_optimizer_state(optimizer, run.adam.state_dict(), &sched);
@@ -112,7 +117,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   save(run.model, std::string(folder) + "/model_checked");
   // Values no run can produce, which the loaders refuse (unchecked, so that mutations of the
   // data reach those checks instead of the checksums').
-  const auto with_tensor = [&](const std::string& name, const std::function<void(SafetensorsFile&)>& add) {
+  const auto with_tensor = [&](const std::string& name,
+                               const std::function<void(SafetensorsFile&)>& add) {
     SafetensorsFile f;
     for (const TensorRecord& r : optimizer.tensors())
       if (r.name != name) f.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
@@ -122,25 +128,31 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   };
   const Array v = optimizer.to_float("state.0.exp_avg_sq");
   write_seed(folder, "optimizer_negative_exp_avg_sq",
-             with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) { f.add("state.0.exp_avg_sq", Array(v - 1.0f)); }));
-  write_seed(folder, "optimizer_nan_exp_avg_sq", with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) {
+             with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) {
+               f.add("state.0.exp_avg_sq", Array(v - 1.0f));
+             }));
+  write_seed(folder, "optimizer_nan_exp_avg_sq",
+             with_tensor("state.0.exp_avg_sq", [&](SafetensorsFile& f) {
                Array nan = v;
                nan.flat(0) = std::nanf("");
                f.add("state.0.exp_avg_sq", std::move(nan));
              }));
-  write_seed(folder, "optimizer_negative_step",
-             with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", IndexArray(std::int64_t{-2})); }));
-  write_seed(folder, "optimizer_fractional_step",
-             with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", Array(2.5f)); }));
+  write_seed(folder, "optimizer_negative_step", with_tensor("state.0.step", [](SafetensorsFile& f) {
+               f.add("state.0.step", IndexArray(std::int64_t{-2}));
+             }));
+  write_seed(
+      folder, "optimizer_fractional_step",
+      with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", Array(2.5f)); }));
   std::exit(0);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   SafetensorsFile file;
   try {
-    file = parse_safetensors(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.safetensors");
+    file = parse_safetensors(std::string_view(reinterpret_cast<const char*>(data), size),
+                             "fuzz.safetensors");
   } catch (const CheckpointError&) {
-    return 0;                                    // the reader's own target covers these
+    return 0;  // the reader's own target covers these
   }
 
   // The training layout: all or nothing.
@@ -149,7 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     run.train(1);
     const std::string before = fingerprint(run);
     if (attempt([&] { run.ckpt.restore(file, "fuzz.safetensors"); }))
-      run.train(1);                              // what was loaded is usable
+      run.train(1);  // what was loaded is usable
     else
       expect(fingerprint(run) == before, "a refused training checkpoint changes nothing");
   }
@@ -157,11 +169,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   {
     Run run;
     std::string before = fingerprint(run);
-    if (!attempt([&] { run.adam.load_state_dict(read_optimizer_state(file, "", "fuzz.safetensors")); }))
+    if (!attempt(
+            [&] { run.adam.load_state_dict(read_optimizer_state(file, "", "fuzz.safetensors")); }))
       expect(fingerprint(run) == before, "a refused optimizer state changes nothing");
     before = fingerprint(run);
     if (!attempt([&] {
-          if (const auto s = read_lambda_lr_state(file, "", "fuzz.safetensors")) run.sched.load_state_dict(*s);
+          if (const auto s = read_lambda_lr_state(file, "", "fuzz.safetensors"))
+            run.sched.load_state_dict(*s);
         }))
       expect(fingerprint(run) == before, "a refused scheduler state changes nothing");
   }

@@ -27,8 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const Array back = io::parse_npy(xt::dump_npy(a), "round trip");
-  if (back.shape() != a.shape() || (a.size() != 0 && std::memcmp(back.data(), a.data(), a.size() * sizeof(float)) != 0)) {
-    std::fprintf(stderr, "fuzz_npy: invariant broken: an accepted array does not survive dump_npy and parse_npy\n");
+  if (back.shape() != a.shape() ||
+      (a.size() != 0 && std::memcmp(back.data(), a.data(), a.size() * sizeof(float)) != 0)) {
+    std::fprintf(
+        stderr,
+        "fuzz_npy: invariant broken: an accepted array does not survive dump_npy and parse_npy\n");
     std::abort();
   }
   return 0;

@@ -43,17 +43,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     file = parse_safetensors(bytes, "fuzz.safetensors");
   } catch (const CheckpointError& e) {
-    expect(!e.kind.empty() && std::string_view(e.what()).starts_with("load_safetensors: 'fuzz.safetensors': "),
+    expect(!e.kind.empty() &&
+               std::string_view(e.what()).starts_with("load_safetensors: 'fuzz.safetensors': "),
            "a refusal names the file and its kind");
     return 0;
   }
 
   for (const TensorRecord& r : file.tensors()) {
-    expect(r.bytes().size() == numel(r.shape) * dtype_size(r.dtype), "a record holds numel * size bytes");
+    expect(r.bytes().size() == numel(r.shape) * dtype_size(r.dtype),
+           "a record holds numel * size bytes");
     try {
       expect(file.to_float(r.name).size() == numel(r.shape), "to_float keeps the element count");
     } catch (const TypeError&) {
-      expect(r.dtype != Dtype::F32 && r.dtype != Dtype::F64 && r.dtype != Dtype::F16 && r.dtype != Dtype::BF16,
+      expect(r.dtype != Dtype::F32 && r.dtype != Dtype::F64 && r.dtype != Dtype::F16 &&
+                 r.dtype != Dtype::BF16,
              "float dtypes convert");
     }
     try {
@@ -63,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   for (const auto& [alias, target] : file.aliases())
-    expect(!file.has_tensor(alias) && file.has_tensor(target), "an alias names a tensor and is not one");
+    expect(!file.has_tensor(alias) && file.has_tensor(target),
+           "an alias names a tensor and is not one");
 
   std::string written;
   try {
@@ -78,12 +82,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "%s\n", e.what());
     expect(false, "the reader accepts what the writer wrote");
   }
-  expect(back.tensors().size() == file.tensors().size(), "the round trip keeps the number of tensors");
-  expect(back.aliases().size() == file.aliases().size(), "the round trip keeps the number of aliases");
+  expect(back.tensors().size() == file.tensors().size(),
+         "the round trip keeps the number of tensors");
+  expect(back.aliases().size() == file.aliases().size(),
+         "the round trip keeps the number of aliases");
   for (const TensorRecord& r : file.tensors())
-    expect(back.contains(r.name) && same(back.record(r.name), r), "the round trip keeps every tensor");
+    expect(back.contains(r.name) && same(back.record(r.name), r),
+           "the round trip keeps every tensor");
   for (const auto& [alias, target] : file.aliases())
-    expect(back.contains(alias) && &back.record(alias) == &back.record(target), "the round trip keeps every tie");
+    expect(back.contains(alias) && &back.record(alias) == &back.record(target),
+           "the round trip keeps every tie");
   for (const auto& [key, value] : file.metadata())
     expect(back.metadata_value(key) == value, "the round trip keeps the metadata");
   expect(back.metadata().size() == file.metadata().size(), "the round trip adds no metadata");

@@ -22,7 +22,8 @@ inline std::filesystem::path scratch_dir(const std::string& test_name) {
 /// The names in a folder, sorted.
 inline std::vector<std::string> folder_listing(const std::filesystem::path& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -53,7 +53,7 @@ SafetensorsFile small_file() {
 // Where each tensor's bytes lie in a file written by serialize/save (its header read back).
 struct Span {
   std::string name;
-  std::size_t begin, end;   // absolute file offsets
+  std::size_t begin, end;  // absolute file offsets
 };
 std::vector<Span> data_spans(const std::string& bytes) {
   std::uint64_t n = 0;
@@ -61,7 +61,7 @@ std::vector<Span> data_spans(const std::string& bytes) {
   const SafetensorsFile f = parse_safetensors(bytes);
   std::vector<Span> spans;
   std::size_t at = 8 + n;
-  for (const TensorRecord& r : f.tensors()) {     // after reading: data order
+  for (const TensorRecord& r : f.tensors()) {  // after reading: data order
     spans.push_back({r.name, at, at + r.bytes().size()});
     at += r.bytes().size();
   }
@@ -80,193 +80,209 @@ CheckpointError refusal(const std::string& bytes) {
 }  // namespace
 
 TEST_SUITE("io.checksums") {
-
-TEST_CASE("crc32c gives the standard check value and the iSCSI test vectors") {
-  CHECK(crc32c("123456789") == 0xE3069283u);
-  CHECK(crc32c("") == 0u);
-  CHECK(crc32c(std::string(32, '\0')) == 0x8A9136AAu);       // RFC 3720, B.4
-  CHECK(crc32c(std::string(32, '\xFF')) == 0x62A8AB43u);
-  std::string ascending(32, '\0');
-  for (int i = 0; i < 32; ++i) ascending[std::size_t(i)] = char(i);
-  CHECK(crc32c(ascending) == 0x46DD794Eu);
-}
-
-TEST_CASE("crc32c matches the bitwise definition for every length and alignment, and chains") {
-  std::string bytes;
-  for (int i = 0; i < 300; ++i) bytes += char((i * 131 + 7) & 0xFF);
-  for (std::size_t start = 0; start < 9; ++start)
-    for (std::size_t len = 0; start + len <= bytes.size(); len += 7) {
-      const std::string piece = bytes.substr(start, len);
-      REQUIRE_MESSAGE(crc32c(piece) == crc32c_bitwise(piece), "start " << start << " length " << len);
-    }
-  for (std::size_t cut = 0; cut <= bytes.size(); cut += 13)
-    CHECK(crc32c(bytes.substr(cut), crc32c(bytes.substr(0, cut))) == crc32c(bytes));
-}
-
-TEST_CASE("save_safetensors stores each tensor's CRC-32C, serialize_safetensors stores none") {
-  const auto dir = scratch_dir("checksums_written");
-  const std::string path = (dir / "f.safetensors").string();
-  save_safetensors(path, small_file());
-  const SafetensorsFile g = load_safetensors(path);
-  for (const TensorRecord& r : g.tensors()) {
-    const std::string bytes(reinterpret_cast<const char*>(r.bytes().data()), r.bytes().size());
-    CHECK(g.metadata_value("tapegrad.crc32c." + r.name) == hex8(crc32c(bytes)));
+  TEST_CASE("crc32c gives the standard check value and the iSCSI test vectors") {
+    CHECK(crc32c("123456789") == 0xE3069283u);
+    CHECK(crc32c("") == 0u);
+    CHECK(crc32c(std::string(32, '\0')) == 0x8A9136AAu);  // RFC 3720, B.4
+    CHECK(crc32c(std::string(32, '\xFF')) == 0x62A8AB43u);
+    std::string ascending(32, '\0');
+    for (int i = 0; i < 32; ++i) ascending[std::size_t(i)] = char(i);
+    CHECK(crc32c(ascending) == 0x46DD794Eu);
   }
-  CHECK(g.tensors().size() == 3);
-  CHECK_FALSE(g.metadata_value("tapegrad.crc32c.out.weight"));   // an alias has no data of its own
-  CHECK(g.aliases() == std::vector<std::pair<std::string, std::string>>{{"out.weight", "emb.weight"}});
-  // The low-level form writes the reference's bytes: no checksum, no version.
-  const SafetensorsFile h = parse_safetensors(serialize_safetensors(small_file()));
-  for (const auto& [key, value] : h.metadata()) CHECK(key.rfind("tapegrad.", 0) != 0);
-  // Reading a checked file and writing it again with the low-level form gives its bytes.
-  CHECK(serialize_safetensors(g) == read_bytes(path));
-}
 
-TEST_CASE("a flipped byte anywhere in any tensor's data is refused, naming that tensor") {
-  const auto dir = scratch_dir("checksums_flipped");
-  const std::string path = (dir / "f.safetensors").string();
-  save_safetensors(path, small_file());
-  const std::string good = read_bytes(path);
-  const std::vector<Span> spans = data_spans(good);
-  REQUIRE(spans.size() == 3);
-  int refused = 0;
-  for (const Span& s : spans)
-    for (std::size_t at = s.begin; at < s.end; ++at)
-      for (const unsigned char flip : {0x01, 0x80, 0xFF}) {
-        std::string bad = good;
-        bad[at] = char(static_cast<unsigned char>(bad[at]) ^ flip);
-        const CheckpointError e = refusal(bad);
-        CHECK(e.kind == "ChecksumMismatch");
-        const std::string what = e.what();
-        CHECK_MESSAGE(what.find("load_safetensors: 'model.safetensors': ChecksumMismatch: expected tensor '" + s.name +
-                                "'") == 0, what);
-        ++refused;
+  TEST_CASE("crc32c matches the bitwise definition for every length and alignment, and chains") {
+    std::string bytes;
+    for (int i = 0; i < 300; ++i) bytes += char((i * 131 + 7) & 0xFF);
+    for (std::size_t start = 0; start < 9; ++start)
+      for (std::size_t len = 0; start + len <= bytes.size(); len += 7) {
+        const std::string piece = bytes.substr(start, len);
+        REQUIRE_MESSAGE(crc32c(piece) == crc32c_bitwise(piece),
+                        "start " << start << " length " << len);
       }
-  CHECK(refused == 3 * (24 + 8 + 12));
-  // Through io::load, a damaged model file leaves the model as it was.
-  nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1)), other(nn::LinearOptions(3, 2));
-  save(model, path);
-  std::string bad = read_bytes(path);
-  bad[bad.size() - 1] ^= 0x10;                       // the last byte of the last tensor
-  write_bytes(path, bad);
-  const nn::StateDict before = other.state_dict();
-  CHECK_THROWS_WITH_AS(load(other, path), doctest::Contains("ChecksumMismatch: expected tensor 'weight'"),
-                       CheckpointError);
-  CHECK(nn::diff_state_dicts(before, other.state_dict()).identical());
-}
+    for (std::size_t cut = 0; cut <= bytes.size(); cut += 13)
+      CHECK(crc32c(bytes.substr(cut), crc32c(bytes.substr(0, cut))) == crc32c(bytes));
+  }
 
-TEST_CASE("the mismatch message gives the stored and the actual checksum") {
-  SafetensorsFile f;
-  f.add("w", Array{1.f, 2.f});
-  f.set_metadata("tapegrad.crc32c.w", "00000000");
-  const std::string what = refusal(serialize_safetensors(f)).what();
-  const std::string actual = hex8(crc32c(std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8)));
-  CHECK_MESSAGE(what.find("to have the CRC-32C 00000000 stored for it in __metadata__, got " + actual +
-                          ": the file was damaged after it was written") != std::string::npos, what);
-}
+  TEST_CASE("save_safetensors stores each tensor's CRC-32C, serialize_safetensors stores none") {
+    const auto dir = scratch_dir("checksums_written");
+    const std::string path = (dir / "f.safetensors").string();
+    save_safetensors(path, small_file());
+    const SafetensorsFile g = load_safetensors(path);
+    for (const TensorRecord& r : g.tensors()) {
+      const std::string bytes(reinterpret_cast<const char*>(r.bytes().data()), r.bytes().size());
+      CHECK(g.metadata_value("tapegrad.crc32c." + r.name) == hex8(crc32c(bytes)));
+    }
+    CHECK(g.tensors().size() == 3);
+    CHECK_FALSE(g.metadata_value("tapegrad.crc32c.out.weight"));  // an alias has no data of its own
+    CHECK(g.aliases() ==
+          std::vector<std::pair<std::string, std::string>>{{"out.weight", "emb.weight"}});
+    // The low-level form writes the reference's bytes: no checksum, no version.
+    const SafetensorsFile h = parse_safetensors(serialize_safetensors(small_file()));
+    for (const auto& [key, value] : h.metadata()) CHECK(key.rfind("tapegrad.", 0) != 0);
+    // Reading a checked file and writing it again with the low-level form gives its bytes.
+    CHECK(serialize_safetensors(g) == read_bytes(path));
+  }
 
-TEST_CASE("a file without checksums loads as before, and one with some checks those it has") {
-  // The reference Python writer's fixture has none.
-  const std::string fixture = std::string(TAPEGRAD_SOURCE_DIR) + "/tests/io/fixtures/reference.safetensors";
-  CHECK(load_safetensors(fixture).tensors().size() == 7);
-  // A model file as PyTorch's safetensors writes it: no tapegrad entries at all.
-  nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1)), other(nn::LinearOptions(3, 2));
-  SafetensorsFile plain;
-  add_state_dict(plain, model.state_dict());
-  plain.set_metadata("format", "pt");
-  const auto dir = scratch_dir("checksums_foreign");
-  write_bytes(dir / "plain.safetensors", serialize_safetensors(plain));
-  load(other, (dir / "plain.safetensors").string());
-  CHECK(nn::diff_state_dicts(model.state_dict(), other.state_dict()).identical());
-  // Only "weight" is checked: damaging "bias" goes unnoticed, damaging "weight" does not.
-  SafetensorsFile partial;
-  add_state_dict(partial, model.state_dict());
-  const std::string w = serialize_safetensors(partial);
-  const std::vector<Span> spans = data_spans(w);
-  const Span& wspan = spans[0].name == "weight" ? spans[0] : spans[1];
-  const Span& bspan = spans[0].name == "bias" ? spans[0] : spans[1];
-  partial.set_metadata("tapegrad.crc32c.weight", hex8(crc32c(w.substr(wspan.begin, wspan.end - wspan.begin))));
-  std::string checked = serialize_safetensors(partial);
-  const std::size_t shift = checked.size() - w.size();   // the longer header moves the data
-  std::string bias_damaged = checked, weight_damaged = checked;
-  bias_damaged[bspan.begin + shift] ^= 1;
-  weight_damaged[wspan.begin + shift] ^= 1;
-  CHECK_NOTHROW(parse_safetensors(bias_damaged));
-  CHECK(refusal(weight_damaged).kind == "ChecksumMismatch");
-}
+  TEST_CASE("a flipped byte anywhere in any tensor's data is refused, naming that tensor") {
+    const auto dir = scratch_dir("checksums_flipped");
+    const std::string path = (dir / "f.safetensors").string();
+    save_safetensors(path, small_file());
+    const std::string good = read_bytes(path);
+    const std::vector<Span> spans = data_spans(good);
+    REQUIRE(spans.size() == 3);
+    int refused = 0;
+    for (const Span& s : spans)
+      for (std::size_t at = s.begin; at < s.end; ++at)
+        for (const unsigned char flip : {0x01, 0x80, 0xFF}) {
+          std::string bad = good;
+          bad[at] = char(static_cast<unsigned char>(bad[at]) ^ flip);
+          const CheckpointError e = refusal(bad);
+          CHECK(e.kind == "ChecksumMismatch");
+          const std::string what = e.what();
+          CHECK_MESSAGE(
+              what.find(
+                  "load_safetensors: 'model.safetensors': ChecksumMismatch: expected tensor '" +
+                  s.name + "'") == 0,
+              what);
+          ++refused;
+        }
+    CHECK(refused == 3 * (24 + 8 + 12));
+    // Through io::load, a damaged model file leaves the model as it was.
+    nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1)),
+        other(nn::LinearOptions(3, 2));
+    save(model, path);
+    std::string bad = read_bytes(path);
+    bad[bad.size() - 1] ^= 0x10;  // the last byte of the last tensor
+    write_bytes(path, bad);
+    const nn::StateDict before = other.state_dict();
+    CHECK_THROWS_WITH_AS(load(other, path),
+                         doctest::Contains("ChecksumMismatch: expected tensor 'weight'"),
+                         CheckpointError);
+    CHECK(nn::diff_state_dicts(before, other.state_dict()).identical());
+  }
 
-TEST_CASE("a checksum entry naming no tensor, or not 8 lowercase hex digits, is InvalidHeaderDeserialization") {
-  const std::string one = std::string("\x00\x00\x80\x3f", 4);   // 1.0f
-  const std::string good_crc = hex8(crc32c(one));
-  // Tensor "w" = [1.0], alias "z" of it, and one more metadata entry, by hand.
-  const auto file_with = [&](const std::string& key, const std::string& value) {
-    std::string header = R"({"__metadata__":{"z":"w",")" + key + R"(":")" + value +
-                         R"("},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
-    std::string n(8, '\0');
-    const std::uint64_t size = header.size();
-    std::memcpy(n.data(), &size, 8);
-    return n + header + one;
-  };
-  CHECK_NOTHROW(parse_safetensors(file_with("tapegrad.crc32c.w", good_crc)));
-  struct Case {
-    std::string key, value, phrase;
-  };
-  for (const Case& c : {Case{"tapegrad.crc32c.x", good_crc, "to name a tensor of the file, got no tensor 'x'"},
-                        Case{"tapegrad.crc32c.z", good_crc, "got no tensor 'z'"},          // an alias holds no data
-                        Case{"tapegrad.crc32c.", good_crc, "got no tensor ''"},
-                        Case{"tapegrad.crc32c.w", "ABCDEF01", "8 lowercase hex digits, got 'ABCDEF01'"},
-                        Case{"tapegrad.crc32c.w", "abcdef0", "got 'abcdef0'"},
-                        Case{"tapegrad.crc32c.w", "abcdef012", "got 'abcdef012'"},
-                        Case{"tapegrad.crc32c.w", "0x123456", "got '0x123456'"},
-                        Case{"tapegrad.crc32c.w", " 1234567", "got ' 1234567'"},
-                        Case{"tapegrad.crc32c.w", "", "got ''"}}) {
-    CAPTURE(c.key);
-    CAPTURE(c.value);
-    const CheckpointError e = refusal(file_with(c.key, c.value));
-    CHECK(e.kind == "InvalidHeaderDeserialization");
-    CHECK_MESSAGE(std::string(e.what()).find(c.phrase) != std::string::npos, e.what());
-    // The writer refuses to write what the reader would refuse.
+  TEST_CASE("the mismatch message gives the stored and the actual checksum") {
+    SafetensorsFile f;
+    f.add("w", Array{1.f, 2.f});
+    f.set_metadata("tapegrad.crc32c.w", "00000000");
+    const std::string what = refusal(serialize_safetensors(f)).what();
+    const std::string actual = hex8(crc32c(std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8)));
+    CHECK_MESSAGE(
+        what.find("to have the CRC-32C 00000000 stored for it in __metadata__, got " + actual +
+                  ": the file was damaged after it was written") != std::string::npos,
+        what);
+  }
+
+  TEST_CASE("a file without checksums loads as before, and one with some checks those it has") {
+    // The reference Python writer's fixture has none.
+    const std::string fixture =
+        std::string(TAPEGRAD_SOURCE_DIR) + "/tests/io/fixtures/reference.safetensors";
+    CHECK(load_safetensors(fixture).tensors().size() == 7);
+    // A model file as PyTorch's safetensors writes it: no tapegrad entries at all.
+    nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1)),
+        other(nn::LinearOptions(3, 2));
+    SafetensorsFile plain;
+    add_state_dict(plain, model.state_dict());
+    plain.set_metadata("format", "pt");
+    const auto dir = scratch_dir("checksums_foreign");
+    write_bytes(dir / "plain.safetensors", serialize_safetensors(plain));
+    load(other, (dir / "plain.safetensors").string());
+    CHECK(nn::diff_state_dicts(model.state_dict(), other.state_dict()).identical());
+    // Only "weight" is checked: damaging "bias" goes unnoticed, damaging "weight" does not.
+    SafetensorsFile partial;
+    add_state_dict(partial, model.state_dict());
+    const std::string w = serialize_safetensors(partial);
+    const std::vector<Span> spans = data_spans(w);
+    const Span& wspan = spans[0].name == "weight" ? spans[0] : spans[1];
+    const Span& bspan = spans[0].name == "bias" ? spans[0] : spans[1];
+    partial.set_metadata("tapegrad.crc32c.weight",
+                         hex8(crc32c(w.substr(wspan.begin, wspan.end - wspan.begin))));
+    std::string checked = serialize_safetensors(partial);
+    const std::size_t shift = checked.size() - w.size();  // the longer header moves the data
+    std::string bias_damaged = checked, weight_damaged = checked;
+    bias_damaged[bspan.begin + shift] ^= 1;
+    weight_damaged[wspan.begin + shift] ^= 1;
+    CHECK_NOTHROW(parse_safetensors(bias_damaged));
+    CHECK(refusal(weight_damaged).kind == "ChecksumMismatch");
+  }
+
+  TEST_CASE(
+      "a checksum entry naming no tensor, or not 8 lowercase hex digits, is "
+      "InvalidHeaderDeserialization") {
+    const std::string one = std::string("\x00\x00\x80\x3f", 4);  // 1.0f
+    const std::string good_crc = hex8(crc32c(one));
+    // Tensor "w" = [1.0], alias "z" of it, and one more metadata entry, by hand.
+    const auto file_with = [&](const std::string& key, const std::string& value) {
+      std::string header = R"({"__metadata__":{"z":"w",")" + key + R"(":")" + value +
+                           R"("},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+      std::string n(8, '\0');
+      const std::uint64_t size = header.size();
+      std::memcpy(n.data(), &size, 8);
+      return n + header + one;
+    };
+    CHECK_NOTHROW(parse_safetensors(file_with("tapegrad.crc32c.w", good_crc)));
+    struct Case {
+      std::string key, value, phrase;
+    };
+    for (const Case& c :
+         {Case{"tapegrad.crc32c.x", good_crc, "to name a tensor of the file, got no tensor 'x'"},
+          Case{"tapegrad.crc32c.z", good_crc, "got no tensor 'z'"},  // an alias holds no data
+          Case{"tapegrad.crc32c.", good_crc, "got no tensor ''"},
+          Case{"tapegrad.crc32c.w", "ABCDEF01", "8 lowercase hex digits, got 'ABCDEF01'"},
+          Case{"tapegrad.crc32c.w", "abcdef0", "got 'abcdef0'"},
+          Case{"tapegrad.crc32c.w", "abcdef012", "got 'abcdef012'"},
+          Case{"tapegrad.crc32c.w", "0x123456", "got '0x123456'"},
+          Case{"tapegrad.crc32c.w", " 1234567", "got ' 1234567'"},
+          Case{"tapegrad.crc32c.w", "", "got ''"}}) {
+      CAPTURE(c.key);
+      CAPTURE(c.value);
+      const CheckpointError e = refusal(file_with(c.key, c.value));
+      CHECK(e.kind == "InvalidHeaderDeserialization");
+      CHECK_MESSAGE(std::string(e.what()).find(c.phrase) != std::string::npos, e.what());
+      // The writer refuses to write what the reader would refuse.
+      SafetensorsFile f;
+      f.add("w", Array{1.f});
+      f.add_alias("z", "w");  // stored under "w", the smaller name
+      f.set_metadata(c.key, c.value);
+      CHECK_THROWS_WITH_AS(serialize_safetensors(f),
+                           doctest::Contains("expected a checksum entry to name a tensor"),
+                           ValueError);
+    }
+  }
+
+  TEST_CASE("a checksum entry is never taken for a tie, even when its value names a tensor") {
+    // A tensor named like the checksum of another: "tapegrad.crc32c.w": "<crc>" must stay a
+    // checksum, not become an alias "tapegrad.crc32c.w" of tensor "<crc>".
     SafetensorsFile f;
     f.add("w", Array{1.f});
-    f.add_alias("z", "w");                            // stored under "w", the smaller name
-    f.set_metadata(c.key, c.value);
-    CHECK_THROWS_WITH_AS(serialize_safetensors(f), doctest::Contains("expected a checksum entry to name a tensor"),
+    const std::string crc = hex8(crc32c(std::string("\x00\x00\x80\x3f", 4)));
+    f.add(crc, Array{2.f});
+    const auto dir = scratch_dir("checksums_not_ties");
+    save_safetensors((dir / "f.safetensors").string(), f);
+    const SafetensorsFile g = load_safetensors((dir / "f.safetensors").string());
+    CHECK(g.aliases().empty());
+    CHECK(g.metadata_value("tapegrad.crc32c.w") == crc);
+    // A tied name that the reader would take for a checksum entry is refused by the writer. (As
+    // the name the data is stored under, the smallest of its group, it would be harmless.)
+    SafetensorsFile h;
+    h.add("a", Array{1.f});
+    h.add_alias("tapegrad.crc32c.z", "a");
+    CHECK_THROWS_WITH_AS(serialize_safetensors(h),
+                         doctest::Contains("expected tied tensor names that do not start with "
+                                           "'tapegrad.crc32c.', got 'tapegrad.crc32c.z'"),
                          ValueError);
   }
-}
 
-TEST_CASE("a checksum entry is never taken for a tie, even when its value names a tensor") {
-  // A tensor named like the checksum of another: "tapegrad.crc32c.w": "<crc>" must stay a
-  // checksum, not become an alias "tapegrad.crc32c.w" of tensor "<crc>".
-  SafetensorsFile f;
-  f.add("w", Array{1.f});
-  const std::string crc = hex8(crc32c(std::string("\x00\x00\x80\x3f", 4)));
-  f.add(crc, Array{2.f});
-  const auto dir = scratch_dir("checksums_not_ties");
-  save_safetensors((dir / "f.safetensors").string(), f);
-  const SafetensorsFile g = load_safetensors((dir / "f.safetensors").string());
-  CHECK(g.aliases().empty());
-  CHECK(g.metadata_value("tapegrad.crc32c.w") == crc);
-  // A tied name that the reader would take for a checksum entry is refused by the writer. (As
-  // the name the data is stored under, the smallest of its group, it would be harmless.)
-  SafetensorsFile h;
-  h.add("a", Array{1.f});
-  h.add_alias("tapegrad.crc32c.z", "a");
-  CHECK_THROWS_WITH_AS(serialize_safetensors(h), doctest::Contains("expected tied tensor names that do not start with "
-                                                                   "'tapegrad.crc32c.', got 'tapegrad.crc32c.z'"),
-                       ValueError);
-}
-
-TEST_CASE("Python with NumPy and its own CRC-32C reads the file and agrees with every checksum") {
-  if (!tapegrad::testing::python_with_numpy()) {
-    MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
-    return;
-  }
-  const auto dir = scratch_dir("checksums_python");
-  nn::Linear model(nn::LinearOptions(4, 3), std::make_shared<Generator>(3));
-  TrainingCheckpoint(model).save((dir / "run.safetensors").string(), {7});
-  save_safetensors((dir / "small.safetensors").string(), small_file());
-  write_bytes(dir / "check.py", R"PY(
+  TEST_CASE("Python with NumPy and its own CRC-32C reads the file and agrees with every checksum") {
+    if (!tapegrad::testing::python_with_numpy()) {
+      MESSAGE("skipped: /usr/bin/python3 with numpy is not available");
+      return;
+    }
+    const auto dir = scratch_dir("checksums_python");
+    nn::Linear model(nn::LinearOptions(4, 3), std::make_shared<Generator>(3));
+    TrainingCheckpoint(model).save((dir / "run.safetensors").string(), {7});
+    save_safetensors((dir / "small.safetensors").string(), small_file());
+    write_bytes(dir / "check.py", R"PY(
 import json, struct, sys
 import numpy as np
 def crc32c(data):
@@ -293,13 +309,15 @@ for path in sys.argv[1:]:
     assert len(checked) == len(header), (checked, list(header))
     print(path.split("/")[-1], len(header), "tensors checked")
 )PY");
-  const std::string cmd = "/usr/bin/python3 " + (dir / "check.py").string() + " " + (dir / "small.safetensors").string() +
-                          " " + (dir / "run.safetensors").string() + " > " + (dir / "out.txt").string() + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  const std::string said = read_bytes(dir / "out.txt");
-  CHECK_MESSAGE(rc == 0, "python said: " << said);
-  CHECK(said.find("small.safetensors 3 tensors checked") != std::string::npos);
-  CHECK(said.find("run.safetensors 2 tensors checked") != std::string::npos);
-}
+    const std::string cmd = "/usr/bin/python3 " + (dir / "check.py").string() + " " +
+                            (dir / "small.safetensors").string() + " " +
+                            (dir / "run.safetensors").string() + " > " +
+                            (dir / "out.txt").string() + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    const std::string said = read_bytes(dir / "out.txt");
+    CHECK_MESSAGE(rc == 0, "python said: " << said);
+    CHECK(said.find("small.safetensors 3 tensors checked") != std::string::npos);
+    CHECK(said.find("run.safetensors 2 tensors checked") != std::string::npos);
+  }
 
 }  // TEST_SUITE

@@ -85,52 +85,58 @@ double peak_growth_mb(const std::string& path, const std::string& kind) {
 }  // namespace
 
 TEST_SUITE("io.reader_memory") {
-
-TEST_CASE("a 2 GiB file with a bad header or layout is refused having read only its header") {
-  const auto dir = scratch_dir("reader_memory");
-  const std::uint64_t size = std::uint64_t{1} << 31;
-  const std::string too_large = (dir / "too_large.safetensors").string();
-  sparse_file(too_large, le64(size - 8), size);          // a 2 GiB header: over the 100 MB limit
-  const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
-  const std::string incomplete = (dir / "incomplete.safetensors").string();
-  sparse_file(incomplete, le64(header.size()) + header, size);   // 8 bytes of data promised, 2 GiB there
-  for (const auto& [path, kind] : {std::pair<std::string, std::string>{too_large, "HeaderTooLarge"},
-                                    {incomplete, "MetadataIncompleteBuffer"}}) {
-    CAPTURE(kind);
-    const double growth = peak_growth_mb(path, kind);
-    if (growth < 0) {
-      MESSAGE("skipped the memory figure: /proc/self/clear_refs cannot reset the peak here");
-      continue;
+  TEST_CASE("a 2 GiB file with a bad header or layout is refused having read only its header") {
+    const auto dir = scratch_dir("reader_memory");
+    const std::uint64_t size = std::uint64_t{1} << 31;
+    const std::string too_large = (dir / "too_large.safetensors").string();
+    sparse_file(too_large, le64(size - 8), size);  // a 2 GiB header: over the 100 MB limit
+    const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+    const std::string incomplete = (dir / "incomplete.safetensors").string();
+    sparse_file(incomplete, le64(header.size()) + header,
+                size);  // 8 bytes of data promised, 2 GiB there
+    for (const auto& [path, kind] :
+         {std::pair<std::string, std::string>{too_large, "HeaderTooLarge"},
+          {incomplete, "MetadataIncompleteBuffer"}}) {
+      CAPTURE(kind);
+      const double growth = peak_growth_mb(path, kind);
+      if (growth < 0) {
+        MESSAGE("skipped the memory figure: /proc/self/clear_refs cannot reset the peak here");
+        continue;
+      }
+      MESSAGE(kind << ": peak resident memory rose by " << growth << " MB for a 2048 MB file");
+      CHECK(growth < 64);
     }
-    MESSAGE(kind << ": peak resident memory rose by " << growth << " MB for a 2048 MB file");
-    CHECK(growth < 64);
   }
-}
 
-TEST_CASE("tensors are read into the arrays they are returned in, and take_float moves them out") {
-  const auto dir = scratch_dir("reader_take");
-  SafetensorsFile f;
-  f.add("w", Array{{1.f, 2.f}, {3.f, 4.f}});
-  f.add("step", IndexArray(std::int64_t{3}));
-  f.add_raw("h", Dtype::F16, {2}, {0x00, 0x3C, 0x00, 0xC0});    // 1, -2
-  f.add("tied", Array{5.f});
-  f.add_alias("tied_too", "tied");
-  save_safetensors((dir / "f.safetensors").string(), f);
-  SafetensorsFile g = load_safetensors((dir / "f.safetensors").string());
-  const void* stored = g.record("w").bytes().data();
-  const Array w = g.take_float("w");
-  CHECK(static_cast<const void*>(w.data()) == stored);            // the same buffer: no copy
-  CHECK(w == Array{{1.f, 2.f}, {3.f, 4.f}});
-  CHECK_THROWS_WITH_AS(g.to_float("w"), doctest::Contains("expected tensor 'w' to hold data, got none: take_float moved "
-                                                          "its values out"), ValueError);
-  CHECK_THROWS_AS(g.record("w").bytes(), ValueError);
-  CHECK_THROWS_AS(serialize_safetensors(g), ValueError);
-  CHECK(g.take_float("h") == Array{1.f, -2.f});                     // converted, then freed
-  CHECK_THROWS_AS(g.take_float("h"), ValueError);
-  CHECK_THROWS_WITH_AS(g.take_float("step"), doctest::Contains("to be a float tensor"), TypeError);
-  CHECK(g.to_int64("step")() == 3);                                  // untouched by the refusal
-  CHECK(g.take_float("tied_too") == Array{5.f});                     // through an alias: the tensor
-  CHECK_THROWS_AS(g.to_float("tied"), ValueError);
-}
+  TEST_CASE(
+      "tensors are read into the arrays they are returned in, and take_float moves them out") {
+    const auto dir = scratch_dir("reader_take");
+    SafetensorsFile f;
+    f.add("w", Array{{1.f, 2.f}, {3.f, 4.f}});
+    f.add("step", IndexArray(std::int64_t{3}));
+    f.add_raw("h", Dtype::F16, {2}, {0x00, 0x3C, 0x00, 0xC0});  // 1, -2
+    f.add("tied", Array{5.f});
+    f.add_alias("tied_too", "tied");
+    save_safetensors((dir / "f.safetensors").string(), f);
+    SafetensorsFile g = load_safetensors((dir / "f.safetensors").string());
+    const void* stored = g.record("w").bytes().data();
+    const Array w = g.take_float("w");
+    CHECK(static_cast<const void*>(w.data()) == stored);  // the same buffer: no copy
+    CHECK(w == Array{{1.f, 2.f}, {3.f, 4.f}});
+    CHECK_THROWS_WITH_AS(
+        g.to_float("w"),
+        doctest::Contains("expected tensor 'w' to hold data, got none: take_float moved "
+                          "its values out"),
+        ValueError);
+    CHECK_THROWS_AS(g.record("w").bytes(), ValueError);
+    CHECK_THROWS_AS(serialize_safetensors(g), ValueError);
+    CHECK(g.take_float("h") == Array{1.f, -2.f});  // converted, then freed
+    CHECK_THROWS_AS(g.take_float("h"), ValueError);
+    CHECK_THROWS_WITH_AS(g.take_float("step"), doctest::Contains("to be a float tensor"),
+                         TypeError);
+    CHECK(g.to_int64("step")() == 3);               // untouched by the refusal
+    CHECK(g.take_float("tied_too") == Array{5.f});  // through an alias: the tensor
+    CHECK_THROWS_AS(g.to_float("tied"), ValueError);
+  }
 
 }  // TEST_SUITE

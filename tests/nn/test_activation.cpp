@@ -8,22 +8,24 @@
 using namespace tapegrad;
 
 TEST_SUITE("nn.activation") {
+  TEST_CASE("GELU is ops::gelu as a module, printed as PyTorch prints it, with no parameters") {
+    nn::GELU exact, tanh_form("tanh");
+    CHECK(exact.repr() == "GELU(approximate='none')");
+    CHECK(tanh_form.repr() == "GELU(approximate='tanh')");
+    CHECK(exact.named_parameters().empty());
+    const Tensor x = testing::input({2, 5}, 1, false);
+    CHECK(testing::bit_equal(exact.forward(x).data(), ops::gelu(x).data()));
+    CHECK(testing::bit_equal(tanh_form.forward(x).data(), ops::gelu(x, "tanh").data()));
+  }
 
-TEST_CASE("GELU is ops::gelu as a module, printed as PyTorch prints it, with no parameters") {
-  nn::GELU exact, tanh_form("tanh");
-  CHECK(exact.repr() == "GELU(approximate='none')");
-  CHECK(tanh_form.repr() == "GELU(approximate='tanh')");
-  CHECK(exact.named_parameters().empty());
-  const Tensor x = testing::input({2, 5}, 1, false);
-  CHECK(testing::bit_equal(exact.forward(x).data(), ops::gelu(x).data()));
-  CHECK(testing::bit_equal(tanh_form.forward(x).data(), ops::gelu(x, "tanh").data()));
-}
-
-TEST_CASE("GELU refuses an unknown approximation when it is built") {
-  CHECK_THROWS_WITH_AS(nn::GELU("erf"), doctest::Contains("approximate argument must be either none or tanh"),
-                       ValueError);
-  CHECK_THROWS_WITH_AS(nn::GELU("erf"), doctest::Contains("GELU: expected approximate \"none\" or \"tanh\", got \"erf\""),
-                       ValueError);
-}
+  TEST_CASE("GELU refuses an unknown approximation when it is built") {
+    CHECK_THROWS_WITH_AS(nn::GELU("erf"),
+                         doctest::Contains("approximate argument must be either none or tanh"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        nn::GELU("erf"),
+        doctest::Contains("GELU: expected approximate \"none\" or \"tanh\", got \"erf\""),
+        ValueError);
+  }
 
 }  // TEST_SUITE

@@ -30,11 +30,14 @@ constexpr std::int64_t kVocab = 32, kDModel = 48, kRows = 16, kCols = 24;
 
 struct ToyModel : nn::Module {
   ToyModel(std::shared_ptr<Generator> init, std::shared_ptr<Generator> dropout)
-      : embed(register_module("embed", std::make_shared<nn::Embeddings>(
-                                           nn::EmbeddingOptions(kVocab, kDModel).padding_idx(0), init))),
-        pos(register_module("pos", std::make_shared<nn::PositionalEncoding>(
-                                       nn::PositionalEncodingOptions(kDModel, 0.1).max_len(kCols), dropout))),
-        out(register_module("out", std::make_shared<nn::Linear>(nn::LinearOptions(kDModel, kVocab), init))) {}
+      : embed(register_module("embed",
+                              std::make_shared<nn::Embeddings>(
+                                  nn::EmbeddingOptions(kVocab, kDModel).padding_idx(0), init))),
+        pos(register_module(
+            "pos", std::make_shared<nn::PositionalEncoding>(
+                       nn::PositionalEncodingOptions(kDModel, 0.1).max_len(kCols), dropout))),
+        out(register_module(
+            "out", std::make_shared<nn::Linear>(nn::LinearOptions(kDModel, kVocab), init))) {}
   Tensor forward(const IndexArray& ids) { return out->forward(pos->forward(embed->forward(ids))); }
   std::shared_ptr<nn::Embeddings> embed;
   std::shared_ptr<nn::PositionalEncoding> pos;
@@ -45,12 +48,14 @@ struct ToyModel : nn::Module {
 IndexArray draw_batch(Generator& data) {
   IndexArray ids = IndexArray::from_shape({std::size_t(kRows), std::size_t(kCols)});
   for (std::size_t r = 0; r < std::size_t(kRows); ++r)
-    for (std::size_t c = 0; c < std::size_t(kCols); ++c) ids(r, c) = c >= 3 * kCols / 4 ? 0 : data.randint(1, kVocab);
+    for (std::size_t c = 0; c < std::size_t(kCols); ++c)
+      ids(r, c) = c >= 3 * kCols / 4 ? 0 : data.randint(1, kVocab);
   return ids;
 }
 
 int usage(const char* why) {
-  std::cerr << "resumable_training: " << why << "\nusage: resumable_training --checkpoint PATH --final PATH "
+  std::cerr << "resumable_training: " << why
+            << "\nusage: resumable_training --checkpoint PATH --final PATH "
             << "[--steps N] [--every K] [--die-after-step S]\n";
   return 2;
 }
@@ -61,15 +66,22 @@ int main(int argc, char** argv) {
   std::int64_t steps = 120, every = 3, die_after = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
-    if (key == "--checkpoint") checkpoint = value;
-    else if (key == "--final") final_path = value;
-    else if (key == "--steps") steps = std::stoll(value);
-    else if (key == "--every") every = std::stoll(value);
-    else if (key == "--die-after-step") die_after = std::stoll(value);
-    else return usage(("unknown option " + key).c_str());
+    if (key == "--checkpoint")
+      checkpoint = value;
+    else if (key == "--final")
+      final_path = value;
+    else if (key == "--steps")
+      steps = std::stoll(value);
+    else if (key == "--every")
+      every = std::stoll(value);
+    else if (key == "--die-after-step")
+      die_after = std::stoll(value);
+    else
+      return usage(("unknown option " + key).c_str());
   }
   if (argc % 2 == 0) return usage("every option takes a value");
-  if (checkpoint.empty() || final_path.empty() || every <= 0) return usage("--checkpoint and --final are required");
+  if (checkpoint.empty() || final_path.empty() || every <= 0)
+    return usage("--checkpoint and --final are required");
 
   // Seeds fixed here, so a fresh start is the same run every time.
   auto init = std::make_shared<Generator>(1), dropout = std::make_shared<Generator>(2),

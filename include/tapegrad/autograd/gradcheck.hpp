@@ -24,20 +24,20 @@
 namespace tapegrad {
 
 struct GradcheckOptions {
-  double eps = 1e-2;     ///< central-difference step
+  double eps = 1e-2;  ///< central-difference step
   double atol = 1e-3;
   double rtol = 1e-2;
-  std::uint64_t seed = 0;   ///< of the output weighting R
+  std::uint64_t seed = 0;  ///< of the output weighting R
 };
 
 struct GradcheckResult {
   bool ok = true;
-  std::size_t checked = 0;        ///< elements compared
+  std::size_t checked = 0;  ///< elements compared
   // The worst element (largest |numeric - analytic| - rtol * |analytic|):
-  std::size_t input = 0;          ///< which input
-  std::string index;              ///< its multi-index, "(1, 2)"
+  std::size_t input = 0;  ///< which input
+  std::string index;      ///< its multi-index, "(1, 2)"
   double analytic = 0.0, numeric = 0.0;
-  std::string message;            ///< empty when ok
+  std::string message;  ///< empty when ok
 };
 std::ostream& operator<<(std::ostream& os, const GradcheckResult& r);
 

@@ -45,23 +45,23 @@ struct TapeEntry {
   struct Input {
     Shape shape;
     bool requires_grad = false;
-    std::string name;                 ///< a parameter's or buffer's path; "" for others
-    std::uintptr_t id = 0;            ///< identifies the tensor in to_dot()
-    std::int64_t producer = -1;       ///< the entry that produced it, or -1 for a leaf
+    std::string name;            ///< a parameter's or buffer's path; "" for others
+    std::uintptr_t id = 0;       ///< identifies the tensor in to_dot()
+    std::int64_t producer = -1;  ///< the entry that produced it, or -1 for a leaf
   };
   struct Saved {
     Shape shape;
     std::string name;
-    std::uint64_t version = 0;        ///< the version backward expects
+    std::uint64_t version = 0;  ///< the version backward expects
   };
-  std::uint64_t seq = 0;              ///< recording number: "#seq"
-  std::string op;                     ///< "mul", "embedding", ...
-  std::string module;                 ///< the module path active when recorded ("" outside modules)
+  std::uint64_t seq = 0;  ///< recording number: "#seq"
+  std::string op;         ///< "mul", "embedding", ...
+  std::string module;     ///< the module path active when recorded ("" outside modules)
   std::vector<Input> inputs;
   Shape output;
   std::uintptr_t output_id = 0;
   std::vector<Saved> saved;
-  bool consumed = false;              ///< already run by a backward without retain_graph
+  bool consumed = false;  ///< already run by a backward without retain_graph
 };
 
 /// A printable list of entries (a snapshot: it owns no tensor and keeps nothing alive).
@@ -116,6 +116,7 @@ class NoGradGuard {
   ~NoGradGuard();
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
+
  private:
   bool previous_;
 };
@@ -128,6 +129,7 @@ class AnomalyGuard {
   ~AnomalyGuard();
   AnomalyGuard(const AnomalyGuard&) = delete;
   AnomalyGuard& operator=(const AnomalyGuard&) = delete;
+
  private:
   bool previous_;
 };
@@ -157,8 +159,8 @@ namespace detail {
 void check_anomaly(const char* op, const Tensor& output);
 /// Numbers the entry, fills in what it records, links it into this thread's tape and hands it
 /// to `output`, which from now on owns it.
-void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
-            const Tensor* saved, std::size_t n_saved);
+void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs,
+            std::size_t n_inputs, const Tensor* saved, std::size_t n_saved);
 /// A name that lives as long as the program, for ops whose name is built at run time.
 const char* intern(const std::string& name);
 
@@ -166,15 +168,17 @@ template <class F>
 void record(const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
             const Tensor* saved, std::size_t n_saved, F&& backward) {
   using Fn = std::decay_t<F>;
-  static_assert(is_backward_closure<Fn>(),
-                "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns nothing: "
-                "[captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
+  static_assert(
+      is_backward_closure<Fn>(),
+      "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns nothing: "
+      "[captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
   if (anomaly_enabled()) check_anomaly(op, output);
   if (!grad_enabled()) return;
   bool any = false;
   for (std::size_t i = 0; i < n_inputs; ++i) any = any || inputs[i].requires_grad();
   if (!any) return;
-  attach(new Entry<Fn>(Fn(std::forward<F>(backward))), op, output, inputs, n_inputs, saved, n_saved);
+  attach(new Entry<Fn>(Fn(std::forward<F>(backward))), op, output, inputs, n_inputs, saved,
+         n_saved);
 }
 }  // namespace detail
 
@@ -194,13 +198,15 @@ void record(const char* op, const Tensor& output, const Tensor* inputs, std::siz
 template <class F>
 void record(const char* op, const Tensor& output, std::initializer_list<Tensor> inputs,
             std::initializer_list<Tensor> saved, F&& backward) {
-  detail::record(op, output, inputs.begin(), inputs.size(), saved.begin(), saved.size(), std::forward<F>(backward));
+  detail::record(op, output, inputs.begin(), inputs.size(), saved.begin(), saved.size(),
+                 std::forward<F>(backward));
 }
 /// The same, for ops with a variable number of inputs (cat).
 template <class F>
 void record(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
             const std::vector<Tensor>& saved, F&& backward) {
-  detail::record(op, output, inputs.data(), inputs.size(), saved.data(), saved.size(), std::forward<F>(backward));
+  detail::record(op, output, inputs.data(), inputs.size(), saved.data(), saved.size(),
+                 std::forward<F>(backward));
 }
 /// The same, for an op name built at run time (it is kept for the life of the program).
 template <class F>

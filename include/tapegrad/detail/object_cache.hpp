@@ -29,7 +29,9 @@ struct CachingAllocator {
   T* allocate(std::size_t n) { return static_cast<T*>(cached_allocate(n * sizeof(T))); }
   void deallocate(T* p, std::size_t n) noexcept { cached_deallocate(p, n * sizeof(T)); }
   template <class U>
-  bool operator==(const CachingAllocator<U>&) const noexcept { return true; }
+  bool operator==(const CachingAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 }  // namespace tapegrad::detail

@@ -21,8 +21,8 @@
 namespace tapegrad::distributed {
 
 enum class ReduceOp {
-  sum,       ///< x_0 + x_1 + ... + x_{N-1}
-  average,   ///< the sum, then divided by N (PyTorch's ReduceOp.AVG)
+  sum,      ///< x_0 + x_1 + ... + x_{N-1}
+  average,  ///< the sum, then divided by N (PyTorch's ReduceOp.AVG)
   max,
   min,
 };

@@ -53,16 +53,25 @@ namespace tapegrad::distributed {
 class DistributedDataParallelOptions {
  public:
   /// The size of a gradient bucket in MiB (PyTorch's bucket_cap_mb, default 25). Must be > 0.
-  DistributedDataParallelOptions& bucket_cap_mb(double v) { bucket_cap_mb_ = v; return *this; }
+  DistributedDataParallelOptions& bucket_cap_mb(double v) {
+    bucket_cap_mb_ = v;
+    return *this;
+  }
   double bucket_cap_mb() const { return bucket_cap_mb_; }
   /// The first bucket's size in MiB (PyTorch's 1 MiB): a small first bucket starts communicating
   /// early in backward. Must be > 0.
-  DistributedDataParallelOptions& first_bucket_cap_mb(double v) { first_bucket_cap_mb_ = v; return *this; }
+  DistributedDataParallelOptions& first_bucket_cap_mb(double v) {
+    first_bucket_cap_mb_ = v;
+    return *this;
+  }
   double first_bucket_cap_mb() const { return first_bucket_cap_mb_; }
   /// Debug: after every synchronised backward, compare the fingerprints of every parameter and
   /// buffer across ranks and throw InvariantError, naming the first that differs, if any does.
   /// Costs one pass over the weights and a small all-gather per step.
-  DistributedDataParallelOptions& check_in_sync(bool v) { check_in_sync_ = v; return *this; }
+  DistributedDataParallelOptions& check_in_sync(bool v) {
+    check_in_sync_ = v;
+    return *this;
+  }
   bool check_in_sync() const { return check_in_sync_; }
 
  private:
@@ -74,18 +83,20 @@ class DistributedDataParallelOptions {
 /// One bucket, as built at construction: its parameters (in the order they are laid out) and size.
 struct BucketInfo {
   std::vector<std::string> params;
-  std::size_t numel = 0;          ///< gradient elements (float32)
-  bool sparse = false;            ///< a row-sparse gradient, gathered rather than all-reduced
+  std::size_t numel = 0;  ///< gradient elements (float32)
+  bool sparse = false;    ///< a row-sparse gradient, gathered rather than all-reduced
 };
 
 /// What one synchronised backward cost in communication (and the sums over every step so far).
 struct SyncStats {
-  std::size_t steps = 0;          ///< synchronised backward passes counted here
-  std::size_t buckets = 0;        ///< buckets reduced (a row-sparse one is gathered)
-  std::size_t buckets_started_in_backward = 0;   ///< of those, started by a hook, while backward still ran
-  std::size_t bytes = 0;          ///< gradient bytes reduced (a ring all-reduce sends 2(N-1)/N of this per rank)
-  double exposed_seconds = 0;     ///< backward waiting at its end for communication (did not overlap)
-  double communication_seconds = 0;   ///< from the first bucket's start to the last one's completion
+  std::size_t steps = 0;    ///< synchronised backward passes counted here
+  std::size_t buckets = 0;  ///< buckets reduced (a row-sparse one is gathered)
+  std::size_t buckets_started_in_backward =
+      0;  ///< of those, started by a hook, while backward still ran
+  std::size_t bytes =
+      0;  ///< gradient bytes reduced (a ring all-reduce sends 2(N-1)/N of this per rank)
+  double exposed_seconds = 0;  ///< backward waiting at its end for communication (did not overlap)
+  double communication_seconds = 0;  ///< from the first bucket's start to the last one's completion
 };
 
 class DistributedDataParallel {
@@ -95,7 +106,7 @@ class DistributedDataParallel {
   /// and registers the hooks. `module` must outlive this object, and is wrapped by one
   /// DistributedDataParallel at a time (DistributedError otherwise). Needs MPI (Environment).
   explicit DistributedDataParallel(nn::Module& module, DistributedDataParallelOptions options = {});
-  ~DistributedDataParallel();                   ///< removes the hooks
+  ~DistributedDataParallel();  ///< removes the hooks
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
@@ -113,6 +124,7 @@ class DistributedDataParallel {
     ~NoSync();
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
+
    private:
     DistributedDataParallel& ddp_;
     bool previous_;
@@ -123,7 +135,7 @@ class DistributedDataParallel {
   const SyncStats& last_step() const;
   const SyncStats& total() const;
 
-  struct State;                                 ///< (src/distributed/data_parallel.cpp)
+  struct State;  ///< (src/distributed/data_parallel.cpp)
 
  private:
   nn::Module& module_;

@@ -37,7 +37,7 @@ struct DistributedError : std::runtime_error {
 class Environment {
  public:
   Environment(int& argc, char**& argv);
-  Environment();                                ///< without the command line
+  Environment();  ///< without the command line
   ~Environment();
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;

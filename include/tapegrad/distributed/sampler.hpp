@@ -29,15 +29,30 @@ namespace tapegrad::distributed {
 class DistributedSamplerOptions {
  public:
   /// The number of ranks sharing the dataset (default: world_size()).
-  DistributedSamplerOptions& num_replicas(int v) { num_replicas_ = v; return *this; }
+  DistributedSamplerOptions& num_replicas(int v) {
+    num_replicas_ = v;
+    return *this;
+  }
   /// This rank (default: rank()).
-  DistributedSamplerOptions& rank(int v) { rank_ = v; return *this; }
+  DistributedSamplerOptions& rank(int v) {
+    rank_ = v;
+    return *this;
+  }
   /// Shuffle every epoch (default true); false deals out 0, 1, 2, ... in order.
-  DistributedSamplerOptions& shuffle(bool v) { shuffle_ = v; return *this; }
+  DistributedSamplerOptions& shuffle(bool v) {
+    shuffle_ = v;
+    return *this;
+  }
   /// The shuffle's seed, the same on every rank (default 0).
-  DistributedSamplerOptions& seed(std::uint64_t v) { seed_ = v; return *this; }
+  DistributedSamplerOptions& seed(std::uint64_t v) {
+    seed_ = v;
+    return *this;
+  }
   /// Drop the tail that does not divide by num_replicas, instead of padding (default false).
-  DistributedSamplerOptions& drop_last(bool v) { drop_last_ = v; return *this; }
+  DistributedSamplerOptions& drop_last(bool v) {
+    drop_last_ = v;
+    return *this;
+  }
 
   std::optional<int> num_replicas() const { return num_replicas_; }
   std::optional<int> rank() const { return rank_; }
@@ -72,7 +87,7 @@ class DistributedSampler {
   /// The epoch's whole order, padded or cut to total_size(): what the ranks deal out.
   std::vector<std::int64_t> global_order() const;
 
-  std::int64_t num_samples() const { return num_samples_; }   ///< per rank
+  std::int64_t num_samples() const { return num_samples_; }  ///< per rank
   std::int64_t total_size() const { return num_samples_ * num_replicas_; }
   std::int64_t dataset_size() const { return dataset_size_; }
   int num_replicas() const { return num_replicas_; }

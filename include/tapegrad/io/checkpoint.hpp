@@ -67,7 +67,8 @@ void save_optimizer(const optim::Optimizer& optimizer, const std::string& path,
 /// Loads a file written by save_optimizer into `optimizer` (and `scheduler`, which then requires
 /// the file to hold one; without a scheduler, one in the file is ignored). Checks everything first
 /// (CheckpointError for the file, ValueError when the state does not fit); on failure neither changes.
-void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim::LambdaLR* scheduler = nullptr);
+void load_optimizer(optim::Optimizer& optimizer, const std::string& path,
+                    optim::LambdaLR* scheduler = nullptr);
 
 // ---- everything for an exact resume, in one file ------------------------------------------------
 
@@ -76,7 +77,8 @@ void load_optimizer(optim::Optimizer& optimizer, const std::string& path, optim:
 /// other text the run wants back (a first loss, a config hash).
 struct TrainingProgress {
   /// ckpt.save(path, {step}) or ckpt.save(path, {step, batches_drawn, {{"first_loss", "2.41"}}}).
-  TrainingProgress(std::int64_t steps_done = 0, std::int64_t position = 0, std::map<std::string, std::string> notes = {})
+  TrainingProgress(std::int64_t steps_done = 0, std::int64_t position = 0,
+                   std::map<std::string, std::string> notes = {})
       : step(steps_done), data_position(position), extra(std::move(notes)) {}
   std::int64_t step;
   std::int64_t data_position;
@@ -105,11 +107,13 @@ class TrainingCheckpoint {
   /// Tracks `model` and the default generator.
   explicit TrainingCheckpoint(nn::Module& model);
   /// Also tracks `optimizer` and the scheduler driving it, if any (the common single-optimizer run).
-  TrainingCheckpoint(nn::Module& model, optim::Optimizer& optimizer, optim::LambdaLR* scheduler = nullptr);
+  TrainingCheckpoint(nn::Module& model, optim::Optimizer& optimizer,
+                     optim::LambdaLR* scheduler = nullptr);
 
   /// Tracks one more optimizer (optimizer k, in the order added), e.g. SparseAdam for a sparse
   /// embedding next to Adam for the rest; `scheduler` is the LambdaLR driving it, or null.
-  TrainingCheckpoint& add_optimizer(optim::Optimizer& optimizer, optim::LambdaLR* scheduler = nullptr);
+  TrainingCheckpoint& add_optimizer(optim::Optimizer& optimizer,
+                                    optim::LambdaLR* scheduler = nullptr);
   /// Tracks a generator under `name` (non-empty, unique; "default" is taken by the default generator).
   TrainingCheckpoint& add_generator(const std::string& name, std::shared_ptr<Generator> generator);
 
@@ -151,16 +155,19 @@ nn::StateDict read_state_dict(const SafetensorsFile& file, const std::string& pr
 /// the others F32), metadata `prefix` + "optimizer" (the type name), "param_groups" and, when
 /// given, "lr_scheduler" (JSON texts). The arrays are moved into the file, as add_state_dict.
 void add_optimizer_state(SafetensorsFile& file, optim::OptimizerState state,
-                         const optim::LambdaLRState* scheduler = nullptr, const std::string& prefix = "");
+                         const optim::LambdaLRState* scheduler = nullptr,
+                         const std::string& prefix = "");
 /// Reads what add_optimizer_state wrote; CheckpointError (kind "InvalidCheckpoint") for a file
 /// that does not hold it, naming `source`, or that holds values no run can produce: a step count
 /// that is negative or not a whole number, a second moment (exp_avg_sq, max_exp_avg_sq) with a
 /// negative or non-finite element. A step may also be stored as an integral F32/F64 (PyTorch
 /// keeps it as a float tensor).
-optim::OptimizerState read_optimizer_state(const SafetensorsFile& file, const std::string& prefix = "",
+optim::OptimizerState read_optimizer_state(const SafetensorsFile& file,
+                                           const std::string& prefix = "",
                                            const std::string& source = "<memory>");
 /// The scheduler state of add_optimizer_state, or nullopt when the file holds none.
-std::optional<optim::LambdaLRState> read_lambda_lr_state(const SafetensorsFile& file, const std::string& prefix = "",
+std::optional<optim::LambdaLRState> read_lambda_lr_state(const SafetensorsFile& file,
+                                                         const std::string& prefix = "",
                                                          const std::string& source = "<memory>");
 
 }  // namespace tapegrad::io

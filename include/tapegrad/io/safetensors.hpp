@@ -35,11 +35,27 @@ namespace tapegrad::io {
 
 /// The element types of the format, in the reference's order: the writer sorts tensors by it,
 /// descending (so I64 data comes before F32 data). Sizes: 1 1 1 1 1 2 2 2 2 4 4 4 8 8 8 bytes.
-enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64 };
+enum class Dtype {
+  BOOL,
+  U8,
+  I8,
+  F8_E5M2,
+  F8_E4M3,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64
+};
 
 std::size_t dtype_size(Dtype dtype);
-std::string_view dtype_name(Dtype dtype);                 ///< "F32"
-std::optional<Dtype> dtype_from_name(std::string_view name);   ///< nullopt for "C64", "F4", ...
+std::string_view dtype_name(Dtype dtype);                     ///< "F32"
+std::optional<Dtype> dtype_from_name(std::string_view name);  ///< nullopt for "C64", "F4", ...
 
 /// One tensor as the file stores it: row-major, little-endian bytes, no strides. F32 data is kept
 /// in an Array and I64 data in an IndexArray (other dtypes as bytes), so that a loader can hand
@@ -47,21 +63,22 @@ std::optional<Dtype> dtype_from_name(std::string_view name);   ///< nullopt for 
 struct TensorRecord {
   std::string name;
   Dtype dtype = Dtype::F32;
-  Shape shape;                       ///< {} for a rank-0 tensor (one element)
+  Shape shape;  ///< {} for a rank-0 tensor (one element)
   /// Exactly numel(shape) * dtype_size(dtype) bytes. ValueError once take_float took the data.
   std::span<const std::uint8_t> bytes() const;
 
  private:
   friend class SafetensorsFile;
-  std::variant<std::monostate, std::vector<std::uint8_t>, Array, IndexArray> data_;   // monostate: taken
+  std::variant<std::monostate, std::vector<std::uint8_t>, Array, IndexArray>
+      data_;  // monostate: taken
 };
 
 /// The contents of one safetensors file: tensors in insertion order (after reading: data order),
 /// tied-tensor aliases, and string metadata. Names are unique across tensors and aliases.
 class SafetensorsFile {
  public:
-  void add(std::string name, Array values);        ///< stored as F32 (pass an rvalue: no copy)
-  void add(std::string name, IndexArray values);   ///< stored as I64
+  void add(std::string name, Array values);       ///< stored as F32 (pass an rvalue: no copy)
+  void add(std::string name, IndexArray values);  ///< stored as I64
   /// Any dtype, given as the file's bytes; throws ValueError when their count does not fit shape.
   /// (To copy a record r of another file: add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(),
   /// r.bytes().end()}).)
@@ -72,8 +89,8 @@ class SafetensorsFile {
   /// Sets (or replaces) a metadata entry: a string key mapping to a string value.
   void set_metadata(std::string key, std::string value);
 
-  bool contains(std::string_view name) const;              ///< a tensor or an alias
-  bool has_tensor(std::string_view name) const;            ///< a tensor, not an alias
+  bool contains(std::string_view name) const;    ///< a tensor or an alias
+  bool has_tensor(std::string_view name) const;  ///< a tensor, not an alias
   /// The record for a tensor or an alias of one; throws ValueError naming the missing key.
   const TensorRecord& record(std::string_view name) const;
   /// The values as float32: F32 as stored, F64/F16/BF16 converted (as PyTorch's copy_ casts);
@@ -101,9 +118,9 @@ class SafetensorsFile {
   std::vector<TensorRecord> tensors_;
   std::vector<std::pair<std::string, std::string>> aliases_;
   std::vector<std::pair<std::string, std::string>> metadata_;
-  std::unordered_map<std::string, std::size_t> tensor_index_;   // name -> position in tensors_
-  std::unordered_map<std::string, std::string> alias_target_;   // alias -> target tensor name
-  std::unordered_map<std::string, std::size_t> metadata_index_; // key -> position in metadata_
+  std::unordered_map<std::string, std::size_t> tensor_index_;    // name -> position in tensors_
+  std::unordered_map<std::string, std::string> alias_target_;    // alias -> target tensor name
+  std::unordered_map<std::string, std::size_t> metadata_index_;  // key -> position in metadata_
 };
 
 /// The file's bytes, exactly as the reference writer produces them: tensors ordered

@@ -19,7 +19,7 @@ class GELU : public Module {
   const std::string& approximate() const { return approximate_; }
 
   std::string type_name() const override { return "GELU"; }
-  void extra_repr(std::ostream& os) const override;   ///< "approximate='none'", as PyTorch prints it
+  void extra_repr(std::ostream& os) const override;  ///< "approximate='none'", as PyTorch prints it
 
  private:
   std::string approximate_;

@@ -28,12 +28,19 @@ namespace tapegrad::nn {
 
 class DropoutOptions {
  public:
-  DropoutOptions(double p = 0.5) : p_(p) {}    // implicit, as libtorch's: Dropout(DropoutOptions(0.1))
+  DropoutOptions(double p = 0.5)
+      : p_(p) {}  // implicit, as libtorch's: Dropout(DropoutOptions(0.1))
   /// Probability of zeroing an element, in [0, 1] (NaN is refused; PyTorch lets it through).
-  DropoutOptions& p(double v) { p_ = v; return *this; }
+  DropoutOptions& p(double v) {
+    p_ = v;
+    return *this;
+  }
   double p() const { return p_; }
   /// Overwrite the input instead of allocating the output (refused on a leaf that requires grad).
-  DropoutOptions& inplace(bool v) { inplace_ = v; return *this; }
+  DropoutOptions& inplace(bool v) {
+    inplace_ = v;
+    return *this;
+  }
   bool inplace() const { return inplace_; }
 
  private:
@@ -80,15 +87,15 @@ class Dropout : public Module {
   bool reseed_pending() const { return generator_->stream_id() != stream_id_; }
 
   std::string type_name() const override { return "Dropout"; }
-  void extra_repr(std::ostream& os) const override;   ///< "p=0.1, inplace=False"
+  void extra_repr(std::ostream& os) const override;  ///< "p=0.1, inplace=False"
 
  private:
   DropoutOptions options_;
   std::shared_ptr<Generator> generator_;
-  std::uint64_t seed_ = 0;                 // the Philox key, taken from generator_
-  std::uint64_t calls_ = 0;                // training forwards made with seed_
-  std::uint64_t stream_id_ = 0;            // generator_->stream_id() when seed_ was taken (0: none yet)
-  Shape last_shape_;                       // x's shape at the last training forward
+  std::uint64_t seed_ = 0;       // the Philox key, taken from generator_
+  std::uint64_t calls_ = 0;      // training forwards made with seed_
+  std::uint64_t stream_id_ = 0;  // generator_->stream_id() when seed_ was taken (0: none yet)
+  Shape last_shape_;             // x's shape at the last training forward
   mutable xt::xarray<std::uint8_t> last_mask_ = xt::xarray<std::uint8_t>::from_shape({0});
   mutable bool last_mask_current_ = true;  // last_mask_ is the mask of the last forward
 };

@@ -30,19 +30,40 @@ class EmbeddingOptions {
       : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
   /// Row that starts at zero and never receives gradient (the <pad> token); negative counts
   /// from the end, in [-num_embeddings, num_embeddings).
-  EmbeddingOptions& padding_idx(std::optional<std::int64_t> v) { padding_idx_ = v; return *this; }
+  EmbeddingOptions& padding_idx(std::optional<std::int64_t> v) {
+    padding_idx_ = v;
+    return *this;
+  }
   /// Renormalise each looked-up row whose norm exceeds this, in place, before the lookup (> 0).
-  EmbeddingOptions& max_norm(std::optional<double> v) { max_norm_ = v; return *this; }
+  EmbeddingOptions& max_norm(std::optional<double> v) {
+    max_norm_ = v;
+    return *this;
+  }
   /// The p of the p-norm max_norm uses (default 2).
-  EmbeddingOptions& norm_type(double v) { norm_type_ = v; return *this; }
+  EmbeddingOptions& norm_type(double v) {
+    norm_type_ = v;
+    return *this;
+  }
   /// Divide each row's gradient by the number of times its id occurs in the batch.
-  EmbeddingOptions& scale_grad_by_freq(bool v) { scale_grad_by_freq_ = v; return *this; }
+  EmbeddingOptions& scale_grad_by_freq(bool v) {
+    scale_grad_by_freq_ = v;
+    return *this;
+  }
   /// Give weight a row-sparse gradient (for SGD and SparseAdam).
-  EmbeddingOptions& sparse(bool v) { sparse_ = v; return *this; }
+  EmbeddingOptions& sparse(bool v) {
+    sparse_ = v;
+    return *this;
+  }
   /// A (num_embeddings, embedding_dim) initial weight, used as given (PyTorch's _weight).
-  EmbeddingOptions& _weight(Array v) { weight_ = std::move(v); return *this; }
+  EmbeddingOptions& _weight(Array v) {
+    weight_ = std::move(v);
+    return *this;
+  }
   /// Whether weight starts frozen, requires_grad = false (PyTorch's _freeze, default false).
-  EmbeddingOptions& _freeze(bool v) { freeze_ = v; return *this; }
+  EmbeddingOptions& _freeze(bool v) {
+    freeze_ = v;
+    return *this;
+  }
 
   std::int64_t num_embeddings() const { return num_embeddings_; }
   std::int64_t embedding_dim() const { return embedding_dim_; }
@@ -69,17 +90,35 @@ class EmbeddingOptions {
 class EmbeddingFromPretrainedOptions {
  public:
   /// Whether the weight stays fixed during training (default true, as in PyTorch).
-  EmbeddingFromPretrainedOptions& freeze(bool v) { freeze_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& freeze(bool v) {
+    freeze_ = v;
+    return *this;
+  }
   /// As EmbeddingOptions::padding_idx; the given row is kept as it is, not zeroed.
-  EmbeddingFromPretrainedOptions& padding_idx(std::optional<std::int64_t> v) { padding_idx_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& padding_idx(std::optional<std::int64_t> v) {
+    padding_idx_ = v;
+    return *this;
+  }
   /// As EmbeddingOptions::max_norm.
-  EmbeddingFromPretrainedOptions& max_norm(std::optional<double> v) { max_norm_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& max_norm(std::optional<double> v) {
+    max_norm_ = v;
+    return *this;
+  }
   /// As EmbeddingOptions::norm_type.
-  EmbeddingFromPretrainedOptions& norm_type(double v) { norm_type_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& norm_type(double v) {
+    norm_type_ = v;
+    return *this;
+  }
   /// As EmbeddingOptions::scale_grad_by_freq.
-  EmbeddingFromPretrainedOptions& scale_grad_by_freq(bool v) { scale_grad_by_freq_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& scale_grad_by_freq(bool v) {
+    scale_grad_by_freq_ = v;
+    return *this;
+  }
   /// As EmbeddingOptions::sparse.
-  EmbeddingFromPretrainedOptions& sparse(bool v) { sparse_ = v; return *this; }
+  EmbeddingFromPretrainedOptions& sparse(bool v) {
+    sparse_ = v;
+    return *this;
+  }
 
   bool freeze() const { return freeze_; }
   std::optional<std::int64_t> padding_idx() const { return padding_idx_; }
@@ -115,13 +154,15 @@ class Embedding : public Module {
   /// Redraws weight from N(0, 1) and zeroes the padding row (in place; bumps the version).
   void reset_parameters();
 
-  std::optional<std::int64_t> padding_idx() const { return options_.padding_idx(); }   ///< normalised, >= 0
+  std::optional<std::int64_t> padding_idx() const {
+    return options_.padding_idx();
+  }  ///< normalised, >= 0
   std::int64_t num_embeddings() const { return options_.num_embeddings(); }
   std::int64_t embedding_dim() const { return options_.embedding_dim(); }
   /// The validated options, padding_idx normalised. They keep no copy of _weight.
   const EmbeddingOptions& options() const { return options_; }
 
-  Parameter weight;   ///< registered as "weight", (num_embeddings, embedding_dim)
+  Parameter weight;  ///< registered as "weight", (num_embeddings, embedding_dim)
 
   /// The options as the ops take them (padding_idx normalised): for modules that fuse this
   /// lookup with what follows it (InputEmbedding).

@@ -21,7 +21,8 @@ namespace tapegrad::nn {
 class Embeddings : public Module {
  public:
   /// The tutorials' argument order: Embeddings(d_model, vocab).
-  Embeddings(std::int64_t d_model, std::int64_t vocab, std::shared_ptr<Generator> generator = nullptr);
+  Embeddings(std::int64_t d_model, std::int64_t vocab,
+             std::shared_ptr<Generator> generator = nullptr);
   /// Every Embedding option (padding_idx, sparse, ...); d_model = embedding_dim, vocab = num_embeddings.
   explicit Embeddings(EmbeddingOptions lut_options, std::shared_ptr<Generator> generator = nullptr);
 
@@ -31,7 +32,7 @@ class Embeddings : public Module {
   /// float(sqrt(double(d_model))): the factor forward applies.
   float scale() const;
 
-  std::shared_ptr<Embedding> lut;   ///< registered as "lut"
+  std::shared_ptr<Embedding> lut;  ///< registered as "lut"
 
   std::string type_name() const override { return "Embeddings"; }
 };

@@ -22,20 +22,30 @@ namespace tapegrad::nn {
 class LayerNormOptions {
  public:
   /// The trailing dimensions to normalise over (PyTorch's normalized_shape).
-  LayerNormOptions(std::vector<std::int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  LayerNormOptions(std::vector<std::int64_t> normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {}
   /// The tutorial's LayerNorm(features): variant annotated, eps 1e-6.
   static LayerNormOptions annotated(std::int64_t features) {
     return LayerNormOptions({features}).variant(LayerNormVariant::annotated).eps(1e-6);
   }
   const std::vector<std::int64_t>& normalized_shape() const { return normalized_shape_; }
   /// Added to the variance (pytorch) or to the std (annotated); >= 0. Default 1e-5.
-  LayerNormOptions& eps(double v) { eps_ = v; return *this; }
+  LayerNormOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
   double eps() const { return eps_; }
   /// Learn a per-element scale and shift (default true); without them nothing is registered.
-  LayerNormOptions& elementwise_affine(bool v) { elementwise_affine_ = v; return *this; }
+  LayerNormOptions& elementwise_affine(bool v) {
+    elementwise_affine_ = v;
+    return *this;
+  }
   bool elementwise_affine() const { return elementwise_affine_; }
   /// Which formula (default pytorch); also picks the parameter names.
-  LayerNormOptions& variant(LayerNormVariant v) { variant_ = v; return *this; }
+  LayerNormOptions& variant(LayerNormVariant v) {
+    variant_ = v;
+    return *this;
+  }
   LayerNormVariant variant() const { return variant_; }
 
  private:
@@ -58,8 +68,8 @@ class LayerNorm : public Module {
   void reset_parameters();
   const LayerNormOptions& options() const { return options_; }
 
-  Parameter weight;   ///< "weight" (or "a_2"), shape normalized_shape; undefined without affine
-  Parameter bias;     ///< "bias" (or "b_2"), shape normalized_shape; undefined without affine
+  Parameter weight;  ///< "weight" (or "a_2"), shape normalized_shape; undefined without affine
+  Parameter bias;    ///< "bias" (or "b_2"), shape normalized_shape; undefined without affine
 
   std::string type_name() const override { return "LayerNorm"; }
   /// "(512,), eps=1e-05, elementwise_affine=True", plus ", variant=annotated" for the tutorial's.

@@ -20,7 +20,10 @@ class LinearOptions {
   LinearOptions(std::int64_t in_features, std::int64_t out_features)
       : in_features_(in_features), out_features_(out_features) {}
   /// Whether to learn an additive bias (default true); without one, no "bias" is registered.
-  LinearOptions& bias(bool v) { bias_ = v; return *this; }
+  LinearOptions& bias(bool v) {
+    bias_ = v;
+    return *this;
+  }
   bool bias() const { return bias_; }
   std::int64_t in_features() const { return in_features_; }
   std::int64_t out_features() const { return out_features_; }
@@ -43,11 +46,12 @@ class Linear : public Module {
   void reset_parameters();
   const LinearOptions& options() const { return options_; }
 
-  Parameter weight;   ///< registered as "weight", (out_features, in_features)
-  Parameter bias;     ///< registered as "bias", (out_features); undefined when bias(false)
+  Parameter weight;  ///< registered as "weight", (out_features, in_features)
+  Parameter bias;    ///< registered as "bias", (out_features); undefined when bias(false)
 
   std::string type_name() const override { return "Linear"; }
-  void extra_repr(std::ostream& os) const override;   ///< "in_features=16, out_features=11, bias=True"
+  void extra_repr(
+      std::ostream& os) const override;  ///< "in_features=16, out_features=11, bias=True"
 
  private:
   LinearOptions options_;

@@ -17,7 +17,9 @@ class CrossEntropyLoss : public Module {
   /// logits (N, C), target (N) of class ids in [0, C) or ignore_index.
   Tensor forward(const Tensor& logits, const IndexArray& target);
   const CrossEntropyOptions& options() const { return options_; }
-  std::string type_name() const override { return "CrossEntropyLoss"; }   ///< prints "CrossEntropyLoss()"
+  std::string type_name() const override {
+    return "CrossEntropyLoss";
+  }  ///< prints "CrossEntropyLoss()"
 
  private:
   CrossEntropyOptions options_;

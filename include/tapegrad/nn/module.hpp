@@ -33,7 +33,7 @@ class Module {
  public:
   Module() = default;
   virtual ~Module();
-  Module(const Module&) = delete;               // a module is an identity: share it by pointer
+  Module(const Module&) = delete;  // a module is an identity: share it by pointer
   Module& operator=(const Module&) = delete;
 
   // ---- what the module holds (registration order; names relative to this module) ----
@@ -53,7 +53,7 @@ class Module {
   // ---- training mode and gradients ----
   /// Sets training mode on this module and every descendant (Dropout drops only in training).
   Module& train(bool on = true);
-  Module& eval() { return train(false); }       ///< train(false)
+  Module& eval() { return train(false); }  ///< train(false)
   bool is_training() const { return training_; }
   /// Turns requires_grad on or off for every parameter (buffers never require grad).
   Module& requires_grad_(bool on = true);
@@ -103,7 +103,8 @@ class Module {
   ///     lut(register_module("lut", std::make_shared<Embedding>(options)))
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
-    static_assert(std::is_base_of_v<Module, M>, "register_module: M must derive from tapegrad::nn::Module");
+    static_assert(std::is_base_of_v<Module, M>,
+                  "register_module: M must derive from tapegrad::nn::Module");
     register_child(std::move(name), module);
     return module;
   }
@@ -121,7 +122,8 @@ class Module {
   void relabel_from_root();
   // Calls fn(prefix, module) for this module and every descendant in pre-order, WITHOUT
   // de-duplication: the traversal of PyTorch's state_dict() and load_state_dict().
-  void visit(const std::string& prefix, const std::function<void(const std::string&, const Module&)>& fn) const;
+  void visit(const std::string& prefix,
+             const std::function<void(const std::string&, const Module&)>& fn) const;
   // load_state_dict's steps; `copy` false only checks.
   IncompatibleKeys load_or_check(const StateDict& sd, bool strict, bool copy) const;
 
@@ -138,6 +140,6 @@ class Module {
 /// Prints m.repr().
 std::ostream& operator<<(std::ostream& os, const Module& m);
 
-using tapegrad::py_float;   // errors.hpp: options print as Python prints a float, "1e-05"
+using tapegrad::py_float;  // errors.hpp: options print as Python prints a float, "1e-05"
 
 }  // namespace tapegrad::nn

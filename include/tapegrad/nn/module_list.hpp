@@ -29,7 +29,8 @@ class ModuleList : public Module {
   /// Registers `module` under the next index and returns it, with its own type.
   template <class M>
   std::shared_ptr<M> push_back(std::shared_ptr<M> module) {
-    static_assert(std::is_base_of_v<Module, M>, "ModuleList::push_back: M must derive from tapegrad::nn::Module");
+    static_assert(std::is_base_of_v<Module, M>,
+                  "ModuleList::push_back: M must derive from tapegrad::nn::Module");
     append(module);
     return module;
   }

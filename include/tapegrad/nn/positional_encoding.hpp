@@ -23,16 +23,29 @@ namespace tapegrad::nn {
 
 class PositionalEncodingOptions {
  public:
-  PositionalEncodingOptions(std::int64_t d_model, double dropout) : d_model_(d_model), dropout_(dropout) {}
+  PositionalEncodingOptions(std::int64_t d_model, double dropout)
+      : d_model_(d_model), dropout_(dropout) {}
   /// Width of the encoded vectors (> 0); x's last dimension must equal it.
-  PositionalEncodingOptions& d_model(std::int64_t v) { d_model_ = v; return *this; }
+  PositionalEncodingOptions& d_model(std::int64_t v) {
+    d_model_ = v;
+    return *this;
+  }
   /// Dropout probability applied after the addition.
-  PositionalEncodingOptions& dropout(double v) { dropout_ = v; return *this; }
+  PositionalEncodingOptions& dropout(double v) {
+    dropout_ = v;
+    return *this;
+  }
   /// Longest sequence the table covers (> 0; default 5000, as the tutorials).
-  PositionalEncodingOptions& max_len(std::int64_t v) { max_len_ = v; return *this; }
+  PositionalEncodingOptions& max_len(std::int64_t v) {
+    max_len_ = v;
+    return *this;
+  }
   /// Whether "pe" is in state_dict() (default true, as the tutorials). false lets a checkpoint
   /// load into a model with another max_len.
-  PositionalEncodingOptions& persistent(bool v) { persistent_ = v; return *this; }
+  PositionalEncodingOptions& persistent(bool v) {
+    persistent_ = v;
+    return *this;
+  }
 
   std::int64_t d_model() const { return d_model_; }
   double dropout() const { return dropout_; }
@@ -56,7 +69,8 @@ class PositionalEncoding : public Module {
   /// by Dropout. The generator (the default one if null) drives the dropout masks.
   PositionalEncoding(std::int64_t d_model, double dropout, std::int64_t max_len = 5000,
                      std::shared_ptr<Generator> generator = nullptr);
-  explicit PositionalEncoding(PositionalEncodingOptions options, std::shared_ptr<Generator> generator = nullptr);
+  explicit PositionalEncoding(PositionalEncodingOptions options,
+                              std::shared_ptr<Generator> generator = nullptr);
 
   /// x (B, L, d_model) -> (B, L, d_model). ShapeError for another rank or width, and for L > max_len.
   Tensor forward(const Tensor& x);
@@ -67,8 +81,8 @@ class PositionalEncoding : public Module {
   void verify() const;
   const PositionalEncodingOptions& options() const { return options_; }
 
-  std::shared_ptr<Dropout> dropout;   ///< registered as "dropout"
-  Buffer pe;                          ///< registered as "pe", (1, max_len, d_model)
+  std::shared_ptr<Dropout> dropout;  ///< registered as "dropout"
+  Buffer pe;                         ///< registered as "pe", (1, max_len, d_model)
 
   std::string type_name() const override { return "PositionalEncoding"; }
 

@@ -56,7 +56,7 @@ class StateDict {
 
  private:
   std::vector<Item> items_;
-  std::unordered_map<std::string, std::size_t> index_;            // key -> position in items_
+  std::unordered_map<std::string, std::size_t> index_;  // key -> position in items_
   std::vector<std::pair<std::string, std::string>> aliases_;
 };
 
@@ -77,9 +77,9 @@ struct StateDictDiff {
     std::string key;
     Shape a, b;
   };
-  std::vector<std::string> missing;               ///< keys of a absent from b, in a's order
-  std::vector<std::string> unexpected;            ///< keys of b absent from a, in b's order
-  std::vector<ShapeMismatch> shape_mismatches;    ///< common keys whose shapes differ
+  std::vector<std::string> missing;             ///< keys of a absent from b, in a's order
+  std::vector<std::string> unexpected;          ///< keys of b absent from a, in b's order
+  std::vector<ShapeMismatch> shape_mismatches;  ///< common keys whose shapes differ
   /// max |a - b| over the elements of each common key of equal shapes, in a's order (0 for an
   /// empty tensor; NaN when exactly one side holds a NaN at some element).
   std::vector<std::pair<std::string, double>> max_abs_diff;

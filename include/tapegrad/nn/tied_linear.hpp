@@ -21,8 +21,8 @@ class TiedLinear : public Module {
   /// x (*, in_features) -> (*, out_features), as ops::linear (its ShapeError names this module).
   Tensor forward(const Tensor& x);
 
-  Parameter weight;   ///< registered as "weight": the shared parameter itself
-  Parameter bias;     ///< "bias", zeros, (out_features); undefined without bias
+  Parameter weight;  ///< registered as "weight": the shared parameter itself
+  Parameter bias;    ///< "bias", zeros, (out_features); undefined without bias
 
   std::string type_name() const override { return "TiedLinear"; }
   /// "in_features=128, out_features=65, bias=False"

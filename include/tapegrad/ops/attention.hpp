@@ -25,21 +25,36 @@ namespace tapegrad {
 class AttentionOptions {
  public:
   /// Number of heads h packed in the last dimension of q, k and v (>= 1, dividing both widths).
-  AttentionOptions& heads(std::int64_t v) { heads_ = v; return *this; }
+  AttentionOptions& heads(std::int64_t v) {
+    heads_ = v;
+    return *this;
+  }
   std::int64_t heads() const { return heads_; }
   /// Dropout probability on the attention weights, in [0, 1] (default 0).
-  AttentionOptions& dropout(double v) { dropout_ = v; return *this; }
+  AttentionOptions& dropout(double v) {
+    dropout_ = v;
+    return *this;
+  }
   double dropout() const { return dropout_; }
   /// Whether dropout is active: a module passes is_training() (default true).
-  AttentionOptions& training(bool v) { training_ = v; return *this; }
+  AttentionOptions& training(bool v) {
+    training_ = v;
+    return *this;
+  }
   bool training() const { return training_; }
   /// The dropout mask's stream (ops/dropout.hpp): the weights (B, h, Tq, Tk) get the mask that
   /// ops::dropout(p_attn, p, true, stream) would apply to the tutorial's p_attn. A module passes
   /// its Dropout's next_stream(). Without one, a call that drops takes the stream {seed, 0} with
   /// seed drawn from generator() (null: the default generator), as ops::dropout with a generator.
-  AttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) { stream_ = v; return *this; }
+  AttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) {
+    stream_ = v;
+    return *this;
+  }
   const std::optional<ops::DropoutStream>& dropout_stream() const { return stream_; }
-  AttentionOptions& generator(Generator* v) { generator_ = v; return *this; }
+  AttentionOptions& generator(Generator* v) {
+    generator_ = v;
+    return *this;
+  }
   Generator* generator() const { return generator_; }
 
  private:
@@ -61,7 +76,8 @@ namespace ops {
 /// (naming them), ValueError for heads < 1 or a bad dropout probability.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const std::optional<Mask>& mask = std::nullopt,
-                                    const AttentionOptions& options = {}, Array* attn_out = nullptr);
+                                    const AttentionOptions& options = {},
+                                    Array* attn_out = nullptr);
 
 /// The decoder's causal mask, (1, size, size): true at [0, i, j] iff j <= i (position i may
 /// attend to itself and to earlier positions). size < 0 is a ValueError.

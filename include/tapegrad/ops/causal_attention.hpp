@@ -30,18 +30,30 @@ namespace tapegrad {
 class CausalAttentionOptions {
  public:
   /// Dropout probability on the attention weights, in [0, 1] (default 0: none).
-  CausalAttentionOptions& dropout(double v) { dropout_ = v; return *this; }
+  CausalAttentionOptions& dropout(double v) {
+    dropout_ = v;
+    return *this;
+  }
   double dropout() const { return dropout_; }
   /// Whether dropout is active: a module passes is_training() (default true).
-  CausalAttentionOptions& training(bool v) { training_ = v; return *this; }
+  CausalAttentionOptions& training(bool v) {
+    training_ = v;
+    return *this;
+  }
   bool training() const { return training_; }
   /// The dropout mask's stream (ops/dropout.hpp): the weights (B, nh, T, T) get the mask that
   /// ops::dropout(att, p, true, stream) would apply to nanoGPT's att. A module passes its
   /// Dropout's next_stream(). Without one, a call that drops takes the stream {seed, 0} with seed
   /// drawn from generator() (null: the default generator), as ops::dropout with a generator.
-  CausalAttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) { stream_ = v; return *this; }
+  CausalAttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) {
+    stream_ = v;
+    return *this;
+  }
   const std::optional<ops::DropoutStream>& dropout_stream() const { return stream_; }
-  CausalAttentionOptions& generator(Generator* v) { generator_ = v; return *this; }
+  CausalAttentionOptions& generator(Generator* v) {
+    generator_ = v;
+    return *this;
+  }
   Generator* generator() const { return generator_; }
 
  private:
@@ -58,8 +70,8 @@ namespace ops {
 /// attn_out, when given, receives the weights applied to the values, (B, n_head, T, T): the
 /// softmax (after dropout), zeros above the diagonal. Throws ShapeError when qkv is not (B, T, 3C)
 /// or C is not a multiple of n_head, ValueError for n_head < 1 or a bad dropout probability.
-Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head, const CausalAttentionOptions& options = {},
-                             Array* attn_out = nullptr);
+Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
+                             const CausalAttentionOptions& options = {}, Array* attn_out = nullptr);
 
 }  // namespace ops
 }  // namespace tapegrad

@@ -43,7 +43,8 @@ xt::xarray<std::uint8_t> dropout_mask(const Shape& shape, double p, DropoutStrea
 /// new handle on the same storage that carries the dropout in the graph: keep using the returned
 /// tensor. In place on a leaf that requires grad, with grad mode on, is an AutogradError. Throws
 /// ValueError for a bad p. Backward computes the mask again; nothing is saved.
-Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, bool inplace = false);
+Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream,
+               bool inplace = false);
 
 /// The functional form with a generator, like torch.nn.functional.dropout: a call that drops
 /// (training, p > 0, x not empty) draws one 64-bit seed from `gen` and uses the stream {seed, 0}.
@@ -57,6 +58,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
 /// "add_rows" when dropout is the identity: eval, p = 0, empty x). The table is a constant and
 /// receives no gradient. Throws ValueError for a bad p, ShapeError for x not of rank 3 or a table
 /// that does not fit.
-Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training, DropoutStream stream);
+Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training,
+                        DropoutStream stream);
 
 }  // namespace tapegrad::ops

@@ -16,21 +16,21 @@ using Mask = xt::xarray<bool>;
 
 namespace ops {
 
-Tensor add(const Tensor& a, const Tensor& b);   ///< a + b
-Tensor sub(const Tensor& a, const Tensor& b);   ///< a - b
-Tensor mul(const Tensor& a, const Tensor& b);   ///< a * b
-Tensor div(const Tensor& a, const Tensor& b);   ///< a / b
-Tensor add(const Tensor& a, double s);          ///< a + s
-Tensor sub(const Tensor& a, double s);          ///< a - s
-Tensor rsub(const Tensor& a, double s);         ///< s - a
-Tensor mul(const Tensor& a, double s);          ///< a * s
-Tensor div(const Tensor& a, double s);          ///< a / s
-Tensor rdiv(const Tensor& a, double s);         ///< s / a
-Tensor neg(const Tensor& a);                    ///< -a
+Tensor add(const Tensor& a, const Tensor& b);  ///< a + b
+Tensor sub(const Tensor& a, const Tensor& b);  ///< a - b
+Tensor mul(const Tensor& a, const Tensor& b);  ///< a * b
+Tensor div(const Tensor& a, const Tensor& b);  ///< a / b
+Tensor add(const Tensor& a, double s);         ///< a + s
+Tensor sub(const Tensor& a, double s);         ///< a - s
+Tensor rsub(const Tensor& a, double s);        ///< s - a
+Tensor mul(const Tensor& a, double s);         ///< a * s
+Tensor div(const Tensor& a, double s);         ///< a / s
+Tensor rdiv(const Tensor& a, double s);        ///< s / a
+Tensor neg(const Tensor& a);                   ///< -a
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
-Tensor pow(const Tensor& a, double exponent);   ///< a ^ exponent
+Tensor pow(const Tensor& a, double exponent);  ///< a ^ exponent
 Tensor tanh(const Tensor& a);
 Tensor relu(const Tensor& a);
 Tensor sigmoid(const Tensor& a);

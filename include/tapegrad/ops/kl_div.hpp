@@ -21,10 +21,16 @@ class KLDivOptions {
  public:
   /// "mean" (over every element, PyTorch's default), "batchmean" (sum / input.size(0), the
   /// mathematically correct KL per sample), "sum" or "none" (one loss per element).
-  KLDivOptions& reduction(std::string v) { reduction_ = std::move(v); return *this; }
+  KLDivOptions& reduction(std::string v) {
+    reduction_ = std::move(v);
+    return *this;
+  }
   const std::string& reduction() const { return reduction_; }
   /// Whether target holds log-probabilities.
-  KLDivOptions& log_target(bool v) { log_target_ = v; return *this; }
+  KLDivOptions& log_target(bool v) {
+    log_target_ = v;
+    return *this;
+  }
   bool log_target() const { return log_target_; }
 
  private:

@@ -22,9 +22,15 @@ enum class LayerNormVariant { pytorch, annotated };
 class LayerNormFuncOptions {
  public:
   /// Added to the variance (pytorch) or to the standard deviation (annotated); >= 0.
-  LayerNormFuncOptions& eps(double v) { eps_ = v; return *this; }
+  LayerNormFuncOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
   double eps() const { return eps_; }
-  LayerNormFuncOptions& variant(LayerNormVariant v) { variant_ = v; return *this; }
+  LayerNormFuncOptions& variant(LayerNormVariant v) {
+    variant_ = v;
+    return *this;
+  }
   LayerNormVariant variant() const { return variant_; }
 
  private:

@@ -15,9 +15,15 @@ namespace tapegrad {
 class CrossEntropyOptions {
  public:
   /// Targets equal to this contribute nothing and are not counted in the mean.
-  CrossEntropyOptions& ignore_index(std::int64_t v) { ignore_index_ = v; return *this; }
+  CrossEntropyOptions& ignore_index(std::int64_t v) {
+    ignore_index_ = v;
+    return *this;
+  }
   /// "mean" (over the targets that are not ignored), "sum" or "none" (a loss per row).
-  CrossEntropyOptions& reduction(std::string v) { reduction_ = std::move(v); return *this; }
+  CrossEntropyOptions& reduction(std::string v) {
+    reduction_ = std::move(v);
+    return *this;
+  }
   std::int64_t ignore_index() const { return ignore_index_; }
   const std::string& reduction() const { return reduction_; }
 

@@ -12,12 +12,12 @@
 
 namespace tapegrad::ops {
 
-Tensor sum(const Tensor& a);                                              ///< shape ()
+Tensor sum(const Tensor& a);  ///< shape ()
 /// Over dim, or over dims (an empty list means every dimension, as in PyTorch). A dim out of range
 /// is an IndexError, a dim listed twice a ValueError.
 Tensor sum(const Tensor& a, std::int64_t dim, bool keepdim = false);
 Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
-Tensor mean(const Tensor& a);                                             ///< shape ()
+Tensor mean(const Tensor& a);  ///< shape ()
 Tensor mean(const Tensor& a, std::int64_t dim, bool keepdim = false);
 Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
 /// The largest element; its gradient is shared evenly among tied maxima (PyTorch's max()).

@@ -30,23 +30,41 @@ template <class Self>
 class AdamOptionsOf {
  public:
   /// Learning rate, >= 0 (0 is accepted: nothing moves).
-  Self& lr(double v) { lr_ = v; return self(); }
+  Self& lr(double v) {
+    lr_ = v;
+    return self();
+  }
   double lr() const { return lr_; }
   /// (β1, β2), each in [0, 1): decay rates of the first and second moment averages.
-  Self& betas(std::pair<double, double> v) { betas_ = v; return self(); }
+  Self& betas(std::pair<double, double> v) {
+    betas_ = v;
+    return self();
+  }
   std::pair<double, double> betas() const { return betas_; }
   /// Added to the bias-corrected sqrt(v) in the denominator, >= 0.
-  Self& eps(double v) { eps_ = v; return self(); }
+  Self& eps(double v) {
+    eps_ = v;
+    return self();
+  }
   double eps() const { return eps_; }
   /// >= 0. Adam: an L2 penalty, g ← g + weight_decay·θ before the moments (default 0).
   /// AdamW: decoupled, θ ← θ·(1 − lr·weight_decay) each step before the update (default 1e-2).
-  Self& weight_decay(double v) { weight_decay_ = v; return self(); }
+  Self& weight_decay(double v) {
+    weight_decay_ = v;
+    return self();
+  }
   double weight_decay() const { return weight_decay_; }
   /// Divide by sqrt of the running maximum of v instead of v itself (AMSGrad).
-  Self& amsgrad(bool v) { amsgrad_ = v; return self(); }
+  Self& amsgrad(bool v) {
+    amsgrad_ = v;
+    return self();
+  }
   bool amsgrad() const { return amsgrad_; }
   /// Ascend instead of descend: the gradient's sign is flipped first.
-  Self& maximize(bool v) { maximize_ = v; return self(); }
+  Self& maximize(bool v) {
+    maximize_ = v;
+    return self();
+  }
   bool maximize() const { return maximize_; }
 
   /// ValueError with PyTorch's texts ("Invalid learning rate: -1.0 | Adam: ...").
@@ -78,10 +96,10 @@ class AdamWOptions : public AdamOptionsOf<AdamWOptions> {
 
 /// One parameter's Adam/AdamW state, created at its first step with a gradient.
 struct AdamState {
-  std::int64_t step = 0;        ///< t: this parameter's own step count
-  Array exp_avg;                ///< m, the parameter's shape
-  Array exp_avg_sq;             ///< v, the parameter's shape
-  std::optional<Array> max_exp_avg_sq;   ///< vmax, the running maximum of v (amsgrad only)
+  std::int64_t step = 0;                ///< t: this parameter's own step count
+  Array exp_avg;                        ///< m, the parameter's shape
+  Array exp_avg_sq;                     ///< v, the parameter's shape
+  std::optional<Array> max_exp_avg_sq;  ///< vmax, the running maximum of v (amsgrad only)
 
   static Optimizer::StateLayout layout();
   ParamState to_param_state() const;

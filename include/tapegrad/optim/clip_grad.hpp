@@ -20,7 +20,7 @@ namespace tapegrad::optim {
 /// gradient are ignored (none left: returns 0); a row-sparse gradient counts like its dense
 /// equivalent. Norms are accumulated in double. With error_if_nonfinite, a NaN or infinite total
 /// throws ValueError and changes nothing.
-double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm, double norm_type = 2.0,
-                       bool error_if_nonfinite = false);
+double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm,
+                       double norm_type = 2.0, bool error_if_nonfinite = false);
 
 }  // namespace tapegrad::optim

@@ -34,7 +34,8 @@ double noam(std::int64_t step, std::int64_t d_model, double factor, std::int64_t
 /// for the first step). Throws ValueError unless 0 <= warmup < max_steps, 0 <= min_lr_ratio <= 1
 /// and step >= 0.
 ///     optim::LambdaLR sched(opt, [](std::int64_t e) { return optim::cosine_with_warmup(e, 100, 2000, 0.1); });
-double cosine_with_warmup(std::int64_t step, std::int64_t warmup, std::int64_t max_steps, double min_lr_ratio);
+double cosine_with_warmup(std::int64_t step, std::int64_t warmup, std::int64_t max_steps,
+                          double min_lr_ratio);
 
 /// What LambdaLR::state_dict() returns (PyTorch's keys; the functions themselves are code, not state).
 struct LambdaLRState {

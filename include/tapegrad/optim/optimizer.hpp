@@ -54,8 +54,8 @@ struct ParamGroupState {
 /// like PyTorch's {"state": {id: {...}}, "param_groups": [...]}, plus the optimizer's type name
 /// (on disk: `__metadata__` "optimizer" and "param_groups", docs/checkpoints.md).
 struct OptimizerState {
-  std::string optimizer;                        ///< "Adam", "AdamW", "SGD", "SparseAdam"
-  std::map<std::size_t, ParamState> state;      ///< only parameters that have state
+  std::string optimizer;                    ///< "Adam", "AdamW", "SGD", "SparseAdam"
+  std::map<std::size_t, ParamState> state;  ///< only parameters that have state
   std::vector<ParamGroupState> param_groups;
 };
 
@@ -70,7 +70,7 @@ class Optimizer {
   };
 
   virtual ~Optimizer() = default;
-  Optimizer(const Optimizer&) = delete;         // state can be large; schedulers hold a reference
+  Optimizer(const Optimizer&) = delete;  // state can be large; schedulers hold a reference
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update of every parameter that has a gradient, under NoGradGuard.
@@ -78,7 +78,7 @@ class Optimizer {
   /// Drops every gradient (set_to_none, the default) or zero-fills it in place.
   void zero_grad(bool set_to_none = true);
 
-  const std::string& type_name() const { return type_name_; }   ///< "Adam"
+  const std::string& type_name() const { return type_name_; }  ///< "Adam"
   std::size_t num_param_groups() const { return groups_.size(); }
   /// The parameters of group `group`, in order (PyTorch's param_groups[group]["params"]).
   const std::vector<Parameter>& params(std::size_t group) const;
@@ -189,7 +189,8 @@ class OptimizerOf : public Optimizer {
 
  protected:
   OptimizerOf(std::string type_name, std::vector<Parameter> params, Options options)
-      : OptimizerOf(std::move(type_name), std::vector<Group>{Group{non_empty(std::move(params)), std::move(options)}}) {}
+      : OptimizerOf(std::move(type_name),
+                    std::vector<Group>{Group{non_empty(std::move(params)), std::move(options)}}) {}
   OptimizerOf(std::string type_name, std::vector<Group> groups)
       : Optimizer(type_name, checked(type_name, groups)) {
     for (Group& group : groups) options_.push_back(std::move(group.options));
@@ -219,7 +220,8 @@ class OptimizerOf : public Optimizer {
   }
 
  private:
-  static std::vector<std::vector<Parameter>> checked(const std::string& type_name, const std::vector<Group>& groups) {
+  static std::vector<std::vector<Parameter>> checked(const std::string& type_name,
+                                                     const std::vector<Group>& groups) {
     std::vector<std::vector<Parameter>> params;
     for (const Group& group : groups) {
       group.options.check(type_name);
@@ -229,7 +231,7 @@ class OptimizerOf : public Optimizer {
   }
 
   std::vector<Options> options_;
-  std::vector<std::optional<State>> state_;   // by parameter id
+  std::vector<std::optional<State>> state_;  // by parameter id
 };
 
 // ---- helpers for reading HyperParams (used by the optimizers and by checkpoint loaders) ----
@@ -239,9 +241,11 @@ double hyper_number(const HyperParams& h, const std::string& key, const std::str
 /// The flag stored under `key`; throws ValueError if it is missing or not a flag.
 bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where);
 /// The pair stored under `key` ("betas"); throws ValueError unless it is a list of two numbers.
-std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key, const std::string& where);
+std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key,
+                                     const std::string& where);
 /// Throws ValueError if `h` has a key outside `known`.
-void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known, const std::string& where);
+void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,
+                      const std::string& where);
 
 /// Throws ValueError with PyTorch's texts unless 0 <= β1 < 1 and 0 <= β2 < 1 (NaN is refused).
 void check_betas(std::pair<double, double> betas, const std::string& where);
@@ -252,6 +256,6 @@ Array zeros_like(const Parameter& p);
 /// How messages name a parameter: "'lut.weight'" when it has a name, else "tensor (10, 3)".
 std::string param_label(const Parameter& p);
 
-using tapegrad::py_float;   // errors.hpp: hyper-parameters print as Python prints a float
+using tapegrad::py_float;  // errors.hpp: hyper-parameters print as Python prints a float
 
 }  // namespace tapegrad::optim

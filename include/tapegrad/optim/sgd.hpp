@@ -20,22 +20,40 @@ class SGDOptions {
  public:
   explicit SGDOptions(double lr = 1e-3) : lr_(lr) {}
   /// Learning rate, >= 0.
-  SGDOptions& lr(double v) { lr_ = v; return *this; }
+  SGDOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
   double lr() const { return lr_; }
   /// Momentum factor μ, >= 0: buf ← buf·μ + (1 − dampening)·g. 0 keeps no state.
-  SGDOptions& momentum(double v) { momentum_ = v; return *this; }
+  SGDOptions& momentum(double v) {
+    momentum_ = v;
+    return *this;
+  }
   double momentum() const { return momentum_; }
   /// Dampening of the gradient's share in the buffer (not applied at the buffer's first step).
-  SGDOptions& dampening(double v) { dampening_ = v; return *this; }
+  SGDOptions& dampening(double v) {
+    dampening_ = v;
+    return *this;
+  }
   double dampening() const { return dampening_; }
   /// L2 penalty, >= 0: g ← g + weight_decay·θ. Needs a dense gradient.
-  SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  SGDOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
   double weight_decay() const { return weight_decay_; }
   /// Nesterov momentum: step along g + μ·buf instead of buf. Needs momentum > 0 and dampening 0.
-  SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
+  SGDOptions& nesterov(bool v) {
+    nesterov_ = v;
+    return *this;
+  }
   bool nesterov() const { return nesterov_; }
   /// Ascend instead of descend: the gradient's sign is flipped first.
-  SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
+  SGDOptions& maximize(bool v) {
+    maximize_ = v;
+    return *this;
+  }
   bool maximize() const { return maximize_; }
 
   /// ValueError with PyTorch's texts ("Invalid momentum value: -0.1 | SGD: ...").
@@ -54,7 +72,7 @@ class SGDOptions {
 
 /// One parameter's SGD state: the momentum buffer (only kept while momentum ≠ 0).
 struct SGDState {
-  Array momentum_buffer;        ///< the parameter's shape, dense even for row-sparse gradients
+  Array momentum_buffer;  ///< the parameter's shape, dense even for row-sparse gradients
 
   static Optimizer::StateLayout layout() { return {false, {"momentum_buffer"}, {}}; }
   ParamState to_param_state() const;

@@ -25,16 +25,28 @@ class SparseAdamOptions {
  public:
   explicit SparseAdamOptions(double lr = 1e-3) : lr_(lr) {}
   /// Learning rate, > 0 (strict, as PyTorch).
-  SparseAdamOptions& lr(double v) { lr_ = v; return *this; }
+  SparseAdamOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
   double lr() const { return lr_; }
   /// (β1, β2), each in [0, 1).
-  SparseAdamOptions& betas(std::pair<double, double> v) { betas_ = v; return *this; }
+  SparseAdamOptions& betas(std::pair<double, double> v) {
+    betas_ = v;
+    return *this;
+  }
   std::pair<double, double> betas() const { return betas_; }
   /// Added to sqrt(v) (not bias-corrected), > 0 (strict).
-  SparseAdamOptions& eps(double v) { eps_ = v; return *this; }
+  SparseAdamOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
   double eps() const { return eps_; }
   /// Ascend instead of descend: the gradient's sign is flipped first.
-  SparseAdamOptions& maximize(bool v) { maximize_ = v; return *this; }
+  SparseAdamOptions& maximize(bool v) {
+    maximize_ = v;
+    return *this;
+  }
   bool maximize() const { return maximize_; }
 
   /// ValueError with PyTorch's texts (lr and eps must be > 0, strictly).
@@ -51,9 +63,9 @@ class SparseAdamOptions {
 
 /// One parameter's SparseAdam state: dense m and v, of which only touched rows ever change.
 struct SparseAdamState {
-  std::int64_t step = 0;        ///< t: advanced at every step with a non-null gradient, even an empty one
-  Array exp_avg;                ///< m, the parameter's shape
-  Array exp_avg_sq;             ///< v, the parameter's shape
+  std::int64_t step = 0;  ///< t: advanced at every step with a non-null gradient, even an empty one
+  Array exp_avg;          ///< m, the parameter's shape
+  Array exp_avg_sq;       ///< v, the parameter's shape
 
   static Optimizer::StateLayout layout() { return {true, {"exp_avg", "exp_avg_sq"}, {}}; }
   ParamState to_param_state() const;
@@ -62,7 +74,8 @@ struct SparseAdamState {
 
 class SparseAdam : public OptimizerOf<SparseAdamOptions, SparseAdamState> {
  public:
-  explicit SparseAdam(std::vector<Parameter> params, SparseAdamOptions options = SparseAdamOptions())
+  explicit SparseAdam(std::vector<Parameter> params,
+                      SparseAdamOptions options = SparseAdamOptions())
       : OptimizerOf("SparseAdam", std::move(params), options) {}
   explicit SparseAdam(std::vector<Group> groups) : OptimizerOf("SparseAdam", std::move(groups)) {}
   /// Throws TypeError (changing nothing) if any gradient is dense.

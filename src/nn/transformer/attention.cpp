@@ -12,10 +12,11 @@ MultiHeadedAttention::MultiHeadedAttention(std::int64_t h, std::int64_t d_model,
                                            std::shared_ptr<Generator> generator)
     : h_(h), d_model_(d_model), generator_(generator ? std::move(generator) : default_generator()) {
   check<ValueError>(h >= 1 && d_model >= 0 && d_model % std::max<std::int64_t>(h, 1) == 0,
-                    "MultiHeadedAttention: expected heads h >= 1 dividing d_model, got h = ", h, " and d_model = ",
-                    d_model);
+                    "MultiHeadedAttention: expected heads h >= 1 dividing d_model, got h = ", h,
+                    " and d_model = ", d_model);
   linears = register_module("linears", std::make_shared<ModuleList>());
-  for (int i = 0; i < 4; ++i) linears->push_back(std::make_shared<Linear>(LinearOptions(d_model, d_model), generator_));
+  for (int i = 0; i < 4; ++i)
+    linears->push_back(std::make_shared<Linear>(LinearOptions(d_model, d_model), generator_));
   dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p, generator_));
 }
 
@@ -30,15 +31,18 @@ Tensor MultiHeadedAttention::forward(const Tensor& query, const Tensor& key, con
   //    takes its mask's stream from the "dropout" child, whose p and training mode it uses
   const double p = dropout->options().p();
   const bool drops = dropout->is_training() && p > 0.0;
-  AttentionOptions options = AttentionOptions().heads(h_).dropout(p).training(dropout->is_training());
-  if (drops && q.shape()[0] * q.shape()[1] * k.shape()[1] > 0) options.dropout_stream(dropout->next_stream());
+  AttentionOptions options =
+      AttentionOptions().heads(h_).dropout(p).training(dropout->is_training());
+  if (drops && q.shape()[0] * q.shape()[1] * k.shape()[1] > 0)
+    options.dropout_stream(dropout->next_stream());
   Tensor x = ops::scaled_dot_product_attention(q, k, v, mask, options, &attn);
   // 3) the heads are already concatenated in the last dimension: the final linear
   return linears->ptr<Linear>(3)->forward(x);
 }
 
 std::shared_ptr<MultiHeadedAttention> MultiHeadedAttention::clone() const {
-  auto copy = std::make_shared<MultiHeadedAttention>(h_, d_model_, dropout->options().p(), generator_);
+  auto copy =
+      std::make_shared<MultiHeadedAttention>(h_, d_model_, dropout->options().p(), generator_);
   copy->load_state_dict(state_dict());
   copy->train(is_training());
   return copy;

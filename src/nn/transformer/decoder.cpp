@@ -5,14 +5,19 @@
 
 namespace tapegrad::nn::transformer {
 
-DecoderLayer::DecoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttention> self_attn_module,
+DecoderLayer::DecoderLayer(std::int64_t size,
+                           std::shared_ptr<MultiHeadedAttention> self_attn_module,
                            std::shared_ptr<MultiHeadedAttention> src_attn_module,
-                           std::shared_ptr<PositionwiseFeedForward> feed_forward_module, double dropout,
-                           LayerNormVariant norm, std::shared_ptr<Generator> generator)
-    : size_(size), dropout_(dropout), norm_(norm),
+                           std::shared_ptr<PositionwiseFeedForward> feed_forward_module,
+                           double dropout, LayerNormVariant norm,
+                           std::shared_ptr<Generator> generator)
+    : size_(size),
+      dropout_(dropout),
+      norm_(norm),
       generator_(generator ? std::move(generator) : default_generator()) {
-  check<ValueError>(self_attn_module && src_attn_module && feed_forward_module,
-                    "DecoderLayer: expected two attention modules and a feed-forward module, got a null pointer");
+  check<ValueError>(
+      self_attn_module && src_attn_module && feed_forward_module,
+      "DecoderLayer: expected two attention modules and a feed-forward module, got a null pointer");
   self_attn = register_module("self_attn", std::move(self_attn_module));
   src_attn = register_module("src_attn", std::move(src_attn_module));
   feed_forward = register_module("feed_forward", std::move(feed_forward_module));
@@ -21,7 +26,8 @@ DecoderLayer::DecoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttenti
     sublayer->push_back(std::make_shared<SublayerConnection>(size, dropout, norm, generator_));
 }
 
-Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const std::optional<Mask>& src_mask,
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory,
+                             const std::optional<Mask>& src_mask,
                              const std::optional<Mask>& tgt_mask) {
   autograd::ModuleScope scope(type_name(), path());
   const Tensor& m = memory;
@@ -29,12 +35,13 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const std::o
       x, [&](const Tensor& n) { return self_attn->forward(n, n, n, tgt_mask); });
   h = sublayer->ptr<SublayerConnection>(1)->forward(
       h, [&](const Tensor& n) { return src_attn->forward(n, m, m, src_mask); });
-  return sublayer->ptr<SublayerConnection>(2)->forward(h, [&](const Tensor& n) { return feed_forward->forward(n); });
+  return sublayer->ptr<SublayerConnection>(2)->forward(
+      h, [&](const Tensor& n) { return feed_forward->forward(n); });
 }
 
 std::shared_ptr<DecoderLayer> DecoderLayer::clone() const {
-  auto copy = std::make_shared<DecoderLayer>(size_, self_attn->clone(), src_attn->clone(), feed_forward->clone(),
-                                             dropout_, norm_, generator_);
+  auto copy = std::make_shared<DecoderLayer>(size_, self_attn->clone(), src_attn->clone(),
+                                             feed_forward->clone(), dropout_, norm_, generator_);
   copy->load_state_dict(state_dict());
   copy->train(is_training());
   return copy;
@@ -46,7 +53,8 @@ Decoder::Decoder(std::shared_ptr<DecoderLayer> layer, std::int64_t N) {
   layers = register_module("layers", std::make_shared<ModuleList>());
   layers->push_back(layer);
   for (std::int64_t i = 1; i < N; ++i) layers->push_back(layer->clone());
-  norm = register_module("norm", std::make_shared<LayerNorm>(layer_norm_options(layer->size(), layer->norm_variant())));
+  norm = register_module("norm", std::make_shared<LayerNorm>(
+                                     layer_norm_options(layer->size(), layer->norm_variant())));
 }
 
 Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const std::optional<Mask>& src_mask,

@@ -5,13 +5,18 @@
 
 namespace tapegrad::nn::transformer {
 
-EncoderLayer::EncoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttention> self_attn_module,
-                           std::shared_ptr<PositionwiseFeedForward> feed_forward_module, double dropout,
-                           LayerNormVariant norm, std::shared_ptr<Generator> generator)
-    : size_(size), dropout_(dropout), norm_(norm),
+EncoderLayer::EncoderLayer(std::int64_t size,
+                           std::shared_ptr<MultiHeadedAttention> self_attn_module,
+                           std::shared_ptr<PositionwiseFeedForward> feed_forward_module,
+                           double dropout, LayerNormVariant norm,
+                           std::shared_ptr<Generator> generator)
+    : size_(size),
+      dropout_(dropout),
+      norm_(norm),
       generator_(generator ? std::move(generator) : default_generator()) {
-  check<ValueError>(self_attn_module && feed_forward_module,
-                    "EncoderLayer: expected a self-attention and a feed-forward module, got a null pointer");
+  check<ValueError>(
+      self_attn_module && feed_forward_module,
+      "EncoderLayer: expected a self-attention and a feed-forward module, got a null pointer");
   self_attn = register_module("self_attn", std::move(self_attn_module));
   feed_forward = register_module("feed_forward", std::move(feed_forward_module));
   sublayer = register_module("sublayer", std::make_shared<ModuleList>());
@@ -23,13 +28,14 @@ Tensor EncoderLayer::forward(const Tensor& x, const std::optional<Mask>& mask) {
   autograd::ModuleScope scope(type_name(), path());
   Tensor h = sublayer->ptr<SublayerConnection>(0)->forward(
       x, [&](const Tensor& n) { return self_attn->forward(n, n, n, mask); });
-  return sublayer->ptr<SublayerConnection>(1)->forward(h, [&](const Tensor& n) { return feed_forward->forward(n); });
+  return sublayer->ptr<SublayerConnection>(1)->forward(
+      h, [&](const Tensor& n) { return feed_forward->forward(n); });
 }
 
 std::shared_ptr<EncoderLayer> EncoderLayer::clone() const {
-  auto copy = std::make_shared<EncoderLayer>(size_, self_attn->clone(), feed_forward->clone(), dropout_, norm_,
-                                             generator_);
-  copy->load_state_dict(state_dict());   // the sublayer norms too
+  auto copy = std::make_shared<EncoderLayer>(size_, self_attn->clone(), feed_forward->clone(),
+                                             dropout_, norm_, generator_);
+  copy->load_state_dict(state_dict());  // the sublayer norms too
   copy->train(is_training());
   return copy;
 }
@@ -40,13 +46,15 @@ Encoder::Encoder(std::shared_ptr<EncoderLayer> layer, std::int64_t N) {
   layers = register_module("layers", std::make_shared<ModuleList>());
   layers->push_back(layer);
   for (std::int64_t i = 1; i < N; ++i) layers->push_back(layer->clone());
-  norm = register_module("norm", std::make_shared<LayerNorm>(layer_norm_options(layer->size(), layer->norm_variant())));
+  norm = register_module("norm", std::make_shared<LayerNorm>(
+                                     layer_norm_options(layer->size(), layer->norm_variant())));
 }
 
 Tensor Encoder::forward(const Tensor& x, const std::optional<Mask>& mask) {
   autograd::ModuleScope scope(type_name(), path());
   Tensor h = x;
-  for (const auto& layer : *layers) h = std::static_pointer_cast<EncoderLayer>(layer)->forward(h, mask);
+  for (const auto& layer : *layers)
+    h = std::static_pointer_cast<EncoderLayer>(layer)->forward(h, mask);
   return norm->forward(h);
 }
 

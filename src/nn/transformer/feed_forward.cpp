@@ -6,7 +6,8 @@
 
 namespace tapegrad::nn::transformer {
 
-PositionwiseFeedForward::PositionwiseFeedForward(std::int64_t d_model, std::int64_t d_ff, double dropout_p,
+PositionwiseFeedForward::PositionwiseFeedForward(std::int64_t d_model, std::int64_t d_ff,
+                                                 double dropout_p,
                                                  std::shared_ptr<Generator> generator)
     : generator_(generator ? std::move(generator) : default_generator()) {
   w_1 = register_module("w_1", std::make_shared<Linear>(LinearOptions(d_model, d_ff), generator_));
@@ -20,7 +21,8 @@ Tensor PositionwiseFeedForward::forward(const Tensor& x) {
 }
 
 std::shared_ptr<PositionwiseFeedForward> PositionwiseFeedForward::clone() const {
-  auto copy = std::make_shared<PositionwiseFeedForward>(w_1->options().in_features(), w_1->options().out_features(),
+  auto copy = std::make_shared<PositionwiseFeedForward>(w_1->options().in_features(),
+                                                        w_1->options().out_features(),
                                                         dropout->options().p(), generator_);
   copy->load_state_dict(state_dict());
   copy->train(is_training());

@@ -6,8 +6,10 @@
 
 namespace tapegrad::nn::transformer {
 
-GeneratorHead::GeneratorHead(std::int64_t d_model, std::int64_t vocab, std::shared_ptr<Generator> generator)
-    : proj(register_module("proj", std::make_shared<Linear>(LinearOptions(d_model, vocab), std::move(generator)))) {}
+GeneratorHead::GeneratorHead(std::int64_t d_model, std::int64_t vocab,
+                             std::shared_ptr<Generator> generator)
+    : proj(register_module(
+          "proj", std::make_shared<Linear>(LinearOptions(d_model, vocab), std::move(generator)))) {}
 
 Tensor GeneratorHead::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());

@@ -33,13 +33,16 @@ const GPTConfig& validated(const GPTConfig& c) {
   positive("n_layer", c.n_layer());
   positive("n_head", c.n_head());
   positive("n_embd", c.n_embd());
-  check<ValueError>(c.n_embd() % c.n_head() == 0, "GPT: expected n_embd to be a multiple of n_head, got n_embd = ",
-                    c.n_embd(), " and n_head = ", c.n_head());
+  check<ValueError>(c.n_embd() % c.n_head() == 0,
+                    "GPT: expected n_embd to be a multiple of n_head, got n_embd = ", c.n_embd(),
+                    " and n_head = ", c.n_head());
   ops::check_dropout_probability(c.dropout());
   check<ValueError>(c.position() == "learned" || c.position() == "sinusoidal",
-                    "GPT: expected position \"learned\" or \"sinusoidal\", got \"", c.position(), "\"");
+                    "GPT: expected position \"learned\" or \"sinusoidal\", got \"", c.position(),
+                    "\"");
   check<ValueError>(c.gelu() == "none" || c.gelu() == "tanh",
-                    "approximate argument must be either none or tanh. | GPT: expected gelu \"none\" or \"tanh\", got \"",
+                    "approximate argument must be either none or tanh. | GPT: expected gelu "
+                    "\"none\" or \"tanh\", got \"",
                     c.gelu(), "\"");
   return c;
 }
@@ -49,27 +52,37 @@ LinearOptions linear(std::int64_t in, std::int64_t out) { return LinearOptions(i
 
 // ---- the blocks ----------------------------------------------------------------------------------
 
-CausalSelfAttention::CausalSelfAttention(const GPTConfig& config, std::shared_ptr<Generator> generator)
-    : c_attn(register_module("c_attn", std::make_shared<Linear>(linear(config.n_embd(), 3 * config.n_embd()), generator))),
-      c_proj(register_module("c_proj", std::make_shared<Linear>(linear(config.n_embd(), config.n_embd()), generator))),
-      attn_dropout(register_module("attn_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
-      resid_dropout(register_module("resid_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& config,
+                                         std::shared_ptr<Generator> generator)
+    : c_attn(register_module(
+          "c_attn",
+          std::make_shared<Linear>(linear(config.n_embd(), 3 * config.n_embd()), generator))),
+      c_proj(register_module(
+          "c_proj", std::make_shared<Linear>(linear(config.n_embd(), config.n_embd()), generator))),
+      attn_dropout(
+          register_module("attn_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
+      resid_dropout(
+          register_module("resid_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
       n_head(config.n_head()) {}
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Array* attention) {
   autograd::ModuleScope scope(type_name(), path());
-  const Tensor qkv = c_attn->forward(x);                              // (B, T, 3C): q | k | v
+  const Tensor qkv = c_attn->forward(x);  // (B, T, 3C): q | k | v
   const double p = attn_dropout->options().p();
   auto options = CausalAttentionOptions().dropout(p).training(attn_dropout->is_training());
-  if (attn_dropout->is_training() && p > 0.0 && qkv.numel() > 0) options.dropout_stream(attn_dropout->next_stream());
-  const Tensor y = ops::causal_self_attention(qkv, n_head, options, attention);   // (B, T, C)
+  if (attn_dropout->is_training() && p > 0.0 && qkv.numel() > 0)
+    options.dropout_stream(attn_dropout->next_stream());
+  const Tensor y = ops::causal_self_attention(qkv, n_head, options, attention);  // (B, T, C)
   return resid_dropout->forward(c_proj->forward(y));
 }
 
 MLP::MLP(const GPTConfig& config, std::shared_ptr<Generator> generator)
-    : c_fc(register_module("c_fc", std::make_shared<Linear>(linear(config.n_embd(), 4 * config.n_embd()), generator))),
+    : c_fc(register_module("c_fc", std::make_shared<Linear>(
+                                       linear(config.n_embd(), 4 * config.n_embd()), generator))),
       gelu(register_module("gelu", std::make_shared<GELU>(config.gelu()))),
-      c_proj(register_module("c_proj", std::make_shared<Linear>(linear(4 * config.n_embd(), config.n_embd()), generator))),
+      c_proj(register_module(
+          "c_proj",
+          std::make_shared<Linear>(linear(4 * config.n_embd(), config.n_embd()), generator))),
       dropout(register_module("dropout", std::make_shared<Dropout>(config.dropout(), generator))) {}
 
 Tensor MLP::forward(const Tensor& x) {
@@ -93,25 +106,32 @@ GPTTransformer::GPTTransformer(const GPTConfig& config, std::shared_ptr<Generato
   const std::int64_t V = config.vocab_size(), C = config.n_embd();
   if (config.position() == "learned") {
     wte = register_module("wte", std::make_shared<Embedding>(EmbeddingOptions(V, C), generator));
-    wpe = register_module("wpe", std::make_shared<Embedding>(EmbeddingOptions(config.block_size(), C), generator));
+    wpe = register_module(
+        "wpe", std::make_shared<Embedding>(EmbeddingOptions(config.block_size(), C), generator));
     drop = register_module("drop", std::make_shared<Dropout>(config.dropout(), generator));
   } else {
-    wte_scaled = register_module("wte", std::make_shared<Embeddings>(EmbeddingOptions(V, C), generator));
-    wpe_table = register_module("wpe", std::make_shared<PositionalEncoding>(
-                                           PositionalEncodingOptions(C, config.dropout()).max_len(config.block_size()),
-                                           generator));
+    wte_scaled =
+        register_module("wte", std::make_shared<Embeddings>(EmbeddingOptions(V, C), generator));
+    wpe_table = register_module(
+        "wpe", std::make_shared<PositionalEncoding>(
+                   PositionalEncodingOptions(C, config.dropout()).max_len(config.block_size()),
+                   generator));
   }
   h = register_module("h", std::make_shared<ModuleList>());
-  for (std::int64_t i = 0; i < config.n_layer(); ++i) h->push_back(std::make_shared<Block>(config, generator));
+  for (std::int64_t i = 0; i < config.n_layer(); ++i)
+    h->push_back(std::make_shared<Block>(config, generator));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C));
 }
 
 // ---- the model -----------------------------------------------------------------------------------
 
 GPT::GPT(GPTConfig config, std::shared_ptr<Generator> generator)
-    : config_(validated(config)), generator_(generator ? std::move(generator) : default_generator()) {
-  transformer = register_module("transformer", std::make_shared<GPTTransformer>(config_, generator_));
-  lm_head = register_module("lm_head", std::make_shared<TiedLinear>(token_embedding()));   // the same table
+    : config_(validated(config)),
+      generator_(generator ? std::move(generator) : default_generator()) {
+  transformer =
+      register_module("transformer", std::make_shared<GPTTransformer>(config_, generator_));
+  lm_head = register_module("lm_head",
+                            std::make_shared<TiedLinear>(token_embedding()));  // the same table
   init_weights();
 }
 
@@ -137,17 +157,21 @@ void GPT::init_weights() {
 }
 
 Tensor GPT::embed(const IndexArray& idx) {
-  check<ShapeError>(idx.dimension() == 2, context(), ": expected idx of shape (B, T), got ", idx.shape());
+  check<ShapeError>(idx.dimension() == 2, context(), ": expected idx of shape (B, T), got ",
+                    idx.shape());
   const std::size_t B = idx.shape()[0], T = idx.shape()[1];
-  check<ShapeError>(T <= static_cast<std::size_t>(config_.block_size()), "Cannot forward sequence of length ", T,
-                    ", block size is only ", config_.block_size(), " | ", context(), ": expected idx (B, T) with T <= ",
-                    config_.block_size(), ", got ", idx.shape());
-  if (transformer->wte_scaled)   // the seeds' layers: lut(idx) * sqrt(C), then + pe[:T] and dropout
+  check<ShapeError>(
+      T <= static_cast<std::size_t>(config_.block_size()), "Cannot forward sequence of length ", T,
+      ", block size is only ", config_.block_size(), " | ", context(),
+      ": expected idx (B, T) with T <= ", config_.block_size(), ", got ", idx.shape());
+  if (transformer->wte_scaled)  // the seeds' layers: lut(idx) * sqrt(C), then + pe[:T] and dropout
     return transformer->wpe_table->forward(transformer->wte_scaled->forward(idx));
-  IndexArray pos = IndexArray::from_shape({B, T});   // 0 .. T-1 in every row: a plain add, no broadcast
+  IndexArray pos =
+      IndexArray::from_shape({B, T});  // 0 .. T-1 in every row: a plain add, no broadcast
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t t = 0; t < T; ++t) pos(b, t) = static_cast<std::int64_t>(t);
-  return transformer->drop->forward(transformer->wte->forward(idx) + transformer->wpe->forward(pos));
+  return transformer->drop->forward(transformer->wte->forward(idx) +
+                                    transformer->wpe->forward(pos));
 }
 
 Tensor GPT::features(const IndexArray& idx, std::vector<Array>* attention) {
@@ -165,8 +189,9 @@ Tensor GPT::features(const IndexArray& idx, std::vector<Array>* attention) {
 Tensor GPT::forward(const IndexArray& idx) { return lm_head->forward(features(idx)); }
 
 Tensor GPT::loss(const IndexArray& idx, const IndexArray& targets, std::int64_t ignore_index) {
-  check<ShapeError>(targets.shape() == idx.shape(), context(), ": expected targets of the shape of idx ", idx.shape(),
-                    ", got ", targets.shape());
+  check<ShapeError>(targets.shape() == idx.shape(), context(),
+                    ": expected targets of the shape of idx ", idx.shape(), ", got ",
+                    targets.shape());
   const Tensor logits = forward(idx);
   IndexArray flat = targets;
   flat.reshape({targets.size()});
@@ -178,7 +203,8 @@ std::vector<optim::AdamW::Group> GPT::optimizer_groups(const optim::AdamWOptions
   std::vector<Parameter> decay, no_decay;
   std::vector<const void*> matrices;
   for (const auto& [name, module] : named_modules())
-    if (const auto* lin = dynamic_cast<const Linear*>(module)) matrices.push_back(lin->weight.impl());
+    if (const auto* lin = dynamic_cast<const Linear*>(module))
+      matrices.push_back(lin->weight.impl());
   for (const Parameter& p : parameters()) {
     const bool is_matrix = std::find(matrices.begin(), matrices.end(), p.impl()) != matrices.end();
     (is_matrix ? decay : no_decay).push_back(p);
@@ -191,7 +217,8 @@ std::vector<optim::AdamW::Group> GPT::optimizer_groups(const optim::AdamWOptions
 std::int64_t GPT::num_params(bool non_embedding) const {
   std::int64_t n = 0;
   for (const Parameter& p : parameters()) n += static_cast<std::int64_t>(p.numel());
-  if (non_embedding && transformer->wpe) n -= static_cast<std::int64_t>(transformer->wpe->weight.numel());
+  if (non_embedding && transformer->wpe)
+    n -= static_cast<std::int64_t>(transformer->wpe->weight.numel());
   return n;
 }
 

@@ -29,14 +29,15 @@ namespace fs = std::filesystem;
 
 namespace {
 struct Finished {
-  int exit_code = -1;           // the exit status, or 128 + the signal that ended mpirun
+  int exit_code = -1;  // the exit status, or 128 + the signal that ended mpirun
   double seconds = 0;
-  std::string output;           // stdout and stderr, as they came
+  std::string output;  // stdout and stderr, as they came
 };
 
 // Runs `mpirun -np <ranks> <flags> ddp_training <args>`; kills it if it has not ended after
 // `limit` seconds (then the test fails: the job did not end by itself).
-Finished launch(int ranks, const std::vector<std::string>& args, const fs::path& log, double limit = 120) {
+Finished launch(int ranks, const std::vector<std::string>& args, const fs::path& log,
+                double limit = 120) {
   std::vector<std::string> command{TAPEGRAD_MPIEXEC, "-np", std::to_string(ranks)};
   std::istringstream flags(TAPEGRAD_MPIEXEC_FLAGS);
   for (std::string f; flags >> f;) command.push_back(f);
@@ -47,7 +48,8 @@ Finished launch(int ranks, const std::vector<std::string>& args, const fs::path&
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
@@ -83,8 +85,10 @@ fs::path scratch(const std::string& name) {
 }
 
 std::vector<std::string> run_args(const fs::path& dir, const std::string& final_name) {
-  return {"--checkpoint", (dir / "run.safetensors").string(), "--final", (dir / final_name).string(), "--steps", "30",
-          "--every", "5"};
+  return {"--checkpoint", (dir / "run.safetensors").string(),
+          "--final",      (dir / final_name).string(),
+          "--steps",      "30",
+          "--every",      "5"};
 }
 
 // The weights of a file ddp_training wrote, loaded into its model.
@@ -99,80 +103,95 @@ bool same_bits(const nn::StateDict& a, const nn::StateDict& b) {
 }  // namespace
 
 TEST_SUITE("distributed.launch") {
-TEST_CASE("a rank killed with SIGKILL ends the job within seconds, the survivor says why, and the checkpoint resumes") {
-  const fs::path dir = scratch("sigkill");
-  // The run to compare with: 30 steps on 2 ranks, uninterrupted.
-  const fs::path reference_dir = scratch("sigkill_reference");
-  const Finished reference = launch(2, run_args(reference_dir, "final.safetensors"), reference_dir / "log");
-  INFO(reference.output);
-  REQUIRE(reference.exit_code == 0);
+  TEST_CASE(
+      "a rank killed with SIGKILL ends the job within seconds, the survivor says why, and the "
+      "checkpoint resumes") {
+    const fs::path dir = scratch("sigkill");
+    // The run to compare with: 30 steps on 2 ranks, uninterrupted.
+    const fs::path reference_dir = scratch("sigkill_reference");
+    const Finished reference =
+        launch(2, run_args(reference_dir, "final.safetensors"), reference_dir / "log");
+    INFO(reference.output);
+    REQUIRE(reference.exit_code == 0);
 
-  // Rank 1 dies after step 12; rank 0 last saved after step 10.
-  std::vector<std::string> args = run_args(dir, "final.safetensors");
-  args.insert(args.end(), {"--die-rank", "1", "--die-after-step", "12"});
-  const Finished killed = launch(2, args, dir / "killed.log");
-  INFO(killed.output);
-  MESSAGE("the job with a SIGKILLed rank ended after ", killed.seconds, " s with exit code ", killed.exit_code);
-  CHECK(killed.exit_code != 0);
-  CHECK(killed.seconds < 30);
-  CHECK(killed.output.find("exited on signal 9 (Killed)") != std::string::npos);            // mpirun: which rank
-  CHECK(killed.output.find("tapegrad.distributed: rank 0 of 2") != std::string::npos);      // the survivor
-  CHECK(killed.output.find("stopped by SIGTERM: mpirun ends every rank when one fails") != std::string::npos);
-  CHECK(killed.output.find("last checkpoint: " + (dir / "run.safetensors").string() + ", written after step 10") !=
+    // Rank 1 dies after step 12; rank 0 last saved after step 10.
+    std::vector<std::string> args = run_args(dir, "final.safetensors");
+    args.insert(args.end(), {"--die-rank", "1", "--die-after-step", "12"});
+    const Finished killed = launch(2, args, dir / "killed.log");
+    INFO(killed.output);
+    MESSAGE("the job with a SIGKILLed rank ended after ", killed.seconds, " s with exit code ",
+            killed.exit_code);
+    CHECK(killed.exit_code != 0);
+    CHECK(killed.seconds < 30);
+    CHECK(killed.output.find("exited on signal 9 (Killed)") !=
+          std::string::npos);  // mpirun: which rank
+    CHECK(killed.output.find("tapegrad.distributed: rank 0 of 2") !=
+          std::string::npos);  // the survivor
+    CHECK(killed.output.find("stopped by SIGTERM: mpirun ends every rank when one fails") !=
+          std::string::npos);
+    CHECK(killed.output.find("last checkpoint: " + (dir / "run.safetensors").string() +
+                             ", written after step 10") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "final.safetensors"));
+
+    // The checkpoint is whole: it loads, at step 10.
+    ddp_test::TinyLM model(ddp_test::TinyOptions{}, 11);
+    optim::Adam adam(model.parameters(), optim::AdamOptions(1e-2));
+    io::TrainingCheckpoint ckpt(model, adam);
+    CHECK(ckpt.load((dir / "run.safetensors").string()).step == 10);
+    fs::copy_file(dir / "run.safetensors", dir / "for_one_rank.safetensors");
+
+    // Resumed on 2 ranks, it ends with the bits of the uninterrupted run.
+    const Finished resumed = launch(2, run_args(dir, "final.safetensors"), dir / "resumed.log");
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(resumed.output.find("resumed from step 10 on 2 rank(s)") != std::string::npos);
+    CHECK(same_bits(weights(dir / "final.safetensors"),
+                    weights(reference_dir / "final.safetensors")));
+
+    // And on 1 rank (a global batch half as large from there on: other weights, the same run).
+    const Finished alone =
+        launch(1,
+               {"--checkpoint", (dir / "for_one_rank.safetensors").string(), "--final",
+                (dir / "final_1.safetensors").string(), "--steps", "30", "--every", "5"},
+               dir / "alone.log");
+    INFO(alone.output);
+    REQUIRE(alone.exit_code == 0);
+    CHECK(alone.output.find("resumed from step 10 on 1 rank(s)") != std::string::npos);
+    CHECK(alone.output.find("done: 30 steps") != std::string::npos);
+  }
+
+  TEST_CASE("a rank that stops answering ends the job after the timeout, saying so") {
+    const fs::path dir = scratch("stopped");
+    std::vector<std::string> args = run_args(dir, "final.safetensors");
+    args.insert(args.end(), {"--timeout", "3", "--stop-rank", "1", "--stop-after-step", "4"});
+    const Finished stuck = launch(2, args, dir / "log");
+    INFO(stuck.output);
+    MESSAGE("the job with a stopped rank ended after ", stuck.seconds, " s (timeout 3 s)");
+    CHECK(stuck.exit_code != 0);
+    CHECK(stuck.seconds < 30);
+    // Rank 0 says why it gives up, then ends the job (MPI_Abort); mpirun's own text about the abort
+    // is not checked: it does not always manage to print it while a rank is stopped.
+    CHECK(
+        stuck.output.find(
+            "tapegrad.distributed: rank 0 of 2: DistributedDataParallel(TinyLM): rank 0 of 2 "
+            "waited "
+            "3 s for the other ranks (distributed::timeout()); one of them has died or is stuck") !=
         std::string::npos);
-  CHECK_FALSE(fs::exists(dir / "final.safetensors"));
+  }
 
-  // The checkpoint is whole: it loads, at step 10.
-  ddp_test::TinyLM model(ddp_test::TinyOptions{}, 11);
-  optim::Adam adam(model.parameters(), optim::AdamOptions(1e-2));
-  io::TrainingCheckpoint ckpt(model, adam);
-  CHECK(ckpt.load((dir / "run.safetensors").string()).step == 10);
-  fs::copy_file(dir / "run.safetensors", dir / "for_one_rank.safetensors");
-
-  // Resumed on 2 ranks, it ends with the bits of the uninterrupted run.
-  const Finished resumed = launch(2, run_args(dir, "final.safetensors"), dir / "resumed.log");
-  INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
-  CHECK(resumed.output.find("resumed from step 10 on 2 rank(s)") != std::string::npos);
-  CHECK(same_bits(weights(dir / "final.safetensors"), weights(reference_dir / "final.safetensors")));
-
-  // And on 1 rank (a global batch half as large from there on: other weights, the same run).
-  const Finished alone = launch(1, {"--checkpoint", (dir / "for_one_rank.safetensors").string(), "--final",
-                                    (dir / "final_1.safetensors").string(), "--steps", "30", "--every", "5"},
-                                dir / "alone.log");
-  INFO(alone.output);
-  REQUIRE(alone.exit_code == 0);
-  CHECK(alone.output.find("resumed from step 10 on 1 rank(s)") != std::string::npos);
-  CHECK(alone.output.find("done: 30 steps") != std::string::npos);
-}
-
-TEST_CASE("a rank that stops answering ends the job after the timeout, saying so") {
-  const fs::path dir = scratch("stopped");
-  std::vector<std::string> args = run_args(dir, "final.safetensors");
-  args.insert(args.end(), {"--timeout", "3", "--stop-rank", "1", "--stop-after-step", "4"});
-  const Finished stuck = launch(2, args, dir / "log");
-  INFO(stuck.output);
-  MESSAGE("the job with a stopped rank ended after ", stuck.seconds, " s (timeout 3 s)");
-  CHECK(stuck.exit_code != 0);
-  CHECK(stuck.seconds < 30);
-  // Rank 0 says why it gives up, then ends the job (MPI_Abort); mpirun's own text about the abort
-  // is not checked: it does not always manage to print it while a rank is stopped.
-  CHECK(stuck.output.find("tapegrad.distributed: rank 0 of 2: DistributedDataParallel(TinyLM): rank 0 of 2 waited "
-                          "3 s for the other ranks (distributed::timeout()); one of them has died or is stuck") !=
-        std::string::npos);
-}
-
-TEST_CASE("a rank that throws ends the whole job with its message") {
-  const fs::path dir = scratch("throws");
-  std::vector<std::string> args = run_args(dir, "final.safetensors");
-  args.insert(args.end(), {"--throw-rank", "1", "--throw-after-step", "3"});
-  const Finished thrown = launch(2, args, dir / "log");
-  INFO(thrown.output);
-  CHECK(thrown.exit_code != 0);
-  CHECK(thrown.seconds < 30);
-  CHECK(thrown.output.find("tapegrad.distributed: rank 1 of 2: ddp_training: an error on purpose on rank 1 after "
-                           "step 3") != std::string::npos);
-  // mpirun's own "MPI_ABORT was invoked on rank 1" is not checked: it is printed in most runs but
-  // not all (mpirun may end before its notice is written; about 1 run in 8 here).
-}
+  TEST_CASE("a rank that throws ends the whole job with its message") {
+    const fs::path dir = scratch("throws");
+    std::vector<std::string> args = run_args(dir, "final.safetensors");
+    args.insert(args.end(), {"--throw-rank", "1", "--throw-after-step", "3"});
+    const Finished thrown = launch(2, args, dir / "log");
+    INFO(thrown.output);
+    CHECK(thrown.exit_code != 0);
+    CHECK(thrown.seconds < 30);
+    CHECK(
+        thrown.output.find(
+            "tapegrad.distributed: rank 1 of 2: ddp_training: an error on purpose on rank 1 after "
+            "step 3") != std::string::npos);
+    // mpirun's own "MPI_ABORT was invoked on rank 1" is not checked: it is printed in most runs but
+    // not all (mpirun may end before its notice is written; about 1 run in 8 here).
+  }
 }  // TEST_SUITE

@@ -38,8 +38,10 @@ constexpr std::size_t kExamples = 64, kLength = 8;
 constexpr std::int64_t kVocab = 16;
 
 int usage(const std::string& why) {
-  std::cerr << "ddp_training: " << why << "\nusage: ddp_training --checkpoint PATH --final PATH [--steps N] "
-            << "[--every K] [--batch B] [--timeout S] [--{die,stop,throw}-rank R --{die,stop,throw}-after-step S]\n";
+  std::cerr << "ddp_training: " << why
+            << "\nusage: ddp_training --checkpoint PATH --final PATH [--steps N] "
+            << "[--every K] [--batch B] [--timeout S] [--{die,stop,throw}-rank R "
+               "--{die,stop,throw}-after-step S]\n";
   return 2;
 }
 
@@ -49,7 +51,8 @@ int train(const std::map<std::string, std::string>& flags) {
     return it == flags.end() ? fallback : std::stoll(it->second);
   };
   const std::string checkpoint = flags.at("--checkpoint"), final_path = flags.at("--final");
-  const std::int64_t steps = flag("--steps", 30), every = flag("--every", 5), B = flag("--batch", 4);
+  const std::int64_t steps = flag("--steps", 30), every = flag("--every", 5),
+                     B = flag("--batch", 4);
   const int r = distributed::rank(), n = distributed::world_size();
   if (flags.count("--timeout")) distributed::set_timeout(std::stod(flags.at("--timeout")));
 
@@ -58,7 +61,7 @@ int train(const std::map<std::string, std::string>& flags) {
   optim::Adam adam(model.parameters(), optim::AdamOptions(1e-2));
   io::TrainingCheckpoint ckpt(model, adam);
   std::int64_t step = 0, epoch = 0, position = 0;
-  if (std::filesystem::exists(checkpoint)) {            // every rank reads the file rank 0 wrote
+  if (std::filesystem::exists(checkpoint)) {  // every rank reads the file rank 0 wrote
     const io::TrainingProgress p = ckpt.load(checkpoint);
     step = p.step;
     position = p.data_position;
@@ -68,36 +71,43 @@ int train(const std::map<std::string, std::string>& flags) {
     std::cout << "starting from scratch on " << n << " rank(s)" << std::endl;
   }
   distributed::DistributedDataParallel ddp(model);
-  distributed::DistributedSampler sampler(kExamples, distributed::DistributedSamplerOptions().seed(5));
+  distributed::DistributedSampler sampler(kExamples,
+                                          distributed::DistributedSamplerOptions().seed(5));
 
   for (; step < steps; ++step) {
-    if (position + B * n > sampler.total_size()) {     // the epoch's last partial batch is skipped
+    if (position + B * n > sampler.total_size()) {  // the epoch's last partial batch is skipped
       ++epoch;
       position = 0;
     }
     sampler.set_epoch(epoch);
-    Tensor loss = loss_of(model, rows(data, sampler.indices(position), 0, static_cast<std::size_t>(B)));
-    loss.backward();                                    // gradients averaged over the ranks
+    Tensor loss =
+        loss_of(model, rows(data, sampler.indices(position), 0, static_cast<std::size_t>(B)));
+    loss.backward();  // gradients averaged over the ranks
     adam.step();
     adam.zero_grad();
     position += B * n;
-    const double mean_loss = distributed::all_reduce(static_cast<double>(loss.item()), distributed::ReduceOp::average);
+    const double mean_loss =
+        distributed::all_reduce(static_cast<double>(loss.item()), distributed::ReduceOp::average);
     if (r == 0) std::cout << "step " << step + 1 << " loss " << mean_loss << std::endl;
     if ((step + 1) % every == 0) {
-      if (r == 0) ckpt.save(checkpoint, io::TrainingProgress(step + 1, position, {{"epoch", std::to_string(epoch)}}));
-      distributed::barrier();                           // written, whole, before anyone says so
+      if (r == 0)
+        ckpt.save(checkpoint,
+                  io::TrainingProgress(step + 1, position, {{"epoch", std::to_string(epoch)}}));
+      distributed::barrier();  // written, whole, before anyone says so
       distributed::set_failure_note("last checkpoint: " + checkpoint + ", written after step " +
-                                    std::to_string(step + 1) + "; to resume, run the same command again "
+                                    std::to_string(step + 1) +
+                                    "; to resume, run the same command again "
                                     "(on any number of ranks)");
     }
     const auto breaks_here = [&](const std::string& what) {
-      return flag("--" + what + "-rank", -1) == r && flag("--" + what + "-after-step", -1) == step + 1;
+      return flag("--" + what + "-rank", -1) == r &&
+             flag("--" + what + "-after-step", -1) == step + 1;
     };
     if (breaks_here("die")) ::kill(::getpid(), SIGKILL);
     if (breaks_here("stop")) ::kill(::getpid(), SIGSTOP);
     if (breaks_here("throw"))
-      throw std::runtime_error("ddp_training: an error on purpose on rank " + std::to_string(r) + " after step " +
-                               std::to_string(step + 1));
+      throw std::runtime_error("ddp_training: an error on purpose on rank " + std::to_string(r) +
+                               " after step " + std::to_string(step + 1));
   }
   if (r == 0) {
     io::save(model, final_path);
@@ -112,10 +122,11 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
   if (argc % 2 == 0) return usage("every option takes a value");
-  if (!flags.count("--checkpoint") || !flags.count("--final")) return usage("--checkpoint and --final are required");
+  if (!flags.count("--checkpoint") || !flags.count("--final"))
+    return usage("--checkpoint and --final are required");
   try {
     return train(flags);
   } catch (const std::exception& e) {
-    distributed::abort(e.what());                       // ends every rank, not just this one
+    distributed::abort(e.what());  // ends every rank, not just this one
   }
 }

@@ -62,18 +62,18 @@ struct SavedTensor {
   bool is_output = false;
 };
 
-struct Registry;   // this thread's list of entries (src/autograd/record.cpp)
+struct Registry;  // this thread's list of entries (src/autograd/record.cpp)
 
 /// The part of an entry the engine sees; Entry<F> below adds the closure.
 struct EntryBase {
-  const char* op = "";                    ///< "mul", "embedding": a string that outlives the entry
-  const std::string* module = nullptr;    ///< the module path active when recorded (interned)
-  std::uint64_t seq = 0;                  ///< position in the process-wide recording order
+  const char* op = "";                  ///< "mul", "embedding": a string that outlives the entry
+  const std::string* module = nullptr;  ///< the module path active when recorded (interned)
+  std::uint64_t seq = 0;                ///< position in the process-wide recording order
   Shape output_shape;
-  SmallVector<Tensor, 3> inputs;          ///< every input, in the op's order
+  SmallVector<Tensor, 3> inputs;  ///< every input, in the op's order
   SmallVector<SavedTensor, 3> saved;
-  bool consumed = false;                  ///< ran in a backward without retain_graph
-  std::uint64_t walk = 0;                 ///< the last backward walk that reached it
+  bool consumed = false;   ///< ran in a backward without retain_graph
+  std::uint64_t walk = 0;  ///< the last backward walk that reached it
 
   // This thread's registry (what autograd::tape() lists): a doubly linked list.
   Registry* registry = nullptr;
@@ -84,7 +84,9 @@ struct EntryBase {
   EntryBase(const EntryBase&) = delete;
   // Entries come from a per-thread cache of freed blocks (detail/object_cache.hpp).
   static void* operator new(std::size_t bytes) { return tapegrad::detail::cached_allocate(bytes); }
-  static void operator delete(void* p, std::size_t bytes) { tapegrad::detail::cached_deallocate(p, bytes); }
+  static void operator delete(void* p, std::size_t bytes) {
+    tapegrad::detail::cached_deallocate(p, bytes);
+  }
   EntryBase& operator=(const EntryBase&) = delete;
   virtual ~EntryBase();
 
@@ -96,7 +98,8 @@ struct EntryBase {
 
 template <class F>
 struct Entry final : EntryBase {
-  static_assert(alignof(F) <= alignof(std::max_align_t), "autograd::record: an over-aligned closure capture");
+  static_assert(alignof(F) <= alignof(std::max_align_t),
+                "autograd::record: an over-aligned closure capture");
   explicit Entry(F&& f) : closure(std::move(f)) {}
   void run(Array&& doutput) override { (*closure)(std::move(doutput)); }
   void release_closure() override { closure.reset(); }
@@ -109,7 +112,8 @@ template <class F>
 constexpr bool is_backward_closure() {
   if constexpr (requires { &F::operator(); }) {
     using Call = decltype(&F::operator());
-    return std::is_same_v<Call, void (F::*)(Array) const> || std::is_same_v<Call, void (F::*)(Array)>;
+    return std::is_same_v<Call, void (F::*)(Array) const> ||
+           std::is_same_v<Call, void (F::*)(Array)>;
   } else {
     return false;
   }

@@ -38,9 +38,9 @@ class MultiHeadedAttention : public Module {
   std::int64_t heads() const { return h_; }
   std::int64_t d_k() const { return d_model_ / h_; }
 
-  std::shared_ptr<ModuleList> linears;   ///< "linears": 4 x Linear(d_model, d_model)
-  std::shared_ptr<Dropout> dropout;      ///< "dropout": its p and training mode apply to the weights
-  Array attn;                            ///< the weights of the last forward (after dropout)
+  std::shared_ptr<ModuleList> linears;  ///< "linears": 4 x Linear(d_model, d_model)
+  std::shared_ptr<Dropout> dropout;     ///< "dropout": its p and training mode apply to the weights
+  Array attn;                           ///< the weights of the last forward (after dropout)
 
   std::string type_name() const override { return "MultiHeadedAttention"; }
 

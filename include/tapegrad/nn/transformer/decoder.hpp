@@ -27,8 +27,9 @@ class DecoderLayer : public Module {
  public:
   /// Registers the given modules as "self_attn", "src_attn" and "feed_forward".
   DecoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttention> self_attn,
-               std::shared_ptr<MultiHeadedAttention> src_attn, std::shared_ptr<PositionwiseFeedForward> feed_forward,
-               double dropout, LayerNormVariant norm = LayerNormVariant::annotated,
+               std::shared_ptr<MultiHeadedAttention> src_attn,
+               std::shared_ptr<PositionwiseFeedForward> feed_forward, double dropout,
+               LayerNormVariant norm = LayerNormVariant::annotated,
                std::shared_ptr<Generator> generator = nullptr);
 
   Tensor forward(const Tensor& x, const Tensor& memory, const std::optional<Mask>& src_mask,
@@ -39,10 +40,10 @@ class DecoderLayer : public Module {
   std::int64_t size() const { return size_; }
   LayerNormVariant norm_variant() const { return norm_; }
 
-  std::shared_ptr<MultiHeadedAttention> self_attn;       ///< "self_attn"
-  std::shared_ptr<MultiHeadedAttention> src_attn;        ///< "src_attn"
-  std::shared_ptr<PositionwiseFeedForward> feed_forward; ///< "feed_forward"
-  std::shared_ptr<ModuleList> sublayer;                  ///< "sublayer": 3 x SublayerConnection
+  std::shared_ptr<MultiHeadedAttention> self_attn;        ///< "self_attn"
+  std::shared_ptr<MultiHeadedAttention> src_attn;         ///< "src_attn"
+  std::shared_ptr<PositionwiseFeedForward> feed_forward;  ///< "feed_forward"
+  std::shared_ptr<ModuleList> sublayer;                   ///< "sublayer": 3 x SublayerConnection
 
   std::string type_name() const override { return "DecoderLayer"; }
 
@@ -62,8 +63,8 @@ class Decoder : public Module {
   Tensor forward(const Tensor& x, const Tensor& memory, const std::optional<Mask>& src_mask,
                  const std::optional<Mask>& tgt_mask);
 
-  std::shared_ptr<ModuleList> layers;   ///< "layers"
-  std::shared_ptr<LayerNorm> norm;      ///< "norm"
+  std::shared_ptr<ModuleList> layers;  ///< "layers"
+  std::shared_ptr<LayerNorm> norm;     ///< "norm"
 
   std::string type_name() const override { return "Decoder"; }
 };

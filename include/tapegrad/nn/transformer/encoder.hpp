@@ -25,7 +25,8 @@ class EncoderLayer : public Module {
   /// Registers the given modules as "self_attn" and "feed_forward". size must equal d_model.
   EncoderLayer(std::int64_t size, std::shared_ptr<MultiHeadedAttention> self_attn,
                std::shared_ptr<PositionwiseFeedForward> feed_forward, double dropout,
-               LayerNormVariant norm = LayerNormVariant::annotated, std::shared_ptr<Generator> generator = nullptr);
+               LayerNormVariant norm = LayerNormVariant::annotated,
+               std::shared_ptr<Generator> generator = nullptr);
 
   Tensor forward(const Tensor& x, const std::optional<Mask>& mask);
   /// A deep copy: cloned children, the same values, training mode and generator.
@@ -34,9 +35,9 @@ class EncoderLayer : public Module {
   std::int64_t size() const { return size_; }
   LayerNormVariant norm_variant() const { return norm_; }
 
-  std::shared_ptr<MultiHeadedAttention> self_attn;       ///< "self_attn"
-  std::shared_ptr<PositionwiseFeedForward> feed_forward; ///< "feed_forward"
-  std::shared_ptr<ModuleList> sublayer;                  ///< "sublayer": 2 x SublayerConnection
+  std::shared_ptr<MultiHeadedAttention> self_attn;        ///< "self_attn"
+  std::shared_ptr<PositionwiseFeedForward> feed_forward;  ///< "feed_forward"
+  std::shared_ptr<ModuleList> sublayer;                   ///< "sublayer": 2 x SublayerConnection
 
   std::string type_name() const override { return "EncoderLayer"; }
 
@@ -55,8 +56,8 @@ class Encoder : public Module {
   /// x (B, T, size) -> (B, T, size): every layer in turn, then the final norm.
   Tensor forward(const Tensor& x, const std::optional<Mask>& mask);
 
-  std::shared_ptr<ModuleList> layers;   ///< "layers"
-  std::shared_ptr<LayerNorm> norm;      ///< "norm"
+  std::shared_ptr<ModuleList> layers;  ///< "layers"
+  std::shared_ptr<LayerNorm> norm;     ///< "norm"
 
   std::string type_name() const override { return "Encoder"; }
 };

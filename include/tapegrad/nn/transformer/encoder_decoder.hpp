@@ -24,7 +24,8 @@ namespace tapegrad::nn::transformer {
 class EncoderDecoder : public Module {
  public:
   EncoderDecoder(std::shared_ptr<Encoder> encoder, std::shared_ptr<Decoder> decoder,
-                 std::shared_ptr<InputEmbedding> src_embed, std::shared_ptr<InputEmbedding> tgt_embed,
+                 std::shared_ptr<InputEmbedding> src_embed,
+                 std::shared_ptr<InputEmbedding> tgt_embed,
                  std::shared_ptr<GeneratorHead> generator);
 
   /// decode(encode(src, src_mask), src_mask, tgt, tgt_mask): (B, Tt, d_model).

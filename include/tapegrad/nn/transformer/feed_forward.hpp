@@ -26,9 +26,9 @@ class PositionwiseFeedForward : public Module {
   /// A deep copy: same sizes, parameter values, training mode and generator.
   std::shared_ptr<PositionwiseFeedForward> clone() const;
 
-  std::shared_ptr<Linear> w_1;        ///< "w_1": Linear(d_model, d_ff)
-  std::shared_ptr<Linear> w_2;        ///< "w_2": Linear(d_ff, d_model)
-  std::shared_ptr<Dropout> dropout;   ///< "dropout", between the two
+  std::shared_ptr<Linear> w_1;       ///< "w_1": Linear(d_model, d_ff)
+  std::shared_ptr<Linear> w_2;       ///< "w_2": Linear(d_ff, d_model)
+  std::shared_ptr<Dropout> dropout;  ///< "dropout", between the two
 
   std::string type_name() const override { return "PositionwiseFeedForward"; }
 

@@ -19,11 +19,12 @@ namespace tapegrad::nn::transformer {
 
 class GeneratorHead : public Module {
  public:
-  GeneratorHead(std::int64_t d_model, std::int64_t vocab, std::shared_ptr<Generator> generator = nullptr);
+  GeneratorHead(std::int64_t d_model, std::int64_t vocab,
+                std::shared_ptr<Generator> generator = nullptr);
 
   Tensor forward(const Tensor& x);
 
-  std::shared_ptr<Linear> proj;   ///< "proj": Linear(d_model, vocab)
+  std::shared_ptr<Linear> proj;  ///< "proj": Linear(d_model, vocab)
 
   std::string type_name() const override { return "Generator"; }
 };

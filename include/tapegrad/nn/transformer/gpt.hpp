@@ -44,32 +44,57 @@ namespace tapegrad::nn::transformer {
 /// A GPT's sizes and choices; nanoGPT's GPTConfig, with the baby GPT's sizes as defaults.
 class GPTConfig {
  public:
-  GPTConfig(std::int64_t vocab_size, std::int64_t block_size) : vocab_size_(vocab_size), block_size_(block_size) {}
+  GPTConfig(std::int64_t vocab_size, std::int64_t block_size)
+      : vocab_size_(vocab_size), block_size_(block_size) {}
   /// Number of token ids (>= 1): rows of the token table, columns of the logits.
-  GPTConfig& vocab_size(std::int64_t v) { vocab_size_ = v; return *this; }
+  GPTConfig& vocab_size(std::int64_t v) {
+    vocab_size_ = v;
+    return *this;
+  }
   std::int64_t vocab_size() const { return vocab_size_; }
   /// The longest context (>= 1): rows of the position table.
-  GPTConfig& block_size(std::int64_t v) { block_size_ = v; return *this; }
+  GPTConfig& block_size(std::int64_t v) {
+    block_size_ = v;
+    return *this;
+  }
   std::int64_t block_size() const { return block_size_; }
   /// Number of Blocks (>= 1; default 4).
-  GPTConfig& n_layer(std::int64_t v) { n_layer_ = v; return *this; }
+  GPTConfig& n_layer(std::int64_t v) {
+    n_layer_ = v;
+    return *this;
+  }
   std::int64_t n_layer() const { return n_layer_; }
   /// Attention heads per Block (>= 1, dividing n_embd; default 4).
-  GPTConfig& n_head(std::int64_t v) { n_head_ = v; return *this; }
+  GPTConfig& n_head(std::int64_t v) {
+    n_head_ = v;
+    return *this;
+  }
   std::int64_t n_head() const { return n_head_; }
   /// Width C of the residual stream (>= 1; default 128).
-  GPTConfig& n_embd(std::int64_t v) { n_embd_ = v; return *this; }
+  GPTConfig& n_embd(std::int64_t v) {
+    n_embd_ = v;
+    return *this;
+  }
   std::int64_t n_embd() const { return n_embd_; }
   /// Dropout probability after the embeddings, on the attention weights and after each residual
   /// branch, in [0, 1] (default 0).
-  GPTConfig& dropout(double v) { dropout_ = v; return *this; }
+  GPTConfig& dropout(double v) {
+    dropout_ = v;
+    return *this;
+  }
   double dropout() const { return dropout_; }
   /// "learned" (an Embedding of positions, GPT-2; default) or "sinusoidal" (the seeds' fixed table
   /// added to the token embedding scaled by sqrt(n_embd)).
-  GPTConfig& position(std::string v) { position_ = std::move(v); return *this; }
+  GPTConfig& position(std::string v) {
+    position_ = std::move(v);
+    return *this;
+  }
   const std::string& position() const { return position_; }
   /// The GELU of the MLPs: "none" (erf, nanoGPT's nn.GELU(); default) or "tanh" (GPT-2's).
-  GPTConfig& gelu(std::string v) { gelu_ = std::move(v); return *this; }
+  GPTConfig& gelu(std::string v) {
+    gelu_ = std::move(v);
+    return *this;
+  }
   const std::string& gelu() const { return gelu_; }
 
  private:
@@ -99,12 +124,12 @@ class CausalSelfAttention : public Module {
 class MLP : public Module {
  public:
   MLP(const GPTConfig& config, std::shared_ptr<Generator> generator);
-  Tensor forward(const Tensor& x);         ///< (B, T, C) -> (B, T, C)
+  Tensor forward(const Tensor& x);  ///< (B, T, C) -> (B, T, C)
 
-  std::shared_ptr<Linear> c_fc;            ///< "c_fc"
-  std::shared_ptr<GELU> gelu;              ///< "gelu"
-  std::shared_ptr<Linear> c_proj;          ///< "c_proj": a residual projection
-  std::shared_ptr<Dropout> dropout;        ///< "dropout"
+  std::shared_ptr<Linear> c_fc;      ///< "c_fc"
+  std::shared_ptr<GELU> gelu;        ///< "gelu"
+  std::shared_ptr<Linear> c_proj;    ///< "c_proj": a residual projection
+  std::shared_ptr<Dropout> dropout;  ///< "dropout"
 };
 
 /// One pre-LayerNorm Transformer block: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)).
@@ -126,13 +151,15 @@ class GPTTransformer : public Module {
  public:
   GPTTransformer(const GPTConfig& config, std::shared_ptr<Generator> generator);
 
-  std::shared_ptr<Embedding> wte;                 ///< "wte", learned positions: the token table
-  std::shared_ptr<Embedding> wpe;                 ///< "wpe", learned positions: (block_size, C)
-  std::shared_ptr<Dropout> drop;                  ///< "drop", learned positions
-  std::shared_ptr<Embeddings> wte_scaled;         ///< "wte", sinusoidal: table * sqrt(C) ("wte.lut.weight")
-  std::shared_ptr<PositionalEncoding> wpe_table;  ///< "wpe", sinusoidal: buffer "wpe.pe" and its dropout
-  std::shared_ptr<ModuleList> h;                  ///< "h": n_layer Blocks
-  std::shared_ptr<LayerNorm> ln_f;                ///< "ln_f"
+  std::shared_ptr<Embedding> wte;  ///< "wte", learned positions: the token table
+  std::shared_ptr<Embedding> wpe;  ///< "wpe", learned positions: (block_size, C)
+  std::shared_ptr<Dropout> drop;   ///< "drop", learned positions
+  std::shared_ptr<Embeddings>
+      wte_scaled;  ///< "wte", sinusoidal: table * sqrt(C) ("wte.lut.weight")
+  std::shared_ptr<PositionalEncoding>
+      wpe_table;                    ///< "wpe", sinusoidal: buffer "wpe.pe" and its dropout
+  std::shared_ptr<ModuleList> h;    ///< "h": n_layer Blocks
+  std::shared_ptr<LayerNorm> ln_f;  ///< "ln_f"
 
   std::string type_name() const override { return "ModuleDict"; }
 };
@@ -142,18 +169,30 @@ class GenerateOptions {
  public:
   explicit GenerateOptions(std::int64_t max_new_tokens) : max_new_tokens_(max_new_tokens) {}
   /// Tokens to append (>= 0).
-  GenerateOptions& max_new_tokens(std::int64_t v) { max_new_tokens_ = v; return *this; }
+  GenerateOptions& max_new_tokens(std::int64_t v) {
+    max_new_tokens_ = v;
+    return *this;
+  }
   std::int64_t max_new_tokens() const { return max_new_tokens_; }
   /// Logits are divided by it before the softmax (> 0; default 1). Small: nearly greedy.
-  GenerateOptions& temperature(double v) { temperature_ = v; return *this; }
+  GenerateOptions& temperature(double v) {
+    temperature_ = v;
+    return *this;
+  }
   double temperature() const { return temperature_; }
   /// Sample only among the k most likely tokens (>= 1; ties at the k-th value are kept, as
   /// nanoGPT's torch.topk threshold does). Unset: all tokens. top_k(1) is greedy decoding.
-  GenerateOptions& top_k(std::optional<std::int64_t> v) { top_k_ = v; return *this; }
+  GenerateOptions& top_k(std::optional<std::int64_t> v) {
+    top_k_ = v;
+    return *this;
+  }
   std::optional<std::int64_t> top_k() const { return top_k_; }
   /// Keep the keys and values of earlier positions (default true): each new token then costs one
   /// position. false re-runs the model on the whole context for every token (same tokens).
-  GenerateOptions& use_cache(bool v) { use_cache_ = v; return *this; }
+  GenerateOptions& use_cache(bool v) {
+    use_cache_ = v;
+    return *this;
+  }
   bool use_cache() const { return use_cache_; }
 
  private:
@@ -203,15 +242,16 @@ class GPT : public Module {
   /// The token table (vocab_size, C), the same Parameter as lm_head.weight.
   Parameter token_embedding() const;
 
-  std::shared_ptr<GPTTransformer> transformer;   ///< "transformer"
-  std::shared_ptr<TiedLinear> lm_head;           ///< "lm_head": weight is the token table
+  std::shared_ptr<GPTTransformer> transformer;  ///< "transformer"
+  std::shared_ptr<TiedLinear> lm_head;          ///< "lm_head": weight is the token table
 
  private:
-  Tensor embed(const IndexArray& idx);           // tokens + positions, (B, T, C)
+  Tensor embed(const IndexArray& idx);  // tokens + positions, (B, T, C)
   void init_weights();
-  struct KVCache;                                // gpt_generate.cpp
-  Array cached_logits(const IndexArray& tokens, KVCache& cache);   // appends tokens (B, n); (B, vocab)
-  Array uncached_logits(const IndexArray& window);                 // the whole window again; (B, vocab)
+  struct KVCache;  // gpt_generate.cpp
+  Array cached_logits(const IndexArray& tokens,
+                      KVCache& cache);              // appends tokens (B, n); (B, vocab)
+  Array uncached_logits(const IndexArray& window);  // the whole window again; (B, vocab)
 
   GPTConfig config_;
   std::shared_ptr<Generator> generator_;

@@ -20,7 +20,8 @@ namespace tapegrad::nn::transformer {
 
 /// src (B, Ts) -> (B, max_len) token ids, each row starting with start_symbol (the tutorial
 /// decodes one row; every row here is decoded independently, side by side). max_len >= 1.
-IndexArray greedy_decode(EncoderDecoder& model, const IndexArray& src, const std::optional<Mask>& src_mask,
-                         std::int64_t max_len, std::int64_t start_symbol);
+IndexArray greedy_decode(EncoderDecoder& model, const IndexArray& src,
+                         const std::optional<Mask>& src_mask, std::int64_t max_len,
+                         std::int64_t start_symbol);
 
 }  // namespace tapegrad::nn::transformer

@@ -21,7 +21,8 @@ namespace tapegrad::nn::transformer {
 
 class InputEmbedding : public Module {
  public:
-  InputEmbedding(std::shared_ptr<Embeddings> embeddings, std::shared_ptr<PositionalEncoding> position);
+  InputEmbedding(std::shared_ptr<Embeddings> embeddings,
+                 std::shared_ptr<PositionalEncoding> position);
 
   Tensor forward(const IndexArray& ids);
 

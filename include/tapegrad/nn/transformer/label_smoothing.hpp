@@ -29,10 +29,10 @@ class LabelSmoothing : public Module {
   /// ShapeError for other shapes, IndexError for a target out of range.
   Tensor forward(const Tensor& x, const IndexArray& target);
 
-  Array true_dist;   ///< the target distribution of the last forward, (N, size)
+  Array true_dist;  ///< the target distribution of the last forward, (N, size)
 
   std::string type_name() const override { return "LabelSmoothing"; }
-  void extra_repr(std::ostream& os) const override;   ///< "size=11, padding_idx=0, smoothing=0.0"
+  void extra_repr(std::ostream& os) const override;  ///< "size=11, padding_idx=0, smoothing=0.0"
 
  private:
   std::int64_t size_, padding_idx_;

@@ -19,22 +19,40 @@ namespace tapegrad::nn::transformer {
 class TransformerOptions {
  public:
   /// Number of encoder layers and of decoder layers.
-  TransformerOptions& N(std::int64_t v) { N_ = v; return *this; }
+  TransformerOptions& N(std::int64_t v) {
+    N_ = v;
+    return *this;
+  }
   std::int64_t N() const { return N_; }
   /// Width of every activation, embedding and attention output.
-  TransformerOptions& d_model(std::int64_t v) { d_model_ = v; return *this; }
+  TransformerOptions& d_model(std::int64_t v) {
+    d_model_ = v;
+    return *this;
+  }
   std::int64_t d_model() const { return d_model_; }
   /// Inner width of the feed-forward networks.
-  TransformerOptions& d_ff(std::int64_t v) { d_ff_ = v; return *this; }
+  TransformerOptions& d_ff(std::int64_t v) {
+    d_ff_ = v;
+    return *this;
+  }
   std::int64_t d_ff() const { return d_ff_; }
   /// Number of attention heads; must divide d_model.
-  TransformerOptions& h(std::int64_t v) { h_ = v; return *this; }
+  TransformerOptions& h(std::int64_t v) {
+    h_ = v;
+    return *this;
+  }
   std::int64_t h() const { return h_; }
   /// Dropout probability everywhere (embeddings, attention weights, sub-layer outputs, FFN).
-  TransformerOptions& dropout(double v) { dropout_ = v; return *this; }
+  TransformerOptions& dropout(double v) {
+    dropout_ = v;
+    return *this;
+  }
   double dropout() const { return dropout_; }
   /// Which LayerNorm the sub-layers and the stacks use (default: the tutorial's).
-  TransformerOptions& layer_norm(LayerNormVariant v) { layer_norm_ = v; return *this; }
+  TransformerOptions& layer_norm(LayerNormVariant v) {
+    layer_norm_ = v;
+    return *this;
+  }
   LayerNormVariant layer_norm() const { return layer_norm_; }
 
  private:

@@ -20,13 +20,14 @@ namespace tapegrad::nn::transformer {
 
 class SublayerConnection : public Module {
  public:
-  SublayerConnection(std::int64_t size, double dropout, LayerNormVariant norm = LayerNormVariant::annotated,
+  SublayerConnection(std::int64_t size, double dropout,
+                     LayerNormVariant norm = LayerNormVariant::annotated,
                      std::shared_ptr<Generator> generator = nullptr);
 
   Tensor forward(const Tensor& x, const std::function<Tensor(const Tensor&)>& sublayer);
 
-  std::shared_ptr<LayerNorm> norm;    ///< "norm"
-  std::shared_ptr<Dropout> dropout;   ///< "dropout", on the sub-layer's output
+  std::shared_ptr<LayerNorm> norm;   ///< "norm"
+  std::shared_ptr<Dropout> dropout;  ///< "dropout", on the sub-layer's output
 
   std::string type_name() const override { return "SublayerConnection"; }
 };
