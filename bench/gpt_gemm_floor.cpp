@@ -10,13 +10,22 @@
 //   dQ = dS K, dK = dS^T Q backward, each head read in place (leading dimension 3C, as a fused
 //   qkv); then the head (C -> vocab) forward and both backward products.
 // Each is one cblas_sgemm call on buffers laid out as the step's (one set per block, each head read
-// in place in a (N, 3C) qkv); OpenBLAS uses --threads threads. The whole list is
-// timed 30 times after 5 warm-ups; the median is the floor.
+// in place in a (N, 3C) qkv). The whole list is timed 30 times after 5 warm-ups; the median is the
+// floor.
+//
+// Threads: OpenBLAS runs single-threaded, and with --threads T each of T threads runs every T-th
+// product of the list, on a copy of the step's buffers of its own; the time is until the last
+// thread is done. So the floor at T threads is what T cores get through when each does nothing but
+// single-threaded sgemm, which is how tapegrad runs its products (and faster than handing each
+// product to OpenBLAS's own threads: the attention's products are 64 x 64 x 32, too small to split,
+// and OpenBLAS's threading measured slower than one thread on them). The order of the products
+// and which of them depend on which are ignored: a real step cannot do better.
 #include <cblas.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -45,41 +54,11 @@ float* buffer(std::size_t n) {
   storage.emplace_back(n, 0.01f);
   return storage.back().data();
 }
-}  // namespace
 
-int main(int argc, char** argv) {
-  int threads = 1, B = 12, T = 64, L = 4, H = 4, C = 128, vocab = 114;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (k == "--threads")
-      threads = v;
-    else if (k == "--batch-size")
-      B = v;
-    else if (k == "--block-size")
-      T = v;
-    else if (k == "--n-layer")
-      L = v;
-    else if (k == "--n-head")
-      H = v;
-    else if (k == "--n-embd")
-      C = v;
-    else if (k == "--vocab")
-      vocab = v;
-    else {
-      std::fprintf(stderr, "gpt_gemm_floor: unknown option %s\n", argv[i]);
-      return 2;
-    }
-  }
-  if (threads < 1 || B < 1 || T < 1 || L < 1 || H < 1 || C < 1 || vocab < 1 || C % H != 0) {
-    std::fprintf(stderr,
-                 "gpt_gemm_floor: expected positive sizes and n_embd a multiple of n_head\n");
-    return 2;
-  }
-  openblas_set_num_threads(threads);
+// The products of one training step (see the top of the file), on buffers of their own.
+std::vector<Product> step_products(int B, int T, int L, int H, int C, int vocab) {
   const int N = B * T, hs = C / H;
   std::vector<Product> products;
-  double flops = 0.0;
   struct Linear {
     float *x, *w, *y, *dy, *dx, *dw;
   };
@@ -126,11 +105,61 @@ int main(int argc, char** argv) {
     linear(4 * C, C, g, dg);
   }
   linear(C, vocab, x, buffer(std::size_t(N) * C));
+  return products;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1, B = 12, T = 64, L = 4, H = 4, C = 128, vocab = 114;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (k == "--threads")
+      threads = v;
+    else if (k == "--batch-size")
+      B = v;
+    else if (k == "--block-size")
+      T = v;
+    else if (k == "--n-layer")
+      L = v;
+    else if (k == "--n-head")
+      H = v;
+    else if (k == "--n-embd")
+      C = v;
+    else if (k == "--vocab")
+      vocab = v;
+    else {
+      std::fprintf(stderr, "gpt_gemm_floor: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (threads < 1 || B < 1 || T < 1 || L < 1 || H < 1 || C < 1 || vocab < 1 || C % H != 0) {
+    std::fprintf(stderr,
+                 "gpt_gemm_floor: expected positive sizes and n_embd a multiple of n_head\n");
+    return 2;
+  }
+  openblas_set_num_threads(1);
+  // One copy of the step per thread: thread t runs products t, t + T, t + 2T, ... of its copy.
+  std::vector<std::vector<Product>> copies;
+  for (int t = 0; t < threads; ++t) copies.push_back(step_products(B, T, L, H, C, vocab));
+  const std::vector<Product>& products = copies.front();
+  double flops = 0.0;
   for (const Product& p : products) flops += 2.0 * double(p.M) * double(p.N) * double(p.K);
   std::vector<double> seconds;
   for (int it = 0; it < 35; ++it) {
     const double t0 = bench::now_seconds();
-    for (Product& p : products) run(p);
+    if (threads == 1) {
+      for (const Product& p : products) run(p);
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&copies, t, threads] {
+          const std::vector<Product>& list = copies[std::size_t(t)];
+          for (std::size_t i = std::size_t(t); i < list.size(); i += std::size_t(threads))
+            run(list[i]);
+        });
+      for (std::thread& th : pool) th.join();
+    }
     if (it >= 5) seconds.push_back(bench::now_seconds() - t0);
   }
   const bench::Stats s = bench::stats(seconds);
