@@ -86,6 +86,25 @@ Tensor loss_of(nn::transformer::EncoderDecoder& model, nn::transformer::LabelSmo
   return criterion.forward(ops::reshape(logp, {-1, V}), flat_y) / static_cast<double>(b.ntokens);
 }
 
+// The training FLOPs per target token, counted as nanoGPT's estimate_mfu counts a GPT's: the
+// multiply-adds of one forward pass through every matrix product (the attention's two included),
+// times 2 (a multiply and an add) times 3 (backward does two products for each of forward's).
+// Per row of a batch: the encoder reads S = seq_len source ids, the decoder T = seq_len - 1 ids,
+// and the row predicts T target tokens. bench/copy_task_compare divides it by the machine's sgemm
+// peak to get the model-FLOPs utilisation.
+double flops_per_target_token(const Settings& s) {
+  const double d = double(s.d_model), f = double(s.d_ff), V = double(s.vocab);
+  const double S = double(s.seq_len), T = double(s.seq_len - 1);
+  // An encoder layer: the q, k, v and output projections and the feed-forward, then Q K^T and P V.
+  const double encoder = S * (4 * d * d + 2 * d * f) + 2 * S * S * d;
+  // A decoder layer: the same on the T target positions, and the source attention: its q and
+  // output projections on the target, k and v on the memory (the encoder's output, S positions).
+  const double self_and_ff = T * (4 * d * d + 2 * d * f) + 2 * T * T * d;
+  const double source = T * 2 * d * d + S * 2 * d * d + 2 * T * S * d;
+  const double generator = T * d * V;
+  return 6.0 * (double(s.layers) * (encoder + self_and_ff + source) + generator) / T;
+}
+
 std::string ids_str(const IndexArray& ids) {
   std::ostringstream os;
   for (std::size_t i = 0; i < ids.size(); ++i) os << (i ? " " : "") << ids.data()[i];
@@ -153,7 +172,9 @@ int main(int argc, char** argv) {
   std::cout << "copy task: V=" << s.vocab << " N=" << s.layers << " d_model=" << s.d_model
             << " d_ff=" << s.d_ff << " h=" << s.heads << " dropout=" << s.dropout << ", "
             << n_params << " parameters; " << s.epochs << " epochs x " << s.batches
-            << " batches of " << s.batch_size << ", threads=" << s.threads << '\n';
+            << " batches of " << s.batch_size << ", threads=" << s.threads << "; " << std::fixed
+            << std::setprecision(3) << flops_per_target_token(s) / 1e6 << std::defaultfloat
+            << " MFLOP per target token\n";
 
   using clock = std::chrono::steady_clock;
   double first_loss = 0.0, last_loss = 0.0;
