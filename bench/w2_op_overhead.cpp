@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
   const bench::Stats s = bench::stats(total);
   std::printf(
       "W2 threads=%d median_us_per_op=%.3f min_us_per_op=%.3f max_us_per_op=%.3f "
-      "fwd_us_per_op=%.3f "
-      "bwd_us_per_op=%.3f n=%d warmup=%d\n",
+      "fwd_us_per_op=%.3f bwd_us_per_op=%.3f n=%d warmup=%d\n",
       args.threads, s.median * k, s.min * k, s.max * k, bench::stats(fwd).median * k,
       bench::stats(bwd).median * k, iters, warmup);
   return 0;

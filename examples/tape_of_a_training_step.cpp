@@ -117,8 +117,7 @@ int main() {
                   same_bits(pe.data(), before.at("pos.pe")) && !pe.has_grad();
   std::cout << '\n'
             << (ok ? "As expected: the tape is empty, exactly the rows of the batch's words got a "
-                     "gradient and "
-                     "moved, the padding row is still zero and pe is unchanged.\n"
+                     "gradient and moved, the padding row is still zero and pe is unchanged.\n"
                    : "UNEXPECTED: see the tables above.\n");
   return ok ? 0 : 1;
 }

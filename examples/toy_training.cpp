@@ -222,9 +222,8 @@ int run(Settings s, const std::set<std::string>& given) {
 int main(int argc, char** argv) {
   CLI::App app(
       "Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and "
-      "shows, "
-      "with measured facts, that the embeddings learn while the positional encoding stays fixed. "
-      "Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
+      "shows, with measured facts, that the embeddings learn while the positional encoding stays "
+      "fixed. Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
   Settings settings;
   add_flags(app, settings);
   try {

@@ -22,9 +22,9 @@ namespace tapegrad {
 
 namespace {
 void check_defined(const std::shared_ptr<TensorImpl>& impl) {
-  check<ValueError>(impl != nullptr,
-                    "Tensor: expected a defined tensor, got an empty handle; "
-                    "construct it from an Array first");
+  check<ValueError>(
+      impl != nullptr,
+      "Tensor: expected a defined tensor, got an empty handle; construct it from an Array first");
 }
 }  // namespace
 
@@ -108,8 +108,8 @@ const Array& Tensor::grad() const {
                     " has a row-sparse gradient; use sparse_grad() or grad_dense()");
   if (!impl_->grad.has_value())
     fail<AutogradError>("Tensor::grad: ", describe(),
-                        " has no gradient; call backward() on a loss that depends on it first "
-                        "(or check has_grad())");
+                        " has no gradient; call backward() on a loss that depends on it first (or "
+                        "check has_grad())");
   return *impl_->grad;
 }
 
@@ -244,11 +244,10 @@ void Tensor::set_grad(Array g) const {
 
 void Tensor::backward(bool retain_graph) const {
   check_defined(impl_);
-  check<AutogradError>(
-      numel() == 1,
-      "grad can be implicitly created only for scalar outputs | backward: expected a loss "
-      "with one element, got shape ",
-      shape(), "; reduce it first (ops::sum, ops::mean) or pass grad_output");
+  check<AutogradError>(numel() == 1,
+                       "grad can be implicitly created only for scalar outputs | backward: "
+                       "expected a loss with one element, got shape ",
+                       shape(), "; reduce it first (ops::sum, ops::mean) or pass grad_output");
   Array seed = Array::from_shape(shape());
   seed.data()[0] = 1.0f;
   autograd::detail::backward(*this, std::move(seed), retain_graph);

@@ -23,12 +23,10 @@ TEST_SUITE("parameter") {
     Buffer b(Array{1.f, 2.f});
     b.set_name("pos.pe");
     CHECK_FALSE(b.requires_grad());
-    CHECK_THROWS_WITH_AS(
-        b.requires_grad_(true),
-        doctest::Contains(
-            "Buffer 'pos.pe' (2,): expected requires_grad=false, got true; register it as "
-            "a Parameter to train it"),
-        ValueError);
+    CHECK_THROWS_WITH_AS(b.requires_grad_(true),
+                         doctest::Contains("Buffer 'pos.pe' (2,): expected requires_grad=false, "
+                                           "got true; register it as a Parameter to train it"),
+                         ValueError);
     CHECK_THROWS_WITH_AS(b.accumulate_grad(Array{1.f, 1.f}),
                          doctest::Contains("is a Buffer and never has a gradient"), AutogradError);
   }

@@ -66,9 +66,8 @@ TEST_SUITE("sizes") {
     // tried to allocate 4398046511104 bytes."
     CHECK_THROWS_WITH_AS(
         nn::Linear(std::int64_t(1) << 40, 1),
-        doctest::Contains(
-            "you tried to allocate 4398046511104 bytes. | Linear: weight: an array of "
-            "shape (1, 1099511627776) needs 4.0 TiB"),
+        doctest::Contains("you tried to allocate 4398046511104 bytes. | Linear: weight: an array "
+                          "of shape (1, 1099511627776) needs 4.0 TiB"),
         OutOfMemoryError);
     CHECK_THROWS_AS(randn(Shape{std::size_t(1) << 20, std::size_t(1) << 20}), OutOfMemoryError);
   }

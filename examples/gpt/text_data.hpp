@@ -172,10 +172,10 @@ inline Split split_entries(const std::vector<std::u32string>& entries, double va
                            std::uint64_t seed) {
   const std::size_t n = entries.size();
   if (n < 2)
-    throw std::runtime_error(
-        "the text has " + std::to_string(n) + " entr" + (n == 1 ? "y" : "ies") +
-        "; a train/validation split needs at least 2 (entries are separated by lines "
-        "holding only %, or by blank lines)");
+    throw std::runtime_error("the text has " + std::to_string(n) + " entr" +
+                             (n == 1 ? "y" : "ies") +
+                             "; a train/validation split needs at least 2 (entries are separated "
+                             "by lines holding only %, or by blank lines)");
   if (!(val_fraction > 0.0 && val_fraction < 1.0))
     throw std::runtime_error("expected a validation fraction in (0, 1), got " +
                              std::to_string(val_fraction));

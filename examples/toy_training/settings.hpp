@@ -81,8 +81,8 @@ inline void add_flags(CLI::App& app, Settings& s) {
   app.add_option("--out", s.out, "folder for the pictures, their data and the checkpoint")
       ->capture_default_str();
   app.add_option("--checkpoint", s.checkpoint,
-                 "where to save the trained model and optimizer state "
-                 "(default: <out>/checkpoint.safetensors)");
+                 "where to save the trained model and optimizer state (default: "
+                 "<out>/checkpoint.safetensors)");
   app.add_option("--resume", s.resume,
                  "continue the run saved in this checkpoint (its settings are used)");
 }

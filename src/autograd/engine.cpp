@@ -41,12 +41,9 @@ thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
 
 constexpr const char* kSecondTime =
     "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have "
-    "already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or "
-    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second "
-    "time or if "
-    "you need to access saved tensors after calling backward.";
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.";
 
 using Impl = std::shared_ptr<TensorImpl>;
 EntryBase& entry_of(const Impl& t) { return *t->grad_fn; }
@@ -117,13 +114,13 @@ void check_saved_versions(const EntryBase& e) {
     const SavedTensor& s = e.saved[i];
     if (s.tensor.version() != s.version)
       fail<AutogradError>(
-          "one of the variables needed for gradient computation has been modified by an "
-          "inplace operation | ",
+          "one of the variables needed for gradient computation has been modified by an inplace "
+          "operation | ",
           e.op, " (entry #", e.seq,
           "): ", s.is_output ? "its output " + str(s.tensor.shape()) : s.tensor.describe(),
           " is at version ", s.tensor.version(), "; expected version ", s.version,
-          ". It was written in place (an optimizer step, a max_norm renorm, "
-          "mutable_data()) after the forward pass used it; do that after backward()");
+          ". It was written in place (an optimizer step, a max_norm renorm, mutable_data()) after "
+          "the forward pass used it; do that after backward()");
   }
 }
 
@@ -188,18 +185,17 @@ struct WalkScope {
 
 void expect_reached(const TensorImpl& t, const char* op) {
   if (current_walk != 0 && t.grad_fn->walk == current_walk) return;
-  fail<AutogradError>(
-      op, ": added a gradient into the output of '", t.grad_fn->op, "' (entry #", t.grad_fn->seq,
-      "), which is not one of the inputs its entry recorded; list every tensor a backward closure "
-      "adds into among the op's inputs in autograd::record");
+  fail<AutogradError>(op, ": added a gradient into the output of '", t.grad_fn->op, "' (entry #",
+                      t.grad_fn->seq,
+                      "), which is not one of the inputs its entry recorded; list every tensor a "
+                      "backward closure adds into among the op's inputs in autograd::record");
 }
 
 void backward(const Tensor& root, Array seed, bool retain_graph) {
-  check<AutogradError>(
-      root.requires_grad(),
-      "element 0 of tensors does not require grad and does not have a grad_fn | backward: "
-      "the loss depends on no tensor that requires grad (computed under NoGradGuard, "
-      "or all parameters frozen?)");
+  check<AutogradError>(root.requires_grad(),
+                       "element 0 of tensors does not require grad and does not have a grad_fn | "
+                       "backward: the loss depends on no tensor that requires grad (computed under "
+                       "NoGradGuard, or all parameters frozen?)");
   if (seed.shape() != root.shape())
     fail<ShapeError>("backward: expected a seed of the loss's shape ", root.shape(), " for ",
                      root.describe(), ", got ", seed.shape());

@@ -539,10 +539,10 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module,
                     " and first_bucket_cap_mb ", options.first_bucket_cap_mb());
   {
     std::lock_guard lock(wrapped_mutex);
-    check<DistributedError>(
-        std::find(wrapped.begin(), wrapped.end(), &module) == wrapped.end(), where,
-        ": this module is already wrapped by another DistributedDataParallel; wrap it once "
-        "(two would each average every gradient)");
+    check<DistributedError>(std::find(wrapped.begin(), wrapped.end(), &module) == wrapped.end(),
+                            where,
+                            ": this module is already wrapped by another DistributedDataParallel; "
+                            "wrap it once (two would each average every gradient)");
   }
   s.module = &module;
   s.check_in_sync = options.check_in_sync();
@@ -562,11 +562,10 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module,
     if (!d.empty()) problems += (problems.empty() ? "" : "; ") + d;
   }
   if (!problems.empty())
-    fail<DistributedError>(
-        where,
-        ": expected the same parameters and buffers on every rank (every rank must "
-        "build the same model), got: ",
-        problems);
+    fail<DistributedError>(where,
+                           ": expected the same parameters and buffers on every rank (every rank "
+                           "must build the same model), got: ",
+                           problems);
 
   // 2. Every rank starts from rank 0's values (PyTorch's _sync_module_states).
   for (const Parameter& p : module.parameters())
@@ -711,11 +710,10 @@ void expect_in_sync(const nn::Module& module, const std::string& where) {
   if (ranks.empty()) return;
   std::ostringstream os;
   for (std::size_t k = 0; k < ranks.size(); ++k) os << (k ? ", " : "") << ranks[k];
-  fail<InvariantError>(
-      where, ": expected every rank to hold the same bits, got ", names[first],
-      " (and perhaps others) different from rank 0's on rank ", os.str(),
-      "; the ranks have diverged (did a rank step its optimizer on gradients that were not "
-      "averaged, or change the weights outside the training step?)");
+  fail<InvariantError>(where, ": expected every rank to hold the same bits, got ", names[first],
+                       " (and perhaps others) different from rank 0's on rank ", os.str(),
+                       "; the ranks have diverged (did a rank step its optimizer on gradients that "
+                       "were not averaged, or change the weights outside the training step?)");
 }
 
 }  // namespace tapegrad::distributed

@@ -58,8 +58,7 @@ extern "C" void on_sigterm(int sig) {
 void install_sigterm_handler() {
   std::snprintf(sigterm_header, sizeof sigterm_header,
                 "tapegrad.distributed: rank %d of %d (pid %d) stopped by SIGTERM: mpirun ends "
-                "every rank when "
-                "one fails; its own message says which rank and why.\n",
+                "every rank when one fails; its own message says which rank and why.\n",
                 this_rank, this_size, static_cast<int>(::getpid()));
   sigterm_header_len = std::strlen(sigterm_header);
   struct sigaction current {};
@@ -73,14 +72,10 @@ void install_sigterm_handler() {
 
 const char* level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE:
-      return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED:
-      return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED:
-      return "MPI_THREAD_SERIALIZED";
-    default:
-      return "MPI_THREAD_MULTIPLE";
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    default: return "MPI_THREAD_MULTIPLE";
   }
 }
 
@@ -92,8 +87,8 @@ void open_mpi(int* argc, char*** argv) {
   if (finalized) {
     --environments;
     fail<DistributedError>(
-        "distributed::Environment: MPI was already closed in this process (MPI_Finalize); "
-        "it cannot be opened twice: keep one Environment for the whole of main");
+        "distributed::Environment: MPI was already closed in this process (MPI_Finalize); it "
+        "cannot be opened twice: keep one Environment for the whole of main");
   }
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
@@ -182,8 +177,8 @@ void wait(MPI_Request& request, const char* where) {
     if (waited > limit)
       fail<DistributedError>(
           where, ": rank ", this_rank, " of ", this_size, " waited ", limit,
-          " s for the other ranks (distributed::timeout()); one of them has died or is stuck, "
-          "or they did not all call the same collectives in the same order");
+          " s for the other ranks (distributed::timeout()); one of them has died or is stuck, or "
+          "they did not all call the same collectives in the same order");
   }
 }
 
@@ -215,10 +210,8 @@ Environment::~Environment() {
   if (std::uncaught_exceptions() > 0 && this_size > 1)
     abort(
         "an exception is leaving the scope of distributed::Environment: ending the whole job "
-        "(MPI_Abort) so "
-        "that the other ranks do not wait for this one. To see its message here, catch it inside "
-        "that scope "
-        "and call distributed::abort(e.what())");
+        "(MPI_Abort) so that the other ranks do not wait for this one. To see its message here, "
+        "catch it inside that scope and call distributed::abort(e.what())");
   close_mpi();
 }
 

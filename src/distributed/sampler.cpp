@@ -26,9 +26,8 @@ DistributedSampler::DistributedSampler(std::int64_t dataset_size, DistributedSam
                     num_replicas_);
   check<ValueError>(0 <= rank_ && rank_ < num_replicas_, "Invalid rank ", rank_,
                     ", rank should be in the interval [0, ", num_replicas_ - 1,
-                    "] | DistributedSampler: expected a "
-                    "rank in [0, ",
-                    num_replicas_, "), got ", rank_);
+                    "] | DistributedSampler: expected a rank in [0, ", num_replicas_, "), got ",
+                    rank_);
   const std::int64_t n = num_replicas_;
   if (options.drop_last() && dataset_size % n != 0)
     num_samples_ = (dataset_size - n + n - 1) / n;  // ceil((size - N) / N): the tail is dropped
@@ -74,9 +73,8 @@ std::int64_t local_batch_size(std::int64_t global_batch_size, int world_size, bo
   const char* where = "distributed::local_batch_size";
   check<ValueError>(world_size >= 1, where, ": expected a world size >= 1, got ", world_size);
   check<ValueError>(global_batch_size >= world_size, where,
-                    ": expected a global batch of at least one example per "
-                    "rank (",
-                    world_size, " ranks), got ", global_batch_size);
+                    ": expected a global batch of at least one example per rank (", world_size,
+                    " ranks), got ", global_batch_size);
   const std::int64_t local = global_batch_size / world_size;
   if (exact && global_batch_size % world_size != 0)
     fail<ValueError>(where, ": expected a global batch that divides by the world size ", world_size,

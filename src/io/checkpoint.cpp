@@ -164,8 +164,7 @@ void load_optimizer(optim::Optimizer& optimizer, const std::string& path,
     invalid_checkpoint(
         where,
         "expected __metadata__ 'lr_scheduler' for the scheduler given, got none; the file was "
-        "saved "
-        "without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
+        "saved without a scheduler (save_optimizer(optimizer, path, &scheduler) saves one)");
   load_optimizer_and_scheduler(optimizer, std::move(state), scheduler, scheduler_state);
 }
 
@@ -199,8 +198,8 @@ TrainingCheckpoint& TrainingCheckpoint::add_optimizer(optim::Optimizer& optimize
                       "TrainingCheckpoint::add_optimizer: expected a new optimizer, got the ",
                       optimizer.type_name(), " already tracked");
     check<ValueError>(scheduler == nullptr || t.scheduler != scheduler,
-                      "TrainingCheckpoint::add_optimizer: expected "
-                      "a new scheduler, got one already tracked with another optimizer");
+                      "TrainingCheckpoint::add_optimizer: expected a new scheduler, got one "
+                      "already tracked with another optimizer");
   }
   optimizers_.push_back({&optimizer, scheduler});
   return *this;
@@ -264,8 +263,7 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
   if (file.metadata_value(kTrainingMarkerKey) != kTrainingMarker)
     invalid_checkpoint(where,
                        "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": "
-                       "\"training\"), got a file "
-                       "without that mark",
+                       "\"training\"), got a file without that mark",
                        file.metadata_value("optimizer")
                            ? "; it holds an optimizer: use io::load_optimizer"
                            : "; a model's weights load with io::load");
@@ -358,10 +356,10 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
     const std::string flag =
         rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
     if (!seed || !calls || !(flag.empty() || flag == "reseed"))
-      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key),
-                         " to be \"{seed} {calls}\" (two unsigned integers, "
-                         "then optionally \"reseed\"), got ",
-                         in_quotes(*text));
+      invalid_checkpoint(
+          where, "expected __metadata__ ", in_quotes(key),
+          " to be \"{seed} {calls}\" (two unsigned integers, then optionally \"reseed\"), got ",
+          in_quotes(*text));
     dropout_states.push_back({dropout, *seed, *calls, flag == "reseed"});
   }
   TrainingProgress progress;

@@ -228,8 +228,8 @@ optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, Safetens
   const auto type = file.metadata_value(prefix + "optimizer");
   if (!type)
     invalid_checkpoint(where, "expected __metadata__ ", in_quotes(prefix + "optimizer"),
-                       " naming the optimizer's type, "
-                       "got none; is this an optimizer checkpoint (io::save_optimizer)?");
+                       " naming the optimizer's type, got none; is this an optimizer checkpoint "
+                       "(io::save_optimizer)?");
   out.optimizer = *type;
   const auto groups = file.metadata_value(prefix + "param_groups");
   if (!groups)

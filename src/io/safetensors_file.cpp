@@ -33,8 +33,7 @@ std::span<const std::uint8_t> TensorRecord::bytes() const {
   if (const auto* i = std::get_if<IndexArray>(&data_)) return as_bytes(*i);
   if (const auto* b = std::get_if<std::vector<std::uint8_t>>(&data_)) return *b;
   fail<ValueError>("SafetensorsFile: expected tensor ", in_quotes(name),
-                   " to hold data, got none: take_float moved "
-                   "its values out");
+                   " to hold data, got none: take_float moved its values out");
 }
 
 // Adds a record whose name is new and whose data fits its dtype and shape.

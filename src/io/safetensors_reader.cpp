@@ -145,8 +145,7 @@ std::uint64_t check_header_length(const Source& src, const Refusal& refuse) {
                 " bytes, got ", n);
   if (n > src.size() - 8)
     refuse.fail("InvalidHeaderLength", "expected the ", n,
-                "-byte header to fit in the file after "
-                "its 8-byte length, got a file of ",
+                "-byte header to fit in the file after its 8-byte length, got a file of ",
                 src.size(), " bytes");
   return n;
 }
@@ -187,8 +186,7 @@ ParsedHeader parse_json(std::string_view header, const Refusal& refuse) {
         open_keys.pop_back();
         object_names.pop_back();
         break;
-      default:
-        break;
+      default: break;
     }
     return true;
   };
@@ -196,8 +194,8 @@ ParsedHeader parse_json(std::string_view header, const Refusal& refuse) {
     out.root = json::parse(header.begin(), header.end(), watch);
   } catch (const TooDeep&) {
     refuse.fail("InvalidHeaderDeserialization",
-                "expected a header nested at most 3 deep "
-                "(object, tensor entry, shape array), got deeper nesting");
+                "expected a header nested at most 3 deep (object, tensor entry, shape array), got "
+                "deeper nesting");
   } catch (const json::exception& e) {
     refuse.fail("InvalidHeaderDeserialization",
                 "expected a JSON object, got text that is not JSON (", reason(e), ")");
@@ -233,9 +231,7 @@ Header read_entries(const json& root, const Refusal& refuse) {
     }
     if (!value.is_object())
       refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
-                  " to be an "
-                  "object with dtype, shape and data_offsets, got a ",
-                  value.type_name());
+                  " to be an object with dtype, shape and data_offsets, got a ", value.type_name());
     const auto dtype = value.find("dtype"), shape = value.find("shape"),
                offsets = value.find("data_offsets");
     if (dtype == value.end() || !dtype->is_string())
@@ -243,23 +239,19 @@ Header read_entries(const json& root, const Refusal& refuse) {
                   " to have a string dtype, got ", dtype == value.end() ? "none" : excerpt(*dtype));
     const auto known = dtype_from_name(dtype->get_ref<const std::string&>());
     if (!known)
-      refuse.fail(
-          "InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
-          " to have a "
-          "dtype tapegrad knows (BOOL U8 I8 F8_E5M2 F8_E4M3 I16 U16 F16 BF16 I32 U32 F32 F64 "
-          "I64 U64), got unknown dtype ",
-          excerpt(*dtype));
+      refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
+                  " to have a dtype tapegrad knows (BOOL U8 I8 F8_E5M2 F8_E4M3 I16 U16 F16 BF16 "
+                  "I32 U32 F32 F64 I64 U64), got unknown dtype ",
+                  excerpt(*dtype));
     if (shape == value.end() || !shape->is_array() ||
         !std::all_of(shape->begin(), shape->end(),
                      [](const json& d) { return d.is_number_unsigned(); }))
       refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
-                  " to have a "
-                  "shape of non-negative integers, got ",
+                  " to have a shape of non-negative integers, got ",
                   shape == value.end() ? "none" : excerpt(*shape));
     if (offsets == value.end() || !is_offset_pair(*offsets))
       refuse.fail("InvalidHeaderDeserialization", "expected tensor ", in_quotes(name),
-                  " to have "
-                  "data_offsets of two non-negative integers, got ",
+                  " to have data_offsets of two non-negative integers, got ",
                   offsets == value.end() ? "none" : excerpt(*offsets));
     Shape dims;
     for (const json& d : *shape) dims.push_back(d.get<std::uint64_t>());
@@ -322,14 +314,11 @@ std::uint64_t check_no_overflow(const Entry& e, const Refusal& refuse) {
   const auto size = byte_count(e.shape, dtype_size(e.dtype));
   if (!size)
     refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
-                "'s size in bytes to fit in 64 bits, got "
-                "shape ",
-                e.shape, " of ", dtype_name(e.dtype));
+                "'s size in bytes to fit in 64 bits, got shape ", e.shape, " of ",
+                dtype_name(e.dtype));
   if (!fits_in_strides(e.shape))
     refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
-                "'s non-zero dimensions to multiply to "
-                "less than 2^63, got shape ",
-                e.shape);
+                "'s non-zero dimensions to multiply to less than 2^63, got shape ", e.shape);
   return *size;
 }
 
@@ -360,9 +349,7 @@ std::uint64_t check_tensor_ranges(std::vector<Entry>& entries, const Refusal& re
 void check_buffer_end(std::uint64_t data_size, std::uint64_t last_end, const Refusal& refuse) {
   if (last_end != data_size)
     refuse.fail("MetadataIncompleteBuffer", "expected ", last_end,
-                " bytes of tensor data after the header (the "
-                "last tensor's end), got ",
-                data_size);
+                " bytes of tensor data after the header (the last tensor's end), got ", data_size);
 }
 
 // 11: the tensor's bytes have the checksum the header gives, if it gives one.

@@ -81,17 +81,14 @@ Layout layout(const SafetensorsFile& file, const char* version) {
   };
   const auto add_entry = [&](const std::string& key, const std::string& value) {
     if (is_checksum_key(key)) return add_checksum(key, value);
-    check<ValueError>(!tied_names.contains(key),
-                      "save_safetensors: expected metadata keys other "
-                      "than the names of tied tensors, got ",
-                      in_quotes(key), "; rename the entry");
+    check<ValueError>(
+        !tied_names.contains(key),
+        "save_safetensors: expected metadata keys other than the names of tied tensors, got ",
+        in_quotes(key), "; rename the entry");
     check<ValueError>(
         written_names.contains(key) || !written_names.contains(value),
-        "save_safetensors: expected metadata that cannot be mistaken for a tied tensor, "
-        "got ",
-        in_quotes(key), ": ", in_quotes(value),
-        ", which would read back as an alias of "
-        "tensor ",
+        "save_safetensors: expected metadata that cannot be mistaken for a tied tensor, got ",
+        in_quotes(key), ": ", in_quotes(value), ", which would read back as an alias of tensor ",
         in_quotes(value), "; use add_alias for tied tensors");
     metadata[key] = value;
   };

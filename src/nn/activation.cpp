@@ -9,11 +9,10 @@
 namespace tapegrad::nn {
 
 GELU::GELU(std::string approximate) : approximate_(std::move(approximate)) {
-  check<ValueError>(
-      approximate_ == "none" || approximate_ == "tanh",
-      "approximate argument must be either none or tanh. | GELU: expected approximate \"none\" or "
-      "\"tanh\", got \"",
-      approximate_, "\"");
+  check<ValueError>(approximate_ == "none" || approximate_ == "tanh",
+                    "approximate argument must be either none or tanh. | GELU: expected "
+                    "approximate \"none\" or \"tanh\", got \"",
+                    approximate_, "\"");
 }
 
 Tensor GELU::forward(const Tensor& x) {

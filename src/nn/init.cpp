@@ -10,11 +10,11 @@
 namespace tapegrad::nn::init {
 
 std::pair<double, double> calculate_fan_in_and_fan_out(const Shape& shape) {
-  check<ValueError>(shape.size() >= 2,
-                    "Fan in and fan out can not be computed for tensor with fewer than 2 "
-                    "dimensions | calculate_fan_in_and_fan_out: expected a weight of 2 or more "
-                    "dimensions, got shape ",
-                    shape);
+  check<ValueError>(
+      shape.size() >= 2,
+      "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions | "
+      "calculate_fan_in_and_fan_out: expected a weight of 2 or more dimensions, got shape ",
+      shape);
   double receptive = 1.0;
   for (std::size_t i = 2; i < shape.size(); ++i) receptive *= static_cast<double>(shape[i]);
   return {static_cast<double>(shape[1]) * receptive, static_cast<double>(shape[0]) * receptive};

@@ -12,8 +12,7 @@ namespace tapegrad::nn {
 namespace {
 LayerNormOptions validated(LayerNormOptions o) {
   check<ValueError>(!o.normalized_shape().empty(),
-                    "LayerNorm: expected at least one dimension in normalized_shape, "
-                    "got none");
+                    "LayerNorm: expected at least one dimension in normalized_shape, got none");
   for (std::int64_t n : o.normalized_shape())
     check<ValueError>(n >= 0, "LayerNorm: expected non-negative sizes in normalized_shape, got ",
                       n);

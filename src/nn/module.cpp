@@ -84,10 +84,9 @@ void Module::check_new_name(const std::string& kind, const std::string& name) co
 Parameter Module::register_parameter(std::string name, Parameter p) {
   check_new_name("parameter", name);
   if (!p.defined())
-    fail<ValueError>(
-        context(), ".register_parameter: expected a defined Parameter for '", name,
-        "', got an empty handle; leave an absent parameter unregistered (as Linear does "
-        "with bias=false)");
+    fail<ValueError>(context(), ".register_parameter: expected a defined Parameter for '", name,
+                     "', got an empty handle; leave an absent parameter unregistered (as Linear "
+                     "does with bias=false)");
   parameters_.emplace_back(std::move(name), p);
   relabel_from_root();
   return p;

@@ -96,11 +96,11 @@ void PositionalEncoding::verify() const {
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const float want = expected.data()[i], got = actual.data()[i];
     if (std::memcmp(&want, &got, sizeof(float)) == 0) continue;
-    fail<InvariantError>(
-        context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D, ", ", i % D,
-        "): expected ", want, " (", bits(want), "), got ", got, " (", bits(got),
-        "); pe was modified, or loaded from a table computed another way (PyTorch's "
-        "tutorial code computes it in float32)");
+    fail<InvariantError>(context(), ": pe differs from the sinusoid table at (pos, j) = (", i / D,
+                         ", ", i % D, "): expected ", want, " (", bits(want), "), got ", got, " (",
+                         bits(got),
+                         "); pe was modified, or loaded from a table computed another way "
+                         "(PyTorch's tutorial code computes it in float32)");
   }
 }
 

@@ -12,8 +12,7 @@ namespace tapegrad::nn {
 
 TiedLinear::TiedLinear(Parameter w, bool with_bias) {
   check<ShapeError>(w.defined() && w.dim() == 2,
-                    "TiedLinear: expected a weight of shape (out_features, "
-                    "in_features), got ",
+                    "TiedLinear: expected a weight of shape (out_features, in_features), got ",
                     w.defined() ? str(w.shape()) : std::string("an empty handle"));
   weight = register_parameter("weight", w);
   if (with_bias) bias = register_parameter("bias", Parameter(xt::zeros<float>({w.shape()[0]})));

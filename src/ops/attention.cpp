@@ -177,8 +177,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
       sq, ", ", sk, " and ", sv);
   check<ShapeError>(sk[0] == sq[0] && sv[0] == sq[0] && sv[1] == sk[1] && sk[2] == sq[2], where,
                     ": expected query (B, Tq, h*d_k), key (B, Tk, h*d_k) and value (B, Tk, h*d_v) "
-                    "with the same B, "
-                    "Tk and h*d_k, got shapes ",
+                    "with the same B, Tk and h*d_k, got shapes ",
                     sq, ", ", sk, " and ", sv);
   const std::int64_t h = options.heads();
   check<ValueError>(h >= 1, where, ": expected heads >= 1, got ", h);

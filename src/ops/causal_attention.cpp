@@ -175,24 +175,12 @@ void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, cons
         continue;
       }
       switch (rows) {  // a tile of kR rows, or the last, shorter one
-        case 6:
-          vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
-        case 5:
-          vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
-        case 4:
-          vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
-        case 3:
-          vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
-        case 2:
-          vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
-        default:
-          vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc);
-          break;
+        case 6: vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 5: vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 4: vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 3: vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        case 2: vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
+        default: vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
       }
     }
   }

@@ -320,8 +320,7 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   if (!fits)
     fail<ShapeError>(where,
                      ": expected ids of shape (B, L), weight (num, D) and a table of shape (..., "
-                     "R, D) with R >= L, "
-                     "got ",
+                     "R, D) with R >= L, got ",
                      ids.shape(), ", ", weight.shape(), " and ", rows.shape());
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];

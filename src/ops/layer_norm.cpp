@@ -149,9 +149,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_s
     fail<ValueError>(
         "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
         "element, but got normalized_shape = [] | ",
-        where,
-        ": expected at least one dimension to "
-        "normalise over, got none");
+        where, ": expected at least one dimension to normalise over, got none");
   Shape norm(normalized_shape.size());
   for (std::size_t i = 0; i < normalized_shape.size(); ++i) {
     if (normalized_shape[i] < 0)

@@ -126,11 +126,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         sb[0] == batch || sb[0] == 1 || batch == 1, "The size of tensor a (", batch,
         ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
         ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
-    check<ShapeError>(sb[0] == batch, where,
-                      ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ",
-                      sb,
-                      "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the "
-                      "batch of 1)");
+    check<ShapeError>(
+        sb[0] == batch, where, ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa,
+        " and ", sb,
+        "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the batch of 1)");
     check<ShapeError>(
         sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ",
         k, "] but got: [", sb[0], ", ", sb[1], "]. | ", where,

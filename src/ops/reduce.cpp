@@ -151,8 +151,8 @@ Tensor max(const Tensor& a) {
   // y = max_i a_i (NaN if any a_i is NaN)
   // da_i = dy / k where a_i == y (k = the number of such ties; for a NaN y: where a_i is NaN), else 0
   check<ShapeError>(a.numel() > 0,
-                    "max(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument. | ",
+                    "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+                    "the reduction dim with the 'dim' argument. | ",
                     autograd::where("max"), ": expected a non-empty tensor, got shape ", a.shape());
   const float* pa = a.data().data();
   const std::size_t n = a.numel();

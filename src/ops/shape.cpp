@@ -141,8 +141,8 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
   const std::string where = autograd::where("permute");
   const std::size_t rank = a.dim();
   check<ValueError>(dims.size() == rank,
-                    "permute(sparse_coo): number of dimensions in the tensor input does not "
-                    "match the length of the desired ordering of dimensions i.e. input.dim() = ",
+                    "permute(sparse_coo): number of dimensions in the tensor input does not match "
+                    "the length of the desired ordering of dimensions i.e. input.dim() = ",
                     rank, " is not equal to len(dims) = ", dims.size(), " | ", where,
                     ": expected a permutation of ", rank, " dims for shape ", a.shape(), ", got ",
                     IntList{dims});

@@ -78,8 +78,7 @@ double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm
       if (!std::isfinite(norms[i])) first = with_grad[i].describe();
     fail<ValueError>("The total norm of order ", py_float(norm_type),
                      " for gradients from `parameters` is non-finite, so it cannot be clipped | "
-                     "clip_grad_norm_: "
-                     "expected a finite total norm, got ",
+                     "clip_grad_norm_: expected a finite total norm, got ",
                      total, "; the first non-finite gradient is ", first,
                      " (error_if_nonfinite=false scales by it anyway)");
   }

@@ -140,12 +140,11 @@ std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(
                     "loaded state dict has a different number of parameter groups | ", where,
                     ": expected ", groups_.size(), " groups, got ", loaded.param_groups.size());
   for (std::size_t g = 0; g < groups_.size(); ++g)
-    check<ValueError>(
-        loaded.param_groups[g].params.size() == groups_[g].size(),
-        "loaded state dict contains a parameter group that doesn't match the size of optimizer's "
-        "group | ",
-        where, ": expected ", groups_[g].size(), " parameters in group ", g, ", got ",
-        loaded.param_groups[g].params.size());
+    check<ValueError>(loaded.param_groups[g].params.size() == groups_[g].size(),
+                      "loaded state dict contains a parameter group that doesn't match the size of "
+                      "optimizer's group | ",
+                      where, ": expected ", groups_[g].size(), " parameters in group ", g, ", got ",
+                      loaded.param_groups[g].params.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     std::ostringstream group_where;
     group_where << where << ": param_groups[" << g << "]";

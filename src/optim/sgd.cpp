@@ -112,8 +112,7 @@ void SGD::step() {
       if (options(g).weight_decay() != 0.0)
         fail<TypeError>(
             "add(sparse, dense) is not supported. Use add(dense, sparse) instead. | SGD: "
-            "weight_decay "
-            "needs a dense gradient for ",
+            "weight_decay needs a dense gradient for ",
             param_label(p));
       check_sparse_rows(p, "SGD");
     }

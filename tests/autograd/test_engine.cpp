@@ -20,12 +20,9 @@ using tapegrad::testing::all_close;
 namespace {
 constexpr const char* kSecondTime =
     "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have "
-    "already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or "
-    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second "
-    "time or if "
-    "you need to access saved tensors after calling backward.";
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.";
 
 // The number of the entry that produced t.
 std::uint64_t seq_of(const Tensor& t) { return autograd::tape_of(t).entries().at(0).seq; }

@@ -206,10 +206,9 @@ TEST_SUITE("distributed.data_parallel") {
     TinyLM model(o, 7);
     CHECK_THROWS_WITH_AS(
         DistributedDataParallel{model},
-        doctest::Contains(
-            "DistributedDataParallel(TinyLM): expected the same parameters and buffers on "
-            "every rank (every rank must build the same model), got: rank 1 has a "
-            "parameter 'extra' (3,) that rank 0 does not have"),
+        doctest::Contains("DistributedDataParallel(TinyLM): expected the same parameters and "
+                          "buffers on every rank (every rank must build the same model), got: rank "
+                          "1 has a parameter 'extra' (3,) that rank 0 does not have"),
         distributed::DistributedError);
     TinyOptions wider;
     wider.hidden_out = R() == 1 ? 9 : 8;
@@ -241,8 +240,8 @@ TEST_SUITE("distributed.data_parallel") {
     CHECK_THROWS_WITH_AS(
         loss_of(model, my_batch(data)).backward(),
         doctest::Contains(
-            "check_in_sync): expected every rank to hold the same bits, got parameter "
-            "'out.bias' (and perhaps others) different from rank 0's on rank 1"),
+            "check_in_sync): expected every rank to hold the same bits, got parameter 'out.bias' "
+            "(and perhaps others) different from rank 0's on rank 1"),
         InvariantError);
   }
 

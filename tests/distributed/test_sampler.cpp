@@ -123,9 +123,8 @@ TEST_SUITE("distributed.sampler") {
     CHECK(distributed::local_batch_size(24, 1) == 24);
     CHECK_THROWS_WITH_AS(
         distributed::local_batch_size(10, 3),
-        doctest::Contains(
-            "distributed::local_batch_size: expected a global batch that divides by the "
-            "world size 3, got 10 (3 per rank, 1 left over); use 9 or 12"),
+        doctest::Contains("distributed::local_batch_size: expected a global batch that divides by "
+                          "the world size 3, got 10 (3 per rank, 1 left over); use 9 or 12"),
         ValueError);
     CHECK(distributed::local_batch_size(10, 3, /*exact=*/false) == 3);
     CHECK_THROWS_WITH_AS(distributed::local_batch_size(2, 4, false),

@@ -104,10 +104,9 @@ TEST_SUITE("examples.toy_training") {
           out.text,
           std::regex("ok      pe's fingerprint is (0x[0-9a-f]{16}) after training, \\1 before")));
       CHECK(has(out, "  ok      pos->verify(): "));
-      CHECK(has(
-          out,
-          "  ok      pos.pe (1, 64, 16) is a buffer with no gradient, not a parameter (those are "
-          "embed.lut.weight, out.weight, out.bias)"));
+      CHECK(has(out,
+                "  ok      pos.pe (1, 64, 16) is a buffer with no gradient, not a parameter (those "
+                "are embed.lut.weight, out.weight, out.bias)"));
       CHECK(has(out, "  ok      eval mode is deterministic"));
       CHECK(has(out, "  ok      in eval mode Dropout is the identity"));
     }

@@ -375,9 +375,8 @@ TEST_SUITE("io.checkpoint") {
     nn::Linear wider(nn::LinearOptions(4, 2), std::make_shared<Generator>(4));
     CHECK_THROWS_WITH_AS(
         load(wider, with_bias, false),
-        doctest::Contains(
-            "size mismatch for weight: copying a param with shape (2, 3) from checkpoint, "
-            "the shape in current model is (2, 4)."),
+        doctest::Contains("size mismatch for weight: copying a param with shape (2, 3) from "
+                          "checkpoint, the shape in current model is (2, 4)."),
         StateDictError);
   }
 

@@ -154,12 +154,10 @@ TEST_SUITE("io.optimizer_values") {
     const std::string run_path = (dir / "run.safetensors").string();
     save_safetensors(run_path, bad);
     const nn::StateDict model_before = run.model.state_dict();
-    CHECK_THROWS_WITH_AS(
-        ckpt.load(run_path),
-        doctest::Contains(
-            "expected 'optim.0.state.1.exp_avg_sq' to hold a second moment (finite values "
-            ">= 0), got -1 at position (0)"),
-        CheckpointError);
+    CHECK_THROWS_WITH_AS(ckpt.load(run_path),
+                         doctest::Contains("expected 'optim.0.state.1.exp_avg_sq' to hold a second "
+                                           "moment (finite values >= 0), got -1 at position (0)"),
+                         CheckpointError);
     const optim::OptimizerState after = run.adam.state_dict();
     CHECK(after.state.at(1).step == before.state.at(1).step);
     CHECK(*after.state.at(1).find("exp_avg_sq") == *before.state.at(1).find("exp_avg_sq"));

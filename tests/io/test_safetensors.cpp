@@ -333,8 +333,8 @@ TEST_SUITE("io.safetensors") {
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]}})"),
         "ValidationOverflow",
-        "expected tensor 'w''s size in bytes to fit in 64 bits, got shape "
-        "(4611686018427387904, 8) of F32");
+        "expected tensor 'w''s size in bytes to fit in 64 bits, got shape (4611686018427387904, 8) "
+        "of F32");
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})"),
         "ValidationOverflow", "(4611686018427387904,) of F32");  // 2^62 elements * 4 bytes
@@ -350,8 +350,8 @@ TEST_SUITE("io.safetensors") {
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,2],"data_offsets":[0,0]}})"),
         "ValidationOverflow",
-        "expected tensor 'w''s non-zero dimensions to multiply to less than "
-        "2^63, got shape (0, 4611686018427387904, 2)");
+        "expected tensor 'w''s non-zero dimensions to multiply to less than 2^63, got shape (0, "
+        "4611686018427387904, 2)");
     SafetensorsFile f;
     CHECK_THROWS_WITH_AS(f.add_raw("w", Dtype::U8, {0, std::size_t{1} << 62, 2}, {}),
                          doctest::Contains("multiply to less than 2^63"), ValueError);
@@ -362,8 +362,8 @@ TEST_SUITE("io.safetensors") {
     check_rejected(file_of(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})",
                            std::string(20, '\0')),
                    "TensorInvalidInfo",
-                   "expected tensor 'w' (F32, shape (2, 3)) to span 24 bytes, got "
-                   "data_offsets [0, 20] (20 bytes)");
+                   "expected tensor 'w' (F32, shape (2, 3)) to span 24 bytes, got data_offsets [0, "
+                   "20] (20 bytes)");
     check_rejected(
         file_of(R"({"w":{"dtype":"F64","shape":[],"data_offsets":[0,4]}})", std::string(4, '\0')),
         "TensorInvalidInfo", "to span 8 bytes");
@@ -412,8 +412,8 @@ TEST_SUITE("io.safetensors") {
                 inf = std::numeric_limits<float>::infinity();
     const std::string header =
         "{ \"z\" : {\"data_offsets\":[12,12],\"shape\":[0,3],\"dtype\":\"F32\"},\n"
-        "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[8,12]},"
-        "\"v\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"extra\":{\"k\":1}}}   ";
+        "\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[8,12]},\"v\":{\"dtype\":\"F32\","
+        "\"shape\":[2],\"data_offsets\":[0,8],\"extra\":{\"k\":1}}}   ";
     const SafetensorsFile f =
         parse_safetensors(file_of(header, bytes_of<float>({nan, -inf, 2.5f})));
     REQUIRE(f.tensors().size() == 3);

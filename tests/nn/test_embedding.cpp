@@ -78,12 +78,10 @@ TEST_SUITE("nn.embedding") {
     CHECK(Embedding(EmbeddingOptions(10, 3).padding_idx(-1)).options().padding_idx() == 9);
     CHECK(row_is_zero(Embedding(EmbeddingOptions(10, 3).padding_idx(-1)).weight.data(), 9));
     CHECK_FALSE(Embedding(10, 3).padding_idx().has_value());
-    CHECK_THROWS_WITH_AS(
-        Embedding(EmbeddingOptions(10, 3).padding_idx(10)),
-        doctest::Contains(
-            "Padding_idx must be within num_embeddings | Embedding: expected padding_idx "
-            "in [-10, 10), got 10"),
-        ValueError);
+    CHECK_THROWS_WITH_AS(Embedding(EmbeddingOptions(10, 3).padding_idx(10)),
+                         doctest::Contains("Padding_idx must be within num_embeddings | Embedding: "
+                                           "expected padding_idx in [-10, 10), got 10"),
+                         ValueError);
     CHECK_THROWS_WITH_AS(Embedding(EmbeddingOptions(10, 3).padding_idx(-11)),
                          doctest::Contains("expected padding_idx in [-10, 10), got -11"),
                          ValueError);
@@ -107,9 +105,8 @@ TEST_SUITE("nn.embedding") {
         ValueError);
     CHECK_THROWS_WITH_AS(
         Embedding(EmbeddingOptions(10, 3)._weight(xt::zeros<float>({10, 4}))),
-        doctest::Contains(
-            "Shape of weight does not match num_embeddings and embedding_dim | Embedding: "
-            "expected (10, 3), got (10, 4)"),
+        doctest::Contains("Shape of weight does not match num_embeddings and embedding_dim | "
+                          "Embedding: expected (10, 3), got (10, 4)"),
         ValueError);
     CHECK_NOTHROW(Embedding(0, 3));  // zero rows, as PyTorch allows
     CHECK_NOTHROW(Embedding(EmbeddingOptions(10, 3).max_norm(INFINITY)));
@@ -220,9 +217,8 @@ TEST_SUITE("nn.embedding") {
     testing::TutorialModel model(4, 10, 16);
     CHECK_THROWS_WITH_AS(
         model.forward(IndexArray{{1, 2, 3, 4}, {5, 6, 7, 12}}),
-        doctest::Contains(
-            "index out of range in self | Embedding 'src_embed.0.lut': expected ids in "
-            "[0, 10), got 12 at position (1, 3)"),
+        doctest::Contains("index out of range in self | Embedding 'src_embed.0.lut': expected ids "
+                          "in [0, 10), got 12 at position (1, 3)"),
         IndexError);
   }
 

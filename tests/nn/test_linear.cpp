@@ -107,9 +107,8 @@ TEST_SUITE("nn.linear") {
     Head head;
     CHECK_THROWS_WITH_AS(
         head.out->forward(Tensor(xt::zeros<float>({2, 5, 8}))),
-        doctest::Contains(
-            "mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': "
-            "expected input with last dimension 16, got shape (2, 5, 8)"),
+        doctest::Contains("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear "
+                          "'out': expected input with last dimension 16, got shape (2, 5, 8)"),
         ShapeError);
   }
 

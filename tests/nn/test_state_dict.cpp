@@ -202,16 +202,14 @@ TEST_SUITE("nn.state_dict") {
       m.load_state_dict(sd);
       FAIL("expected StateDictError");
     } catch (const StateDictError& e) {
-      CHECK(
-          std::string(e.what()) ==
-          "Error(s) in loading state_dict for Model:\n"
-          "\tMissing key(s) in state_dict: \"src_embed.0.weight\", \"head.weight\". \n"
-          "\tUnexpected key(s) in state_dict: \"stray\", \"head.bias\". \n"
-          "\tsize mismatch for src_embed.1.table: copying a param with shape (1, 7, 2) from "
-          "checkpoint, "
-          "the shape in current model is (1, 2, 2).\n"
-          "\thint: in a size mismatch the first shape is the checkpoint's, the second the model's; "
-          "size mismatches are refused even with strict=false");
+      CHECK(std::string(e.what()) ==
+            "Error(s) in loading state_dict for Model:\n"
+            "\tMissing key(s) in state_dict: \"src_embed.0.weight\", \"head.weight\". \n"
+            "\tUnexpected key(s) in state_dict: \"stray\", \"head.bias\". \n"
+            "\tsize mismatch for src_embed.1.table: copying a param with shape (1, 7, 2) from "
+            "checkpoint, the shape in current model is (1, 2, 2).\n"
+            "\thint: in a size mismatch the first shape is the checkpoint's, the second the "
+            "model's; size mismatches are refused even with strict=false");
       CHECK(e.missing == Names{"src_embed.0.weight", "head.weight"});
       CHECK(e.unexpected == Names{"stray", "head.bias"});  // PyTorch's order: the root judges first
       CHECK(e.mismatches == Names{"src_embed.1.table"});

@@ -94,8 +94,8 @@ TEST_SUITE("ops.embedding_add_rows_dropout") {
     CHECK_THROWS_WITH_AS(
         ops::embedding_add_rows_dropout(IndexArray{1, 2}, w, 2.0, table, 0.1, true, {}),
         doctest::Contains(
-            "embedding_add_rows_dropout: expected ids of shape (B, L), weight (num, D) "
-            "and a table of shape (..., R, D) with R >= L, got (2,), (5, 4) and (1, 3, 4)"),
+            "embedding_add_rows_dropout: expected ids of shape (B, L), weight (num, D) and a table "
+            "of shape (..., R, D) with R >= L, got (2,), (5, 4) and (1, 3, 4)"),
         ShapeError);
     CHECK_THROWS_AS(
         ops::embedding_add_rows_dropout(IndexArray{{1, 2, 3, 4}}, w, 2.0, table, 0.1, true, {}),

@@ -122,8 +122,8 @@ TEST_SUITE("ops.layer_norm") {
     CHECK_THROWS_WITH_AS(
         ops::layer_norm(x, {4}),
         doctest::Contains(
-            "Given normalized_shape=[4], expected input with shape [*, 4], but got "
-            "input of size[2, 3] | layer_norm: expected x to end with (4,), got (2, 3)"),
+            "Given normalized_shape=[4], expected input with shape [*, 4], but got input of "
+            "size[2, 3] | layer_norm: expected x to end with (4,), got (2, 3)"),
         ShapeError);
     CHECK_THROWS_WITH_AS(ops::layer_norm(x, {}), doctest::Contains("at least 1-dimensional"),
                          ValueError);

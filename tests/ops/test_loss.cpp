@@ -170,9 +170,8 @@ TEST_SUITE("ops.loss") {
     x.mutable_data().fill(0.f);
     CHECK_THROWS_WITH_AS(
         ops::cross_entropy(x, IndexArray{0, 1, 2, 3, 4, 5, 6, 12}),
-        doctest::Contains(
-            "Target 12 is out of bounds. | cross_entropy: expected targets in [0, 11) or "
-            "ignore_index -100, got 12 at position 7"),
+        doctest::Contains("Target 12 is out of bounds. | cross_entropy: expected targets in [0, "
+                          "11) or ignore_index -100, got 12 at position 7"),
         IndexError);
     CHECK_THROWS_WITH_AS(ops::cross_entropy(x, IndexArray{0, -1, 0, 0, 0, 0, 0, 0}),
                          doctest::Contains("got -1 at position 1"), IndexError);
@@ -189,17 +188,14 @@ TEST_SUITE("ops.loss") {
             "Expected input batch_size (4) to match target batch_size (3). | cross_entropy: "
             "expected target of shape (4,) for logits (4, 11), got (3,)"),
         ShapeError);
-    CHECK_THROWS_WITH_AS(
-        ops::cross_entropy(x, IndexArray::from_shape({4, 2})),
-        doctest::Contains(
-            "multi-target not supported | cross_entropy: expected target of shape (4,) for "
-            "logits (4, 11), got (4, 2)"),
-        ShapeError);
+    CHECK_THROWS_WITH_AS(ops::cross_entropy(x, IndexArray::from_shape({4, 2})),
+                         doctest::Contains("multi-target not supported | cross_entropy: expected "
+                                           "target of shape (4,) for logits (4, 11), got (4, 2)"),
+                         ShapeError);
     CHECK_THROWS_WITH_AS(
         ops::cross_entropy(Tensor(Array::from_shape({2, 3, 11})), IndexArray{0, 0}),
-        doctest::Contains(
-            "cross_entropy: expected logits of shape (N, C) and target of shape (N,), got "
-            "(2, 3, 11) and (2,)"),
+        doctest::Contains("cross_entropy: expected logits of shape (N, C) and target of shape "
+                          "(N,), got (2, 3, 11) and (2,)"),
         ShapeError);
     CHECK_THROWS_WITH_AS(ops::cross_entropy(x, IndexArray{0, 0, 0, 0}, reduction("avg")),
                          doctest::Contains("avg is not a valid value for reduction"), ValueError);

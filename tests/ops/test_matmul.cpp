@@ -75,8 +75,8 @@ TEST_SUITE("ops.matmul") {
     CHECK_THROWS_WITH_AS(
         ops::matmul(a, Tensor(Array::from_shape({4, 5}))),
         doctest::Contains(
-            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5) | matmul: expected "
-            "(..., n, k) @ (k, m) with the same k, got shapes (2, 3) and (4, 5)"),
+            "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5) | matmul: expected (..., n, "
+            "k) @ (k, m) with the same k, got shapes (2, 3) and (4, 5)"),
         ShapeError);
     CHECK_THROWS_WITH_AS(
         ops::matmul(Tensor(Array::from_shape({2, 5, 8})), Tensor(Array::from_shape({16, 11}))),
@@ -97,9 +97,8 @@ TEST_SUITE("ops.matmul") {
         doctest::Contains("tapegrad does not broadcast batch dimensions"), ShapeError);
     CHECK_THROWS_WITH_AS(
         ops::matmul(Tensor(Array{1.f, 2.f, 3.f}), a),
-        doctest::Contains(
-            "matmul: expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) @ (k, m), "
-            "got shapes (3,) and (2, 3)"),
+        doctest::Contains("matmul: expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) "
+                          "@ (k, m), got shapes (3,) and (2, 3)"),
         ShapeError);
     CHECK_THROWS_AS(ops::matmul(a, Tensor(Array::from_shape({2, 3, 4}))), ShapeError);
   }
@@ -149,17 +148,15 @@ TEST_SUITE("ops.matmul") {
     Tensor x(Array::from_shape({2, 5, 8})), w(Array::from_shape({11, 16}));
     CHECK_THROWS_WITH_AS(
         ops::linear(x, w),
-        doctest::Contains(
-            "mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | linear: expected input "
-            "with last dimension 16, got shape (2, 5, 8)"),
+        doctest::Contains("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | linear: "
+                          "expected input with last dimension 16, got shape (2, 5, 8)"),
         ShapeError);
     {
       autograd::ModuleScope scope("Linear", "out");
       CHECK_THROWS_WITH_AS(
           ops::linear(x, w),
-          doctest::Contains(
-              "mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': "
-              "expected input with last dimension 16, got shape (2, 5, 8)"),
+          doctest::Contains("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear "
+                            "'out': expected input with last dimension 16, got shape (2, 5, 8)"),
           ShapeError);
     }
     Tensor x16(Array::from_shape({2, 16}));

@@ -172,9 +172,8 @@ TEST_SUITE("ops.shape") {
     Tensor a(iota({2, 3}));
     CHECK_THROWS_WITH_AS(
         ops::cat({a, Tensor(iota({3, 3}))}, 1),
-        doctest::Contains(
-            "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 "
-            "for tensor number 1 in the list."),
+        doctest::Contains("Sizes of tensors must match except in dimension 1. Expected size 2 but "
+                          "got size 3 for tensor number 1 in the list."),
         ShapeError);
     CHECK_THROWS_WITH_AS(
         ops::cat({a, Tensor(iota({2, 3, 1}))}, 1),

@@ -76,9 +76,8 @@ TEST_SUITE("optim.clip_grad") {
     a.set_grad(Array{INFINITY, 1.f});
     CHECK_THROWS_WITH_AS(
         clip_grad_norm_({a}, 1.0, 2.0, true),
-        doctest::Contains(
-            "The total norm of order 2.0 for gradients from `parameters` is non-finite, "
-            "so it cannot be clipped | clip_grad_norm_"),
+        doctest::Contains("The total norm of order 2.0 for gradients from `parameters` is "
+                          "non-finite, so it cannot be clipped | clip_grad_norm_"),
         ValueError);
     CHECK(a.grad()(1) == 1.f);
     // Without the check, PyTorch scales by the non-finite coefficient anyway.

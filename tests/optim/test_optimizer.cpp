@@ -270,20 +270,17 @@ TEST_SUITE("optim.optimizer") {
     }
     SUBCASE("a group of another size") {
       bad.param_groups[1].params.push_back(7);
-      CHECK_THROWS_WITH_AS(
-          opt.load_state_dict(bad),
-          doctest::Contains(
-              "loaded state dict contains a parameter group that doesn't match the size "
-              "of optimizer's group"),
-          ValueError);
+      CHECK_THROWS_WITH_AS(opt.load_state_dict(bad),
+                           doctest::Contains("loaded state dict contains a parameter group that "
+                                             "doesn't match the size of optimizer's group"),
+                           ValueError);
     }
     SUBCASE("a state tensor of the wrong shape") {
       bad.state.at(1).tensors[1].second = Array{{1.f, 2.f}, {3.f, 4.f}};
       CHECK_THROWS_WITH_AS(
           opt.load_state_dict(bad),
-          doctest::Contains(
-              "optimizer state for param 1 ('lut.weight') has shape (2, 2), parameter "
-              "has (2, 3) | Adam.load_state_dict: in state 'exp_avg_sq'"),
+          doctest::Contains("optimizer state for param 1 ('lut.weight') has shape (2, 2), "
+                            "parameter has (2, 3) | Adam.load_state_dict: in state 'exp_avg_sq'"),
           ValueError);
     }
     SUBCASE("a missing state tensor") {

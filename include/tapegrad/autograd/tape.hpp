@@ -168,10 +168,9 @@ template <class F>
 void record(const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
             const Tensor* saved, std::size_t n_saved, F&& backward) {
   using Fn = std::decay_t<F>;
-  static_assert(
-      is_backward_closure<Fn>(),
-      "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns nothing: "
-      "[captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
+  static_assert(is_backward_closure<Fn>(),
+                "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns "
+                "nothing: [captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
   if (anomaly_enabled()) check_anomaly(op, output);
   if (!grad_enabled()) return;
   bool any = false;

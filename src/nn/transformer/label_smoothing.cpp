@@ -15,10 +15,10 @@ LabelSmoothing::LabelSmoothing(std::int64_t size, std::int64_t padding_idx, doub
                     "LabelSmoothing: expected padding_idx in [0, ", size, "), got ", padding_idx);
   check<ValueError>(smoothing >= 0.0 && smoothing <= 1.0,
                     "LabelSmoothing: expected smoothing in [0, 1], got ", smoothing);
-  check<ValueError>(smoothing == 0.0 || size >= 3,
-                    "LabelSmoothing: expected size >= 3 to spread smoothing over "
-                    "size - 2 classes, got size ",
-                    size);
+  check<ValueError>(
+      smoothing == 0.0 || size >= 3,
+      "LabelSmoothing: expected size >= 3 to spread smoothing over size - 2 classes, got size ",
+      size);
 }
 
 Tensor LabelSmoothing::forward(const Tensor& x, const IndexArray& target) {

@@ -171,12 +171,9 @@ TEST_SUITE("distributed.launch") {
     CHECK(stuck.seconds < 30);
     // Rank 0 says why it gives up, then ends the job (MPI_Abort); mpirun's own text about the abort
     // is not checked: it does not always manage to print it while a rank is stopped.
-    CHECK(
-        stuck.output.find(
-            "tapegrad.distributed: rank 0 of 2: DistributedDataParallel(TinyLM): rank 0 of 2 "
-            "waited "
-            "3 s for the other ranks (distributed::timeout()); one of them has died or is stuck") !=
-        std::string::npos);
+    CHECK(stuck.output.find("tapegrad.distributed: rank 0 of 2: DistributedDataParallel(TinyLM): "
+                            "rank 0 of 2 waited 3 s for the other ranks (distributed::timeout()); "
+                            "one of them has died or is stuck") != std::string::npos);
   }
 
   TEST_CASE("a rank that throws ends the whole job with its message") {
@@ -187,10 +184,8 @@ TEST_SUITE("distributed.launch") {
     INFO(thrown.output);
     CHECK(thrown.exit_code != 0);
     CHECK(thrown.seconds < 30);
-    CHECK(
-        thrown.output.find(
-            "tapegrad.distributed: rank 1 of 2: ddp_training: an error on purpose on rank 1 after "
-            "step 3") != std::string::npos);
+    CHECK(thrown.output.find("tapegrad.distributed: rank 1 of 2: ddp_training: an error on purpose "
+                             "on rank 1 after step 3") != std::string::npos);
     // mpirun's own "MPI_ABORT was invoked on rank 1" is not checked: it is printed in most runs but
     // not all (mpirun may end before its notice is written; about 1 run in 8 here).
   }

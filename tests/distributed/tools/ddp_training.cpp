@@ -94,10 +94,9 @@ int train(const std::map<std::string, std::string>& flags) {
         ckpt.save(checkpoint,
                   io::TrainingProgress(step + 1, position, {{"epoch", std::to_string(epoch)}}));
       distributed::barrier();  // written, whole, before anyone says so
-      distributed::set_failure_note("last checkpoint: " + checkpoint + ", written after step " +
-                                    std::to_string(step + 1) +
-                                    "; to resume, run the same command again "
-                                    "(on any number of ranks)");
+      distributed::set_failure_note(
+          "last checkpoint: " + checkpoint + ", written after step " + std::to_string(step + 1) +
+          "; to resume, run the same command again (on any number of ranks)");
     }
     const auto breaks_here = [&](const std::string& what) {
       return flag("--" + what + "-rank", -1) == r &&

@@ -24,8 +24,7 @@ TEST_SUITE("nn.transformer.attention") {
     CHECK(mha.d_k() == 4);
     CHECK(mha.repr() ==
           "MultiHeadedAttention(\n  (linears): ModuleList(\n    (0-3): 4 x Linear(in_features=8, "
-          "out_features=8, "
-          "bias=True)\n  )\n  (dropout): Dropout(p=0.1, inplace=False)\n)");
+          "out_features=8, bias=True)\n  )\n  (dropout): Dropout(p=0.1, inplace=False)\n)");
   }
 
   TEST_CASE("forward projects q, k and v, attends head by head and projects the result") {
