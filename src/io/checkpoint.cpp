@@ -329,8 +329,8 @@ TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::
     try {
       g.set_state(*file.metadata_value("generator." + name));
     } catch (const ValueError& e) {
-      invalid_checkpoint(where, "expected generator ", in_quotes(name),
-                         "'s state, got text it cannot use (", e.what(), ")");
+      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
+                         ", got text it cannot use (", e.what(), ")");
     }
     generator_states.push_back(g);
   }

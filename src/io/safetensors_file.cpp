@@ -50,8 +50,9 @@ void SafetensorsFile::add_raw(std::string name, Dtype dtype, Shape shape,
                     expected ? std::to_string(*expected) : std::string("an impossible number of"),
                     " bytes for tensor ", in_quotes(name), " (", dtype_name(dtype), ", shape ",
                     shape, "), got ", bytes.size());
-  check<ValueError>(fits_in_strides(shape), "SafetensorsFile: expected tensor ", in_quotes(name),
-                    "'s non-zero dimensions to multiply to less than 2^63, got shape ", shape);
+  check<ValueError>(fits_in_strides(shape),
+                    "SafetensorsFile: expected the non-zero dimensions of tensor ", in_quotes(name),
+                    " to multiply to less than 2^63, got shape ", shape);
   TensorRecord r;
   r.name = std::move(name);
   r.dtype = dtype;

@@ -313,12 +313,11 @@ std::uint64_t check_offsets(const Entry& e, std::uint64_t expected_begin, const 
 std::uint64_t check_no_overflow(const Entry& e, const Refusal& refuse) {
   const auto size = byte_count(e.shape, dtype_size(e.dtype));
   if (!size)
-    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
-                "'s size in bytes to fit in 64 bits, got shape ", e.shape, " of ",
-                dtype_name(e.dtype));
+    refuse.fail("ValidationOverflow", "expected the size in bytes of tensor ", in_quotes(e.name),
+                " to fit in 64 bits, got shape ", e.shape, " of ", dtype_name(e.dtype));
   if (!fits_in_strides(e.shape))
-    refuse.fail("ValidationOverflow", "expected tensor ", in_quotes(e.name),
-                "'s non-zero dimensions to multiply to less than 2^63, got shape ", e.shape);
+    refuse.fail("ValidationOverflow", "expected the non-zero dimensions of tensor ",
+                in_quotes(e.name), " to multiply to less than 2^63, got shape ", e.shape);
   return *size;
 }
 
@@ -357,8 +356,8 @@ void check_checksum(const Entry& e, std::uint32_t actual,
                     const std::map<std::string, std::uint32_t>& checksums, const Refusal& refuse) {
   const auto expected = checksums.find(e.name);
   if (expected != checksums.end() && expected->second != actual)
-    refuse.fail("ChecksumMismatch", "expected tensor ", in_quotes(e.name),
-                "'s bytes to have the CRC-32C ", checksum_text(expected->second),
+    refuse.fail("ChecksumMismatch", "expected the bytes of tensor ", in_quotes(e.name),
+                " to have the CRC-32C ", checksum_text(expected->second),
                 " stored for it in __metadata__, got ", checksum_text(actual),
                 ": the file was damaged after it was written");
 }

@@ -839,7 +839,7 @@ TEST_SUITE("io.checkpoint") {
     SUBCASE("damaged generator state") {
       SafetensorsFile f = good;
       f.set_metadata("generator.data", "not a generator");
-      refused_with(f, "expected generator 'data''s state, got text it cannot use");
+      refused_with(f, "expected the state of generator 'data', got text it cannot use");
     }
     SUBCASE("a generator missing, or one more than tracked") {
       ToyRun other(1, 2);

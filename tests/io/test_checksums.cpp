@@ -139,11 +139,10 @@ TEST_SUITE("io.checksums") {
           const CheckpointError e = refusal(bad);
           CHECK(e.kind == "ChecksumMismatch");
           const std::string what = e.what();
-          CHECK_MESSAGE(
-              what.find(
-                  "load_safetensors: 'model.safetensors': ChecksumMismatch: expected tensor '" +
-                  s.name + "'") == 0,
-              what);
+          CHECK_MESSAGE(what.find("load_safetensors: 'model.safetensors': ChecksumMismatch: "
+                                  "expected the bytes of tensor '" +
+                                  s.name + "'") == 0,
+                        what);
           ++refused;
         }
     CHECK(refused == 3 * (24 + 8 + 12));
@@ -155,9 +154,10 @@ TEST_SUITE("io.checksums") {
     bad[bad.size() - 1] ^= 0x10;  // the last byte of the last tensor
     write_bytes(path, bad);
     const nn::StateDict before = other.state_dict();
-    CHECK_THROWS_WITH_AS(load(other, path),
-                         doctest::Contains("ChecksumMismatch: expected tensor 'weight'"),
-                         CheckpointError);
+    CHECK_THROWS_WITH_AS(
+        load(other, path),
+        doctest::Contains("ChecksumMismatch: expected the bytes of tensor 'weight'"),
+        CheckpointError);
     CHECK(nn::diff_state_dicts(before, other.state_dict()).identical());
   }
 
@@ -168,8 +168,9 @@ TEST_SUITE("io.checksums") {
     const std::string what = refusal(serialize_safetensors(f)).what();
     const std::string actual = hex8(crc32c(std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8)));
     CHECK_MESSAGE(
-        what.find("to have the CRC-32C 00000000 stored for it in __metadata__, got " + actual +
-                  ": the file was damaged after it was written") != std::string::npos,
+        what.find("expected the bytes of tensor 'w' to have the CRC-32C 00000000 stored for it in "
+                  "__metadata__, got " +
+                  actual + ": the file was damaged after it was written") != std::string::npos,
         what);
   }
 

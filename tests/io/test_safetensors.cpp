@@ -333,7 +333,8 @@ TEST_SUITE("io.safetensors") {
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,0]}})"),
         "ValidationOverflow",
-        "expected tensor 'w''s size in bytes to fit in 64 bits, got shape (4611686018427387904, 8) "
+        "expected the size in bytes of tensor 'w' to fit in 64 bits, got shape "
+        "(4611686018427387904, 8) "
         "of F32");
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})"),
@@ -350,7 +351,8 @@ TEST_SUITE("io.safetensors") {
     check_rejected(
         file_of(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,2],"data_offsets":[0,0]}})"),
         "ValidationOverflow",
-        "expected tensor 'w''s non-zero dimensions to multiply to less than 2^63, got shape (0, "
+        "expected the non-zero dimensions of tensor 'w' to multiply to less than 2^63, got shape "
+        "(0, "
         "4611686018427387904, 2)");
     SafetensorsFile f;
     CHECK_THROWS_WITH_AS(f.add_raw("w", Dtype::U8, {0, std::size_t{1} << 62, 2}, {}),
