@@ -290,12 +290,19 @@ int main(int argc, char** argv) {
     ddp.emplace(*model,
                 distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
   // Dropout: each rank its own masks (the same masks for different windows would be a weaker
-  // regulariser). Rank 0 keeps the stream the checkpoint saves; rank r > 0 draws from a stream
-  // derived from it, so a run is still reproducible for a given number of ranks (with dropout on,
-  // a multi-rank run stopped and resumed is not the bits of one run straight through: the ranks
-  // r > 0 derive their streams again at the resume).
-  if (rank > 0)
-    model_gen->manual_seed(model_gen->next_u64() + std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL);
+  // regulariser). A Dropout's masks are the stream {seed, call number} (nn/dropout.hpp), and its
+  // calls advance alike on every rank (one training forward a step). So every layer takes its seed
+  // now, from the generator all ranks hold alike, and rank r uses that seed mixed with r: rank r's
+  // streams are a function of rank 0's, which the checkpoint saves, and a run stopped and resumed
+  // on the same number of ranks continues every rank's masks where they were.
+  if (mpi && s.dropout > 0)
+    for (const auto& [name, m] : model->named_modules())
+      if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
+        if (d->reseed_pending()) d->set_stream_state(model_gen->next_u64(), 0);
+        if (rank > 0)
+          d->set_stream_state(d->seed() ^ (std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL),
+                              d->calls());
+      }
 #endif
 
   const std::int64_t n_params = model->num_params();
