@@ -18,6 +18,7 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../../examples/gpt/text_data.hpp"
+#include "../fortune_corpus.hpp"
 
 namespace {
 
@@ -32,21 +33,6 @@ fs::path folder(const std::string& name) {
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-// A small corpus in the fortune format: `n` entries of a few pseudo-random words each.
-std::string corpus(std::size_t n, std::uint64_t seed) {
-  static const char* words[] = {"the", "cat", "sat", "on",  "a",    "mat",
-                                "and", "dog", "ran", "far", "away", "home"};
-  tapegrad::Generator g(seed);
-  std::string text;
-  for (std::size_t e = 0; e < n; ++e) {
-    const auto len = g.randint(3, 9);
-    for (std::int64_t w = 0; w < len; ++w)
-      text += std::string(w ? " " : "") + words[g.randint(0, 12)];
-    text += ".\n%\n";
-  }
-  return text;
 }
 
 }  // namespace
@@ -76,7 +62,7 @@ TEST_SUITE("examples.gpt") {
     std::vector<std::string> files = gpt::fortune_files();
     if (files.empty()) {  // without Debian's fortunes: a corpus of our own
       const fs::path dir = folder("split");
-      write(dir / "corpus", corpus(3000, 1));
+      write(dir / "corpus", tapegrad::testing::fortune_corpus(3000, 1));
       files = {(dir / "corpus").string()};
     }
     const auto entries = gpt::read_entries(files);
@@ -158,7 +144,7 @@ const char* kTiny =
     "32";
 
 fs::path tiny_corpus(const fs::path& dir) {
-  write(dir / "corpus.txt", corpus(400, 7));
+  write(dir / "corpus.txt", tapegrad::testing::fortune_corpus(400, 7));
   return dir / "corpus.txt";
 }
 

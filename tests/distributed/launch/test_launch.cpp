@@ -20,6 +20,7 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "distributed/models.hpp"
+#include "fortune_corpus.hpp"
 #include "helpers.hpp"
 
 extern char** environ;
@@ -104,17 +105,9 @@ bool same_bits(const nn::StateDict& a, const nn::StateDict& b) {
   return true;
 }
 
-// A small text in the fortune format (entries ended by "%" lines) for examples/gpt.
+// The GPT example's text for the test below.
 fs::path corpus(const fs::path& dir) {
-  static const char* words[] = {"the", "cat", "sat", "on",  "a",    "mat",
-                                "and", "dog", "ran", "far", "away", "home"};
-  Generator g(7);
-  std::ofstream out(dir / "corpus.txt");
-  for (int e = 0; e < 400; ++e) {
-    for (std::int64_t w = 0, n = g.randint(3, 9); w < n; ++w)
-      out << (w ? " " : "") << words[g.randint(0, 12)];
-    out << ".\n%\n";
-  }
+  std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(400, 7);
   return dir / "corpus.txt";
 }
 }  // namespace
