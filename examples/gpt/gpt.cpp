@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
   // now, from the generator all ranks hold alike, and rank r uses that seed mixed with r: rank r's
   // streams are a function of rank 0's, which the checkpoint saves, and a run stopped and resumed
   // on the same number of ranks continues every rank's masks where they were.
-  if (mpi && s.dropout > 0)
+  if (mpi && world > 1 && s.dropout > 0)  // (on one rank: as without MPI)
     for (const auto& [name, m] : model->named_modules())
       if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
         if (d->reseed_pending()) d->set_stream_state(model_gen->next_u64(), 0);
