@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../exp_f32.hpp"
+#include "../parallel.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "gemm.hpp"
@@ -42,6 +43,15 @@ struct Saved {
 
 constexpr float masked_score = -1e9f;
 
+// The (batch, head) pairs are independent: forward and backward share them out over the threads
+// (parallel_for), each pair computed by one thread exactly as it would be alone, so the results do
+// not depend on the thread count. A chunk is worth a thread from about 2^18 multiply-adds (a
+// head's products do Tq * Tk * (d_k + d_v) each way); the products inside run on that thread.
+std::size_t pair_grain(const Dims& d) {
+  const std::size_t per_pair = std::max<std::size_t>(1, d.Tq * d.Tk * (d.dk + d.dv));
+  return std::max<std::size_t>(1, (std::size_t{1} << 18) / per_pair);
+}
+
 // Forward, per batch b and head i (Q, K, V the head's blocks):
 //   S = Q K^T                          (sgemm, Tq x Tk)
 //   S = S / c;  S[!allowed] = -1e9     c = float(sqrt(d_k)), the tutorial's division
@@ -51,38 +61,39 @@ constexpr float masked_score = -1e9f;
 void attention_forward(const float* q, const float* k, const float* v, float* out, Saved& s,
                        const Dims& d) {
   const std::size_t D = d.D(), Dv = d.Dv();
-  for (std::size_t b = 0; b < d.B; ++b)
-    for (std::size_t hd = 0; hd < d.h; ++hd) {
-      float* S = s.p.data() + (b * d.h + hd) * d.block();
-      detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D,
-                   k + b * d.Tk * D + hd * d.dk, D, 0.0f, S, d.Tk);
-      for (std::size_t r = 0; r < d.Tq && d.Tk > 0; ++r) {
-        float* row = S + r * d.Tk;
-        const std::uint8_t* ok =
-            s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
-        for (std::size_t j = 0; j < d.Tk; ++j)
-          row[j] = (ok && !ok[j]) ? masked_score : row[j] / s.c;
-        float m = row[0];
-        for (std::size_t j = 1; j < d.Tk; ++j) m = std::max(m, row[j]);
-        for (std::size_t j = 0; j < d.Tk; ++j)
-          row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
-        double sum = 0.0;
-        for (std::size_t j = 0; j < d.Tk; ++j) sum += row[j];
-        const auto total = static_cast<float>(sum);
-        for (std::size_t j = 0; j < d.Tk; ++j) row[j] /= total;
-      }
-    }
-  if (!s.keep.empty()) {
-    const float* p = s.p.data();
-    float* pu = s.p_used.data();
-    for (std::size_t i = 0, n = s.p.size(); i < n; ++i)
-      pu[i] = p[i] * (s.keep[i] ? s.drop_scale : 0.0f);
-  }
   const float* P = s.keep.empty() ? s.p.data() : s.p_used.data();
-  for (std::size_t b = 0; b < d.B; ++b)
-    for (std::size_t hd = 0; hd < d.h; ++hd)
-      detail::gemm(false, false, d.Tq, d.dv, d.Tk, 1.0f, P + (b * d.h + hd) * d.block(), d.Tk,
-                   v + b * d.Tk * Dv + hd * d.dv, Dv, 0.0f, out + b * d.Tq * Dv + hd * d.dv, Dv);
+  ::tapegrad::detail::parallel_for(
+      d.B * d.h, pair_grain(d), [&](std::size_t first, std::size_t last) {
+        for (std::size_t pair = first; pair < last; ++pair) {
+          const std::size_t b = pair / d.h, hd = pair % d.h, at = pair * d.block();
+          float* S = s.p.data() + at;
+          detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D,
+                       k + b * d.Tk * D + hd * d.dk, D, 0.0f, S, d.Tk);
+          for (std::size_t r = 0; r < d.Tq && d.Tk > 0; ++r) {
+            float* row = S + r * d.Tk;
+            const std::uint8_t* ok =
+                s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
+            for (std::size_t j = 0; j < d.Tk; ++j)
+              row[j] = (ok && !ok[j]) ? masked_score : row[j] / s.c;
+            float m = row[0];
+            for (std::size_t j = 1; j < d.Tk; ++j) m = std::max(m, row[j]);
+            for (std::size_t j = 0; j < d.Tk; ++j)
+              row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
+            double sum = 0.0;
+            for (std::size_t j = 0; j < d.Tk; ++j) sum += row[j];
+            const auto total = static_cast<float>(sum);
+            for (std::size_t j = 0; j < d.Tk; ++j) row[j] /= total;
+          }
+          if (!s.keep.empty()) {
+            float* pu = s.p_used.data() + at;
+            for (std::size_t i = 0; i < d.block(); ++i)
+              pu[i] = S[i] * (s.keep[at + i] ? s.drop_scale : 0.0f);
+          }
+          detail::gemm(false, false, d.Tq, d.dv, d.Tk, 1.0f, P + at, d.Tk,
+                       v + b * d.Tk * Dv + hd * d.dv, Dv, 0.0f, out + b * d.Tq * Dv + hd * d.dv,
+                       Dv);
+        }
+      });
 }
 
 // Backward, per batch b and head i, restating each forward line before its adjoint:
@@ -97,42 +108,46 @@ void attention_backward(const float* dout, const float* q, const float* k, const
                         const Saved& s, const Dims& d, float* dq, float* dk, float* dv) {
   const std::size_t D = d.D(), Dv = d.Dv();
   const float* P_used = s.keep.empty() ? s.p.data() : s.p_used.data();
-  std::vector<float> dS(d.block());
-  for (std::size_t b = 0; b < d.B; ++b)
-    for (std::size_t hd = 0; hd < d.h; ++hd) {
-      const std::size_t at = (b * d.h + hd) * d.block();
-      const float* dO = dout + b * d.Tq * Dv + hd * d.dv;
-      const float* V = v + b * d.Tk * Dv + hd * d.dv;
-      if (dv)
-        detail::gemm(true, false, d.Tk, d.dv, d.Tq, 1.0f, P_used + at, d.Tk, dO, Dv, 0.0f,
-                     dv + b * d.Tk * Dv + hd * d.dv, Dv);
-      if (!dq && !dk) continue;
-      detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS.data(),
-                   d.Tk);  // dP'
-      for (std::size_t r = 0; r < d.Tq; ++r) {
-        float* g = dS.data() + r * d.Tk;
-        const float* P = s.p.data() + at + r * d.Tk;
-        if (!s.keep.empty()) {
-          const std::uint8_t* kept = s.keep.data() + at + r * d.Tk;
-          for (std::size_t j = 0; j < d.Tk; ++j) g[j] = g[j] * (kept[j] ? s.drop_scale : 0.0f);
+  // dP, then dS, of every pair (allocated here: a parallel_for body must not throw)
+  std::vector<float> scratch(d.B * d.h * d.block());
+  ::tapegrad::detail::parallel_for(
+      d.B * d.h, pair_grain(d), [&](std::size_t first, std::size_t last) {
+        for (std::size_t pair = first; pair < last; ++pair) {
+          const std::size_t b = pair / d.h, hd = pair % d.h, at = pair * d.block();
+          float* dS = scratch.data() + at;
+          const float* dO = dout + b * d.Tq * Dv + hd * d.dv;
+          const float* V = v + b * d.Tk * Dv + hd * d.dv;
+          if (dv)
+            detail::gemm(true, false, d.Tk, d.dv, d.Tq, 1.0f, P_used + at, d.Tk, dO, Dv, 0.0f,
+                         dv + b * d.Tk * Dv + hd * d.dv, Dv);
+          if (!dq && !dk) continue;
+          detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS,
+                       d.Tk);  // dP'
+          for (std::size_t r = 0; r < d.Tq; ++r) {
+            float* g = dS + r * d.Tk;
+            const float* P = s.p.data() + at + r * d.Tk;
+            if (!s.keep.empty()) {
+              const std::uint8_t* kept = s.keep.data() + at + r * d.Tk;
+              for (std::size_t j = 0; j < d.Tk; ++j) g[j] = g[j] * (kept[j] ? s.drop_scale : 0.0f);
+            }
+            double dot = 0.0;
+            for (std::size_t j = 0; j < d.Tk; ++j) dot += double(g[j]) * double(P[j]);
+            const auto c = static_cast<float>(dot);
+            const std::uint8_t* ok =
+                s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
+            for (std::size_t j = 0; j < d.Tk; ++j)
+              g[j] = (ok && !ok[j]) ? 0.0f : P[j] * (g[j] - c) / s.c;
+          }
+          const float* Q = q + b * d.Tq * D + hd * d.dk;
+          const float* K = k + b * d.Tk * D + hd * d.dk;
+          if (dq)
+            detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS, d.Tk, K, D, 0.0f,
+                         dq + b * d.Tq * D + hd * d.dk, D);
+          if (dk)
+            detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS, d.Tk, Q, D, 0.0f,
+                         dk + b * d.Tk * D + hd * d.dk, D);
         }
-        double dot = 0.0;
-        for (std::size_t j = 0; j < d.Tk; ++j) dot += double(g[j]) * double(P[j]);
-        const auto c = static_cast<float>(dot);
-        const std::uint8_t* ok =
-            s.allowed.empty() ? nullptr : s.allowed.data() + (b * d.Tq + r) * d.Tk;
-        for (std::size_t j = 0; j < d.Tk; ++j)
-          g[j] = (ok && !ok[j]) ? 0.0f : P[j] * (g[j] - c) / s.c;
-      }
-      const float* Q = q + b * d.Tq * D + hd * d.dk;
-      const float* K = k + b * d.Tk * D + hd * d.dk;
-      if (dq)
-        detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS.data(), d.Tk, K, D, 0.0f,
-                     dq + b * d.Tq * D + hd * d.dk, D);
-      if (dk)
-        detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS.data(), d.Tk, Q, D, 0.0f,
-                     dk + b * d.Tk * D + hd * d.dk, D);
-    }
+      });
 }
 
 // The mask broadcast to (B, Tq, Tk) as bytes, after checking that it broadcasts.
