@@ -22,17 +22,7 @@ std::vector<std::int64_t> gather_shapes(const Shape& shape, MPI_Comm comm, const
   mine[0] = shape.size() <= kMaxDims ? static_cast<std::int64_t>(shape.size()) : -1;
   for (std::size_t d = 0; d < std::min(shape.size(), kMaxDims); ++d)
     mine[d + 1] = static_cast<std::int64_t>(shape[d]);
-  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(world_size()));
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
-                       static_cast<int>(mine.size()), MPI_INT64_T, comm, &request),
-        where);
-  }
-  detail::wait(request, where);
-  return all;
+  return detail::all_gather(mine.data(), mine.size(), comm, where);
 }
 
 std::string shape_text(const std::int64_t* s) {
@@ -143,16 +133,7 @@ void broadcast(xt::xarray<std::int64_t>& a, int root) {
 std::vector<std::uint64_t> all_gather(std::uint64_t value) {
   const char* where = "distributed::all_gather";
   MPI_Comm comm = detail::collectives_comm(where);
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(world_size()));
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm, &request),
-        where);
-  }
-  detail::wait(request, where);
-  return all;
+  return detail::all_gather(&value, 1, comm, where);
 }
 
 }  // namespace tapegrad::distributed

@@ -144,16 +144,8 @@ std::string differences(const std::vector<TensorLine>& first, const std::vector<
 // Every rank's text, in rank order (a collective on comm).
 std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm, int size,
                                       const char* where) {
-  std::int64_t length = static_cast<std::int64_t>(mine.size());
-  std::vector<std::int64_t> lengths(static_cast<std::size_t>(size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallgather(&length, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm, &request),
-        where);
-  }
-  detail::wait(request, where);
+  const auto length = static_cast<std::int64_t>(mine.size());
+  const std::vector<std::int64_t> lengths = detail::all_gather(&length, 1, comm, where);
   std::vector<int> counts(static_cast<std::size_t>(size)),
       displacements(static_cast<std::size_t>(size));
   std::int64_t total = 0;
@@ -165,6 +157,7 @@ std::vector<std::string> gather_texts(const std::string& mine, MPI_Comm comm, in
   check<DistributedError>(total < INT_MAX, where,
                           ": the modules' descriptions are too long to compare");
   std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Request request = MPI_REQUEST_NULL;
   {
     std::lock_guard lock(detail::mpi_mutex());
     detail::check_mpi(
@@ -362,15 +355,8 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
   std::int64_t mine = -2;
   if (p.has_grad())
     mine = p.grad_is_sparse() ? static_cast<std::int64_t>(p.sparse_grad().nnz_rows()) : -1;
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm, &request),
-        where.c_str());
-  }
-  detail::wait(request, where.c_str());  // a few bytes: the rows' count decides the sizes
+  // a few bytes, waited for at once: the rows' counts decide the sizes of what follows
+  const std::vector<std::int64_t> counts = detail::all_gather(&mine, 1, comm, where.c_str());
   const bool any_dense = std::find(counts.begin(), counts.end(), -1) != counts.end();
   const bool any_grad =
       std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c != -2; });
@@ -391,6 +377,7 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
     }
     b.requests = 1;
     b.bytes = b.buffer.size() * sizeof(float);
+    MPI_Request request = MPI_REQUEST_NULL;
     {
       std::lock_guard lock(detail::mpi_mutex());
       detail::check_mpi(
@@ -689,16 +676,7 @@ void expect_in_sync(const nn::Module& module, const std::string& where) {
                            counts[0], " on rank 0 and ", counts[r], " on rank ", r);
   const char* what = "expect_in_sync";
   MPI_Comm comm = detail::collectives_comm(what);
-  std::vector<std::uint64_t> all(mine.size() * counts.size());
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
-                       static_cast<int>(mine.size()), MPI_UINT64_T, comm, &request),
-        what);
-  }
-  detail::wait(request, what);
+  const std::vector<std::uint64_t> all = detail::all_gather(mine.data(), mine.size(), comm, what);
   std::size_t first = mine.size();  // the first tensor that differs anywhere
   std::vector<std::size_t> ranks;   // the ranks that differ from rank 0
   for (std::size_t r = 1; r < counts.size(); ++r)

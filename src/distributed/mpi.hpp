@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "tapegrad/distributed/process_group.hpp"
 
@@ -36,5 +38,26 @@ void wait(MPI_Request& request, const char* where);
 MPI_Comm duplicate_world(const char* where);
 /// The communicator of the free collectives (collectives.hpp).
 MPI_Comm collectives_comm(const char* where);
+
+/// Every rank's `count` values of `mine`, in rank order: MPI_Iallgather under the lock, then
+/// wait(). The exchange of sizes and fingerprints that comes before the larger transfers.
+template <class T>
+std::vector<T> all_gather(const T* mine, std::size_t count, MPI_Comm comm, const char* where) {
+  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>);
+  const MPI_Datatype type = std::is_same_v<T, std::int64_t> ? MPI_INT64_T : MPI_UINT64_T;
+  int ranks = 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<T> all;
+  {
+    std::lock_guard lock(mpi_mutex());
+    check_mpi(MPI_Comm_size(comm, &ranks), where);
+    all.resize(count * static_cast<std::size_t>(ranks));
+    check_mpi(MPI_Iallgather(mine, static_cast<int>(count), type, all.data(),
+                             static_cast<int>(count), type, comm, &request),
+              where);
+  }
+  wait(request, where);
+  return all;
+}
 
 }  // namespace tapegrad::distributed::detail
