@@ -137,8 +137,10 @@ TEST_SUITE("threads") {
       // sizes at which every kernel splits its work: GEMMs of 2 blocks, attention pairs, GELU, LayerNorm rows
       tt::GPT model(tt::GPTConfig(65, 32).n_layer(2).n_head(4).n_embd(128).dropout(0.1),
                     std::make_shared<Generator>(5));
-      optim::AdamW opt(
-          model.optimizer_groups(optim::AdamWOptions(1e-3).betas({0.9, 0.99}).weight_decay(0.1)));
+      const tt::ParameterGroups groups = model.parameter_groups();
+      const auto adamw = optim::AdamWOptions(1e-3).betas({0.9, 0.99});
+      optim::AdamW opt({{groups.decay, optim::AdamWOptions(adamw).weight_decay(0.1)},
+                        {groups.no_decay, optim::AdamWOptions(adamw).weight_decay(0.0)}});
       IndexArray x = IndexArray::from_shape({8, 32}), y = IndexArray::from_shape({8, 32});
       Generator data(6);
       for (auto& v : x) v = data.randint(0, 65);

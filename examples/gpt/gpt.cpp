@@ -9,7 +9,7 @@
 //
 // The recipe (nanoGPT's train.py): random windows of the training text (text_data.hpp), the mean
 // cross-entropy of every next character, AdamW (betas 0.9, 0.99; weight decay 0.1 on the matrices
-// only, GPT::optimizer_groups), gradients clipped to norm 1, the learning rate warmed up linearly
+// only, GPT::parameter_groups), gradients clipped to norm 1, the learning rate warmed up linearly
 // for 100 steps, then cosine-decayed from 1e-3 to 1e-4 (optim::cosine_with_warmup). Every
 // --eval-every steps it measures the loss on a fixed set of validation windows and writes the
 // checkpoint (OUT/last.safetensors, and OUT/best.safetensors when the validation loss is the
@@ -44,7 +44,6 @@
 #endif
 
 #include "run_files.hpp"
-#include "text_data.hpp"
 
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
@@ -91,13 +90,14 @@ double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids,
     const std::vector<std::size_t> chunk(
         starts.begin() + std::ptrdiff_t(i),
         starts.begin() + std::ptrdiff_t(std::min(i + B, starts.size())));
-    const gpt::Batch b = gpt::windows(val_ids, chunk, T);
+    const data::Batch b = data::windows(val_ids, chunk, T);
     IndexArray y = b.y;
     y.reshape({y.size()});
     const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
-    const auto options = CrossEntropyOptions().ignore_index(gpt::Vocabulary::kUnk).reduction("sum");
+    const auto options =
+        CrossEntropyOptions().ignore_index(data::Vocabulary::kUnk).reduction("sum");
     total += ops::cross_entropy(logits, y, options).item();
-    for (std::int64_t id : y) count += id != gpt::Vocabulary::kUnk;
+    for (std::int64_t id : y) count += id != data::Vocabulary::kUnk;
   }
   model.train();
   return count ? total / double(count) : 0.0;
@@ -196,33 +196,33 @@ int main(int argc, char** argv) {
       B * std::size_t(world);  // the windows of one step, all ranks together
 
   // ---- the data ----
-  const std::vector<std::string> files = s.data.empty() ? gpt::fortune_files() : s.data;
+  const std::vector<std::string> files = s.data.empty() ? data::fortune_files() : s.data;
   if (files.empty()) {
-    std::cerr << "gpt: no text: " << gpt::kFortunesDir
+    std::cerr << "gpt: no text: " << data::kFortunesDir
               << " has no fortune files; install Debian's fortunes "
               << "(scripts/setup.sh does) or give --data FILE...\n";
     return 2;
   }
-  gpt::Split split;
+  data::Split split;
   std::vector<std::int64_t> train_ids, val_ids;
-  gpt::Vocabulary vocab;
+  data::Vocabulary vocab;
   std::vector<std::size_t> val_starts;
   try {
-    split = gpt::split_entries(gpt::read_entries(files), s.val_fraction, s.split_seed);
-    const std::u32string train_text = gpt::join_entries(split.train),
-                         val_text = gpt::join_entries(split.val);
-    vocab = gpt::Vocabulary(train_text);
+    split = data::split_entries(data::read_entries(files), s.val_fraction, s.split_seed);
+    const std::u32string train_text = data::join_entries(split.train),
+                         val_text = data::join_entries(split.val);
+    vocab = data::Vocabulary(train_text);
     train_ids = vocab.encode(train_text);
     val_ids = vocab.encode(val_text);
     Generator window_gen(s.split_seed + 1);
-    val_starts = gpt::random_starts(val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
+    val_starts = data::random_starts(val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
     if (train_ids.size() <= T)
       throw std::runtime_error("the training text is shorter than one window");
   } catch (const std::exception& e) {
     std::cerr << "gpt: " << e.what() << '\n';
     return 2;
   }
-  const auto unknown = std::count(val_ids.begin(), val_ids.end(), gpt::Vocabulary::kUnk);
+  const auto unknown = std::count(val_ids.begin(), val_ids.end(), data::Vocabulary::kUnk);
 
   // ---- the model, the optimizer, the schedule, the checkpoint ----
   const auto config = tt::GPTConfig(vocab.size(), s.block_size)
@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
   }
   const auto adamw =
       optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).weight_decay(s.weight_decay);
-  optim::AdamW opt(model->optimizer_groups(adamw));
+  const tt::ParameterGroups groups = model->parameter_groups();  // nanoGPT's: decay the matrices
+  optim::AdamW opt(
+      {{groups.decay, adamw}, {groups.no_decay, optim::AdamWOptions(adamw).weight_decay(0.0)}});
   const double min_ratio = std::min(1.0, s.min_lr / s.lr);
   const std::int64_t warmup = s.warmup, steps = s.steps;
   optim::LambdaLR sched(
@@ -348,11 +350,11 @@ int main(int argc, char** argv) {
     const auto t0 = clock::now();
     // Every rank draws the step's global_B windows alike and trains on its own B of them.
     const std::vector<std::size_t> starts =
-        gpt::random_starts(train_ids.size(), T, global_B, *data_gen);
+        data::random_starts(train_ids.size(), T, global_B, *data_gen);
     const std::vector<std::size_t> mine(starts.begin() + std::ptrdiff_t(std::size_t(rank) * B),
                                         starts.begin() + std::ptrdiff_t(std::size_t(rank + 1) * B));
-    const gpt::Batch b = gpt::windows(train_ids, mine, T);
-    Tensor loss = model->loss(b.x, b.y, gpt::Vocabulary::kUnk);
+    const data::Batch b = data::windows(train_ids, mine, T);
+    Tensor loss = model->loss(b.x, b.y, data::Vocabulary::kUnk);
     loss.backward();  // under mpirun, the gradients are averaged over the ranks here
     if (s.clip > 0) optim::clip_grad_norm_(model->parameters(), s.clip);
     opt.step();
@@ -439,7 +441,7 @@ int main(int argc, char** argv) {
                              ": " + std::to_string(s.n_layer) + " layers, width " +
                              std::to_string(s.n_embd) + ", " + s.pos + " positions",
                          weights.size(), std::size_t(s.n_head), line);
-  std::cout << gpt::draw(dir) << "\nattention line: \"" << gpt::encode_utf8(line) << "\"\n";
+  std::cout << gpt::draw(dir) << "\nattention line: \"" << data::encode_utf8(line) << "\"\n";
 
   if (s.sample_tokens > 0) {
     Generator sample_gen(s.seed + 2);

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   set_num_threads(static_cast<int>(threads));
 
   std::unique_ptr<tt::GPT> model;
-  gpt::Vocabulary vocab;
+  data::Vocabulary vocab;
   std::u32string text;
   try {
     const io::SafetensorsFile f = io::load_safetensors(checkpoint);
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     vocab = std::move(v);
     model = std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0));
     io::load(*model, checkpoint);  // the "model." part of the training checkpoint, strict
-    text = gpt::decode_utf8(prompt, "--prompt");
+    text = data::decode_utf8(prompt, "--prompt");
   } catch (const std::exception& e) {
     std::cerr << "gpt_sample: " << e.what() << '\n';
     return 2;

@@ -22,15 +22,13 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "text_data.hpp"
-
 namespace gpt {
 
 namespace tt = tapegrad::nn::transformer;
 
 /// The notes that describe the model: its config and its vocabulary.
 inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
-                                                      const Vocabulary& vocab) {
+                                                      const tapegrad::data::Vocabulary& vocab) {
   return {{"gpt.vocab", vocab.to_text()},
           {"gpt.block_size", std::to_string(c.block_size())},
           {"gpt.n_layer", std::to_string(c.n_layer())},
@@ -52,9 +50,10 @@ inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::strin
 }
 
 /// The config and vocabulary a checkpoint of examples/gpt was trained with.
-inline std::pair<tt::GPTConfig, Vocabulary> read_model_notes(const tapegrad::io::SafetensorsFile& f,
-                                                             const std::string& path) {
-  Vocabulary vocab = Vocabulary::from_text(note(f, "gpt.vocab", path));
+inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
+    const tapegrad::io::SafetensorsFile& f, const std::string& path) {
+  tapegrad::data::Vocabulary vocab =
+      tapegrad::data::Vocabulary::from_text(note(f, "gpt.vocab", path));
   tt::GPTConfig c(vocab.size(), std::stoll(note(f, "gpt.block_size", path)));
   c.n_layer(std::stoll(note(f, "gpt.n_layer", path)))
       .n_head(std::stoll(note(f, "gpt.n_head", path)))
@@ -101,7 +100,7 @@ inline std::string tic_label(char32_t c) {
   if (c < 0x20 || c == 0x7F) return "?";
   std::string s;
   if (c == U'"' || c == U'\\') s += '\\';
-  append_utf8(s, c);
+  tapegrad::data::append_utf8(s, c);
   return s;
 }
 

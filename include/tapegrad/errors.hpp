@@ -66,6 +66,11 @@ struct StateDictError : std::runtime_error {
         mismatches(std::move(size_mismatches)) {}
   std::vector<std::string> missing, unexpected, mismatches;
 };
+/// A text or data file that cannot be used: unreadable, not a regular file, not UTF-8, too large,
+/// or too short for what was asked of it. The message names the file.
+struct DataError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 /// A file that cannot be read or written, or is not valid safetensors; kind names the check that
 /// failed, e.g. "InvalidOffset" (the list: docs/checkpoints.md).
 struct CheckpointError : std::runtime_error {

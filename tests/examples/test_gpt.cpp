@@ -1,7 +1,6 @@
-// tests/examples/test_gpt.cpp: the GPT example's data pipeline (examples/gpt/text_data.hpp) and its
-// programs, run as a learner runs them: the split never puts an entry on both sides, the vocabulary
-// and batches are as documented, a short run lowers the validation loss, a run stopped and resumed
-// ends with the same bits as one run straight through, and gpt_sample is reproducible and samples
+// tests/examples/test_gpt.cpp: the GPT example's programs, run as a learner runs them (their data
+// pipeline is tapegrad::data, tested in tests/data): a short run lowers the validation loss, a run
+// stopped and resumed ends with the same bits as one run straight through, and gpt_sample is reproducible and samples
 // the same characters with and without the cache. The programs' paths come from
 // examples/CMakeLists.txt (TAPEGRAD_GPT, TAPEGRAD_GPT_SAMPLE).
 #include <algorithm>
@@ -17,7 +16,6 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "../../examples/gpt/text_data.hpp"
 #include "../fortune_corpus.hpp"
 
 namespace {
@@ -36,87 +34,6 @@ void write(const fs::path& path, const std::string& text) {
 }
 
 }  // namespace
-
-TEST_SUITE("examples.gpt") {
-  TEST_CASE(
-      "entries are cut at % lines (or paragraphs), blank ones dropped, repeated texts kept once") {
-    const fs::path dir = folder("entries");
-    write(dir / "a", "one\ntwo lines\n%\n\n%\nthree\n%\n");
-    write(dir / "b", "three\n%\nfour\n");                       // "three" again: dropped
-    write(dir / "c", "para one\nstill one\n\npara two\n\n\n");  // no % lines: paragraphs
-    const auto entries =
-        gpt::read_entries({(dir / "a").string(), (dir / "b").string(), (dir / "c").string()});
-    REQUIRE(entries.size() == 5);
-    CHECK(entries[0] == U"one\ntwo lines\n");
-    CHECK(entries[1] == U"three\n");
-    CHECK(entries[2] == U"four\n");
-    CHECK(entries[3] == U"para one\nstill one\n");
-    CHECK(entries[4] == U"para two\n");
-    CHECK(gpt::join_entries({U"a\n", U"b\n"}) == U"a\n%\nb\n%\n");
-    write(dir / "bad", std::string("ok\n\xff\xfe\n"));
-    CHECK_THROWS_WITH_AS(gpt::read_entries({(dir / "bad").string()}),
-                         doctest::Contains("is not UTF-8 text"), std::runtime_error);
-  }
-
-  TEST_CASE("the split is by whole entries, seeded, 10 percent, and no entry is on both sides") {
-    std::vector<std::string> files = gpt::fortune_files();
-    if (files.empty()) {  // without Debian's fortunes: a corpus of our own
-      const fs::path dir = folder("split");
-      write(dir / "corpus", tapegrad::testing::fortune_corpus(3000, 1));
-      files = {(dir / "corpus").string()};
-    }
-    const auto entries = gpt::read_entries(files);
-    const gpt::Split s = gpt::split_entries(entries, 0.1, 0);
-    CHECK(s.train.size() + s.val.size() == entries.size());
-    CHECK(s.val.size() == std::size_t(std::floor(double(entries.size()) * 0.1 + 0.5)));
-    const std::set<std::u32string> train(s.train.begin(), s.train.end());
-    CHECK(train.size() == s.train.size());  // each text once
-    for (const std::u32string& e : s.val) CHECK(train.count(e) == 0);
-    const gpt::Split again = gpt::split_entries(entries, 0.1, 0),
-                     other = gpt::split_entries(entries, 0.1, 1);
-    CHECK(again.val == s.val);
-    CHECK(other.val != s.val);
-    CHECK_THROWS_WITH_AS(gpt::split_entries({U"only\n"}, 0.1, 0),
-                         doctest::Contains("needs at least 2"), std::runtime_error);
-  }
-
-  TEST_CASE(
-      "the vocabulary: the training text's characters sorted from id 1, <unk> at 0, stored as "
-      "text") {
-    const gpt::Vocabulary v(U"b\u00e9a b\n");
-    CHECK(v.size() == 6);  // <unk>, "\n", " ", "a", "b", "é"
-    CHECK(v.id(U'\n') == 1);
-    CHECK(v.id(U' ') == 2);
-    CHECK(v.id(U'a') == 3);
-    CHECK(v.id(U'b') == 4);
-    CHECK(v.id(U'\u00e9') == 5);
-    CHECK(v.id(U'z') == gpt::Vocabulary::kUnk);
-    const std::vector<std::int64_t> ids = v.encode(U"abz");
-    CHECK(v.decode(ids.data(), ids.size()) == "ab\xEF\xBF\xBD");  // <unk> prints as U+FFFD
-    const gpt::Vocabulary back = gpt::Vocabulary::from_text(v.to_text());
-    CHECK(back.to_text() == v.to_text());
-    CHECK(back.id(U'b') == 4);
-  }
-
-  TEST_CASE("batches are windows of consecutive ids, the targets shifted by one") {
-    std::vector<std::int64_t> ids(100);
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int64_t(i);
-    tapegrad::Generator g(0);
-    const auto starts = gpt::random_starts(ids.size(), 8, 5, g);
-    const gpt::Batch b = gpt::windows(ids, starts, 8);
-    CHECK(b.x.shape() == tapegrad::Shape{5, 8});
-    for (std::size_t r = 0; r < 5; ++r) {
-      CHECK(starts[r] + 8 < ids.size());
-      for (std::size_t t = 0; t < 8; ++t) {
-        CHECK(b.x(r, t) == std::int64_t(starts[r] + t));
-        CHECK(b.y(r, t) == b.x(r, t) + 1);
-      }
-    }
-    CHECK_THROWS_WITH_AS(gpt::random_starts(8, 8, 1, g), doctest::Contains("has no window of 9"),
-                         std::runtime_error);
-  }
-
-}  // TEST_SUITE
 
 #ifdef TAPEGRAD_GPT
 

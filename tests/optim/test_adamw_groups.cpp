@@ -1,5 +1,5 @@
 // tests/optim/test_adamw_groups.cpp: AdamW with two parameter groups (decay on a matrix, none on a
-// bias, as a GPT's optimizer_groups builds them) under LambdaLR with the cosine schedule, step by
+// bias, as a GPT's parameter_groups splits them) under LambdaLR with the cosine schedule, step by
 // step against PyTorch 1.13 (scripts/golden/gpt.py: lr 1e-2, betas (0.9, 0.99), eps 1e-8, groups
 // weight_decay 0.1 and 0, cosine_with_warmup(e, 1, 3, 0.1), four steps with random gradients).
 #include <doctest/doctest.h>

@@ -199,19 +199,17 @@ Tensor GPT::loss(const IndexArray& idx, const IndexArray& targets, std::int64_t 
                             CrossEntropyOptions().ignore_index(ignore_index));
 }
 
-std::vector<optim::AdamW::Group> GPT::optimizer_groups(const optim::AdamWOptions& options) const {
-  std::vector<Parameter> decay, no_decay;
+ParameterGroups GPT::parameter_groups() const {
+  ParameterGroups groups;
   std::vector<const void*> matrices;
   for (const auto& [name, module] : named_modules())
     if (const auto* lin = dynamic_cast<const Linear*>(module))
       matrices.push_back(lin->weight.impl());
   for (const Parameter& p : parameters()) {
     const bool is_matrix = std::find(matrices.begin(), matrices.end(), p.impl()) != matrices.end();
-    (is_matrix ? decay : no_decay).push_back(p);
+    (is_matrix ? groups.decay : groups.no_decay).push_back(p);
   }
-  optim::AdamWOptions none = options;
-  none.weight_decay(0.0);
-  return {{decay, options}, {no_decay, none}};
+  return groups;
 }
 
 std::int64_t GPT::num_params(bool non_embedding) const {

@@ -87,7 +87,7 @@ TEST_SUITE("nn.transformer.gpt") {
     CHECK(buffers[0].first == "transformer.wpe.pe");
     CHECK(buffers[0].second.shape() == Shape{1, 8, 8});
     const std::uint64_t fingerprint = model.transformer->wpe_table->fingerprint();
-    optim::AdamW opt(model.optimizer_groups(optim::AdamWOptions(1e-2)));
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2));
     Tensor loss = model.loss(ids({{1, 2, 3, 4}}), ids({{2, 3, 4, 5}}));
     loss.backward();
     opt.step();
@@ -191,17 +191,12 @@ TEST_SUITE("nn.transformer.gpt") {
                          doctest::Contains("expected targets of the shape of idx"), ShapeError);
   }
 
-  TEST_CASE("optimizer_groups decays the Linear weights only, as nanoGPT") {
+  TEST_CASE("parameter_groups puts the Linear weights only in the decayed group, as nanoGPT") {
     tt::GPT model(tiny(), std::make_shared<Generator>(0));
-    const auto groups =
-        model.optimizer_groups(optim::AdamWOptions(1e-3).weight_decay(0.1).betas({0.9, 0.99}));
-    REQUIRE(groups.size() == 2);
-    CHECK(groups[0].options.weight_decay() == 0.1);
-    CHECK(groups[1].options.weight_decay() == 0.0);
-    CHECK(groups[1].options.betas() == std::pair<double, double>{0.9, 0.99});
+    const tt::ParameterGroups groups = model.parameter_groups();
     std::set<std::string> decay, none;
-    for (const Parameter& p : groups[0].params) decay.insert(p.name());
-    for (const Parameter& p : groups[1].params) none.insert(p.name());
+    for (const Parameter& p : groups.decay) decay.insert(p.name());
+    for (const Parameter& p : groups.no_decay) none.insert(p.name());
     CHECK(decay.size() == 2 * 4);
     CHECK(decay.count("transformer.h.1.mlp.c_proj.weight") == 1);
     CHECK(none.count("transformer.wte.weight") == 1);  // the table shared with lm_head: no decay
@@ -209,7 +204,8 @@ TEST_SUITE("nn.transformer.gpt") {
     CHECK(none.count("transformer.h.0.ln_1.weight") == 1);
     CHECK(none.count("transformer.h.0.attn.c_attn.bias") == 1);
     CHECK(decay.size() + none.size() == model.parameters().size());
-    optim::AdamW opt(groups);  // no parameter twice
+    optim::AdamW opt({{groups.decay, optim::AdamWOptions(1e-3).weight_decay(0.1)},  // none twice
+                      {groups.no_decay, optim::AdamWOptions(1e-3).weight_decay(0.0)}});
   }
 
   TEST_CASE("num_params leaves the position table out, flops_per_token is nanoGPT's estimate") {
@@ -314,8 +310,10 @@ TEST_SUITE("nn.transformer.gpt") {
 
   TEST_CASE("a short training run lowers the loss") {
     tt::GPT model(tiny(), std::make_shared<Generator>(0));
-    optim::AdamW opt(
-        model.optimizer_groups(optim::AdamWOptions(1e-2).betas({0.9, 0.99}).weight_decay(0.1)));
+    const tt::ParameterGroups groups = model.parameter_groups();
+    const auto adamw = optim::AdamWOptions(1e-2).betas({0.9, 0.99});
+    optim::AdamW opt({{groups.decay, optim::AdamWOptions(adamw).weight_decay(0.1)},
+                      {groups.no_decay, optim::AdamWOptions(adamw).weight_decay(0.0)}});
     const IndexArray x = ids({{1, 2, 3, 4, 5, 6, 7, 8}, {8, 7, 6, 5, 4, 3, 2, 1}});
     const IndexArray y = ids({{2, 3, 4, 5, 6, 7, 8, 9}, {7, 6, 5, 4, 3, 2, 1, 0}});
     float first = 0.0f, last = 0.0f;

@@ -36,7 +36,6 @@
 #include "tapegrad/nn/module_list.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/tied_linear.hpp"
-#include "tapegrad/optim/adam.hpp"
 #include "tapegrad/random.hpp"
 
 namespace tapegrad::nn::transformer {
@@ -202,6 +201,11 @@ class GenerateOptions {
   bool use_cache_ = true;
 };
 
+/// A model's parameters in two groups: those weight decay applies to, and the others.
+struct ParameterGroups {
+  std::vector<Parameter> decay, no_decay;
+};
+
 class GPT : public Module {
  public:
   /// Validates the config (ValueError naming the field) and initialises as nanoGPT from
@@ -226,10 +230,11 @@ class GPT : public Module {
   /// uncached path follows the same rule and gives the same tokens. -> (B, t + max_new_tokens).
   IndexArray generate(const IndexArray& idx, const GenerateOptions& options, Generator& gen);
 
-  /// Two AdamW groups as nanoGPT builds them: the Linear weights (matrices) decayed with
-  /// options.weight_decay(), everything else (biases, LayerNorms, the token table shared with
-  /// lm_head, the learned position table) with weight_decay 0. Same lr, betas and eps.
-  std::vector<optim::AdamW::Group> optimizer_groups(const optim::AdamWOptions& options) const;
+  /// The parameters as nanoGPT's optimizer groups them: `decay` holds the Linear weights (the
+  /// matrices), `no_decay` everything else (biases, LayerNorms, the token table shared with
+  /// lm_head, the learned position table). The model does not know its optimizer; the caller
+  /// builds it, e.g. AdamW({{g.decay, options}, {g.no_decay, options_without_decay}}).
+  ParameterGroups parameter_groups() const;
 
   /// Parameters, the tied table counted once; non_embedding leaves the learned position table out
   /// (nanoGPT's get_num_params).
