@@ -5,6 +5,7 @@
 #pragma once
 
 #include "tapegrad/errors.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/sizes.hpp"
 #include "tapegrad/memory.hpp"
 #include "tapegrad/threads.hpp"
