@@ -199,18 +199,26 @@ TEST_SUITE("nn.transformer.gpt_choices") {
         tt::GPTConfig(7, 4).n_layer(1).n_head(2).n_embd(4).norm("rmsnorm").mlp("swiglu").position(
             "rope"),
         std::make_shared<Generator>(5));
-    {  // non-trivial norms and biases, so that their gradients are checked too
+    {  // weights of order 1, so that the queries and keys matter to the logits (nanoGPT's 0.02
+       // would leave their gradients below gradcheck's tolerance), non-trivial norms and biases
       autograd::NoGradGuard no_grad;
       Generator g(6);
-      for (const auto& [name, p] : model.named_parameters())
-        if (name.find("ln_") != std::string::npos || name.find("bias") != std::string::npos)
-          for (float& v : p.mutable_data()) v += 0.2f * float(g.normal());
+      for (const auto& [name, p] : model.named_parameters()) {
+        const bool norm = name.find("ln_") != std::string::npos;
+        for (float& v : p.mutable_data()) v = (norm ? 1.0f : 0.0f) + 0.25f * float(g.normal());
+      }
     }
     const IndexArray idx = ids({{1, 5, 2, 6}, {3, 3, 0, 4}});
     const std::vector<Parameter> params = model.parameters();
     const std::vector<Tensor> inputs(params.begin(), params.end());
-    testing::check_gradients([&](const std::vector<Tensor>&) { return model.forward(idx); },
-                             inputs);
+    // A step of 3e-3 rather than 1e-2: with weights of order 1 the third derivatives are large
+    // enough for 1e-2's truncation error (about 1%) to exceed the tolerance at a few elements.
+    GradcheckOptions options;
+    options.eps = 3e-3;
+    const GradcheckResult r =
+        gradcheck([&](const std::vector<Tensor>&) { return model.forward(idx); }, inputs, options);
+    CHECK(r.checked == 264);  // every parameter: wte 28, block 232, ln_f 4
+    CHECK_MESSAGE(r.ok, r.message);
   }
 
   TEST_CASE("RoPE: the cached forward gives the uncached logits, position after position") {
