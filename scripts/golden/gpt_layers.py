@@ -98,3 +98,113 @@ y = torch.cat([rope(q.view(B, T, H, D), cos, sin, offset).reshape(B, T, C),
 (y * g).sum().backward()
 print("// rope: qkv (1, 2, 24), 2 heads of head_dim 4, offset 3, tables of 6 positions, base 10000")
 cpp("cos", cos), cpp("sin", sin), cpp("qkv", qkv), cpp("g", g), cpp("y", y), cpp("dqkv", qkv.grad)
+
+
+# ---- a tiny GPT with all three: RMSNorm, SwiGLU, RoPE ---------------------------------------------
+# The GPT of tests/nn/transformer/test_gpt_choices_parity.cpp, nanoGPT's structure with tapegrad's
+# names for the new pieces (mlp.swiglu.w1 ...), written to
+# tests/nn/transformer/fixtures/gpt_choices_parity.safetensors: "param.<key>" every parameter (the
+# tied table once), idx and targets (2, 7) I64 (one target 0, not scored), logits (2, 7, 11),
+# loss (), "grad.<key>" the gradients. vocab 11, block 8, 2 layers, 2 heads, n_embd 12, eval mode.
+import json  # noqa: E402
+import os  # noqa: E402
+import struct  # noqa: E402
+
+import torch.nn as nn  # noqa: E402
+
+
+def write_safetensors(path, tensors):  # a plain writer of the format, tensors sorted by name
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous()
+        dtype = {torch.float32: "F32", torch.int64: "I64"}[t.dtype]
+        data = t.numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(C)), eps
+
+    def forward(self, x):
+        return rms_norm(x, self.weight, self.eps)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, C, hidden):
+        super().__init__()
+        self.w1, self.w2, self.w3 = nn.Linear(C, hidden), nn.Linear(hidden, C), nn.Linear(C, hidden)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Attention(nn.Module):
+    def __init__(self, C, H, block):
+        super().__init__()
+        self.c_attn, self.c_proj, self.H = nn.Linear(C, 3 * C), nn.Linear(C, C), H
+        self.cos, self.sin = rope_tables(C // H, block, 10000.0)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        H, D = self.H, C // self.H
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = rope(q.view(B, T, H, D), self.cos, self.sin, 0).transpose(1, 2)
+        k = rope(k.view(B, T, H, D), self.cos, self.sin, 0).transpose(1, 2)
+        v = v.view(B, T, H, D).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+        att = att.masked_fill(torch.tril(torch.ones(T, T)).view(1, 1, T, T) == 0, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, C, H, block):
+        super().__init__()
+        self.ln_1, self.attn = RMSNorm(C, 1e-5), Attention(C, H, block)
+        self.ln_2, self.mlp = RMSNorm(C, 1e-5), nn.Module()
+        self.mlp.swiglu = SwiGLU(C, 2 * (4 * C) // 3)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp.swiglu(self.ln_2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, V, block, L, H, C):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C),
+                                              h=nn.ModuleList([Block(C, H, block) for _ in range(L)]),
+                                              ln_f=RMSNorm(C, 1e-5)))
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx)
+        for block in self.transformer.h:
+            x = block(x)
+        return self.transformer.ln_f(x) @ self.transformer.wte.weight.t()   # the tied head
+
+
+model = TinyGPT(11, 8, 2, 2, 12)
+with torch.no_grad():   # non-trivial norms and biases, so their gradients are tested too
+    for name, p in model.named_parameters():
+        if "ln_" in name or name.endswith("bias"):
+            p.add_(0.1 * torch.randn_like(p))
+idx = torch.tensor([[1, 4, 2, 9, 3, 10, 5], [7, 7, 5, 0, 8, 6, 2]])
+targets = torch.tensor([[4, 2, 9, 3, 10, 5, 1], [7, 5, 0, 8, 6, 2, 3]])   # one <unk> (0) target: not scored
+logits = model(idx)
+loss = F.cross_entropy(logits.view(-1, 11), targets.view(-1), ignore_index=0)
+loss.backward()
+out = {"idx": idx, "targets": targets, "logits": logits, "loss": loss.reshape(())}
+for name, p in model.named_parameters():
+    out["param." + name], out["grad." + name] = p, p.grad
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "nn", "transformer",
+                    "fixtures", "gpt_choices_parity.safetensors")
+write_safetensors(path, out)
+print("// wrote", os.path.normpath(path), os.path.getsize(path), "bytes,", len(out), "tensors")
