@@ -19,9 +19,9 @@
 namespace tapegrad::nn {
 
 struct RMSNormOptions {
-  /// The trailing dimensions to normalise over (PyTorch's normalized_shape).
   RMSNormOptions(std::vector<std::int64_t> normalized_shape)
       : normalized_shape_(std::move(normalized_shape)) {}
+  /// The trailing dimensions to normalise over (PyTorch's normalized_shape; non-empty, >= 0).
   TAPEGRAD_ARG(std::vector<std::int64_t>, normalized_shape);
   /// Added to mean(x^2) under the square root (>= 0); unset: torch.finfo(float32).eps, 2^-23.
   TAPEGRAD_ARG(std::optional<double>, eps) = std::nullopt;
