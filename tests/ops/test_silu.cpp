@@ -1,5 +1,5 @@
 // tests/ops/test_silu.cpp: SiLU, x * sigmoid(x): values by hand, PyTorch goldens, gradcheck, the
-// tails, the module, and the tape.
+// tails, and the tape.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -80,14 +80,6 @@ TEST_SUITE("ops.silu") {
     CHECK(x.grad()(1) == 0.0f);
     CHECK(x.grad()(2) == 1.0f);
     CHECK(std::isnan(x.grad()(3)));
-  }
-
-  TEST_CASE("nn::SiLU is ops::silu as a module, printed as PyTorch prints it") {
-    nn::SiLU silu;
-    const Tensor x = testing::input({2, 3}, 4, false);
-    CHECK(testing::bit_equal(silu.forward(x).data(), ops::silu(x).data()));
-    CHECK(silu.repr() == "SiLU()");
-    CHECK(silu.named_parameters().empty());
   }
 
   TEST_CASE("silu records one entry, nothing under NoGradGuard, and frees it after backward") {
