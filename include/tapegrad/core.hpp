@@ -25,6 +25,8 @@
 #include "tapegrad/ops/embedding.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
+#include "tapegrad/ops/rms_norm.hpp"
+#include "tapegrad/ops/rotary.hpp"
 #include "tapegrad/ops/attention.hpp"
 #include "tapegrad/ops/causal_attention.hpp"
 #include "tapegrad/ops/activation.hpp"

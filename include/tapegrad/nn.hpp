@@ -1,6 +1,7 @@
 // include/tapegrad/nn.hpp: the umbrella header of tapegrad::nn: Module (parameters, buffers and
 // children by name, train/eval, state_dict) and the layers built on the ops: Embedding, the
-// tutorials' scaled Embeddings and PositionalEncoding, Dropout, Linear, LayerNorm, the losses.
+// tutorials' scaled Embeddings and PositionalEncoding, Dropout, Linear, LayerNorm and RMSNorm,
+// GELU and SiLU, SwiGLU, RotaryEmbedding, the losses.
 // It links tapegrad::core only.
 #pragma once
 
@@ -17,3 +18,6 @@
 #include "tapegrad/nn/loss.hpp"
 #include "tapegrad/nn/init.hpp"
 #include "tapegrad/nn/layer_norm.hpp"
+#include "tapegrad/nn/rms_norm.hpp"
+#include "tapegrad/nn/rotary_embedding.hpp"
+#include "tapegrad/nn/swiglu.hpp"

@@ -38,7 +38,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import gpt_torch  # noqa: E402  (the twin's model: the fixture checks both sides compute the same function)
 
-OUT = os.path.join(ROOT, "tests", "nn", "fixtures", "gpt_parity.safetensors")
+OUT = os.path.join(ROOT, "tests", "nn", "transformer", "fixtures", "gpt_parity.safetensors")
 
 
 def write_safetensors(path, tensors):

@@ -22,4 +22,9 @@ Tensor GELU::forward(const Tensor& x) {
 
 void GELU::extra_repr(std::ostream& os) const { os << "approximate='" << approximate_ << "'"; }
 
+Tensor SiLU::forward(const Tensor& x) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::silu(x);
+}
+
 }  // namespace tapegrad::nn

@@ -1,4 +1,5 @@
-// tests/nn/test_activation.cpp: the GELU module: PyTorch's printed form, both forms, the error text.
+// tests/nn/test_activation.cpp: the GELU and SiLU modules: PyTorch's printed forms, GELU's two forms and
+// its error text.
 #include <doctest/doctest.h>
 
 #include <tapegrad/tapegrad.hpp>
@@ -26,6 +27,14 @@ TEST_SUITE("nn.activation") {
         nn::GELU("erf"),
         doctest::Contains("GELU: expected approximate \"none\" or \"tanh\", got \"erf\""),
         ValueError);
+  }
+
+  TEST_CASE("nn::SiLU is ops::silu as a module, printed as PyTorch prints it") {
+    nn::SiLU silu;
+    const Tensor x = testing::input({2, 3}, 4, false);
+    CHECK(testing::bit_equal(silu.forward(x).data(), ops::silu(x).data()));
+    CHECK(silu.repr() == "SiLU()");
+    CHECK(silu.named_parameters().empty());
   }
 
 }  // TEST_SUITE

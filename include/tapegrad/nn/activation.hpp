@@ -1,7 +1,7 @@
 // include/tapegrad/nn/activation.hpp
 //
 // Activation modules: thin shells around the functions of ops/activation.hpp, for models that
-// list their layers as modules (PyTorch's nn.GELU). They hold no parameters and no buffers.
+// list their layers as modules (PyTorch's nn.GELU, nn.SiLU). They hold no parameters and no buffers.
 #pragma once
 
 #include <string>
@@ -23,6 +23,14 @@ class GELU : public Module {
 
  private:
   std::string approximate_;
+};
+
+/// SiLU, PyTorch's nn.SiLU(): y = x * sigmoid(x) elementwise, any shape.
+class SiLU : public Module {
+ public:
+  Tensor forward(const Tensor& x);
+
+  std::string type_name() const override { return "SiLU"; }
 };
 
 }  // namespace tapegrad::nn

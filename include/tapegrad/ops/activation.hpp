@@ -5,6 +5,8 @@
 // PyTorch's two forms, F.gelu(x, approximate="none") and F.gelu(x, approximate="tanh"):
 //   "none"   y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))                     (the exact GELU)
 //   "tanh"   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))              (GPT-2's approximation)
+// and SiLU (also called swish), PyTorch's F.silu, the gate of LLaMA's SwiGLU feed-forward:
+//   silu     y = x * sigmoid(x) = x / (1 + exp(-x))
 // Elementwise, any shape; backward reads the input x only.
 #pragma once
 
@@ -17,5 +19,8 @@ namespace tapegrad::ops {
 /// GELU elementwise, x of any shape -> the same shape. `approximate` is "none" (erf form, the
 /// default) or "tanh", as in PyTorch; anything else is a ValueError.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+
+/// SiLU elementwise, x of any shape -> the same shape: x * sigmoid(x) (src/ops/silu.cpp).
+Tensor silu(const Tensor& x);
 
 }  // namespace tapegrad::ops

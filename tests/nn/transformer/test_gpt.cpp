@@ -171,7 +171,8 @@ TEST_SUITE("nn.transformer.gpt") {
                          ValueError);
     CHECK_THROWS_WITH_AS(
         tt::GPT(tiny().position("rotary")),
-        doctest::Contains("expected position \"learned\" or \"sinusoidal\", got \"rotary\""),
+        doctest::Contains(
+            "expected position \"learned\", \"sinusoidal\" or \"rope\", got \"rotary\""),
         ValueError);
     CHECK_THROWS_WITH_AS(tt::GPT(tiny().gelu("fast")),
                          doctest::Contains("approximate argument must be either none or tanh"),

@@ -1,0 +1,57 @@
+// src/nn/rms_norm.cpp: the RMSNorm module, a thin shell around ops::rms_norm.
+#include "tapegrad/nn/rms_norm.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/ops/rms_norm.hpp"
+#include "tapegrad/sizes.hpp"
+
+namespace tapegrad::nn {
+
+namespace {
+RMSNormOptions validated(RMSNormOptions o) {
+  check<ValueError>(!o.normalized_shape().empty(),
+                    "RMSNorm: expected at least one dimension in normalized_shape, got none");
+  for (std::int64_t n : o.normalized_shape())
+    check<ValueError>(n >= 0, "RMSNorm: expected non-negative sizes in normalized_shape, got ", n);
+  if (o.eps()) check<ValueError>(*o.eps() >= 0.0, "RMSNorm: expected eps >= 0, got ", *o.eps());
+  return o;
+}
+}  // namespace
+
+RMSNorm::RMSNorm(RMSNormOptions options) : options_(validated(std::move(options))) {
+  if (!options_.elementwise_affine()) return;
+  Shape shape;
+  for (std::int64_t n : options_.normalized_shape()) shape.push_back(static_cast<std::size_t>(n));
+  weight = register_parameter("weight", Parameter(new_array(shape, "RMSNorm: weight")));
+  reset_parameters();
+}
+
+RMSNorm::RMSNorm(std::int64_t features) : RMSNorm(RMSNormOptions({features})) {}
+
+void RMSNorm::reset_parameters() {
+  if (!weight.defined()) return;
+  autograd::NoGradGuard no_grad;
+  std::fill(weight.mutable_data().begin(), weight.mutable_data().end(), 1.0f);
+}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::rms_norm(x, options_.normalized_shape(), weight, options_.eps());
+}
+
+void RMSNorm::extra_repr(std::ostream& os) const {
+  const auto& shape = options_.normalized_shape();
+  os << '(';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << (shape.size() == 1 ? ",)" : ")") << ", eps=";
+  if (options_.eps())
+    os << py_float(*options_.eps());
+  else
+    os << "None";
+  os << ", elementwise_affine=" << (options_.elementwise_affine() ? "True" : "False");
+}
+
+}  // namespace tapegrad::nn

@@ -1,0 +1,119 @@
+// src/ops/rotary.cpp
+//
+// Rotary position embeddings, forward and backward side by side (the convention and the
+// references: include/tapegrad/ops/rotary.hpp). x is viewed as (outer, T, W): each row of W
+// columns sits at position m = offset + t; its first `rotated` columns are heads of head_dim
+// columns, the rest (the values of a packed qkv) are copied. For pair p of a head, c = cos[m, p],
+// s = sin[m, p]:
+//   forward   y0 = x0 c - x1 s          y1 = x0 s + x1 c          (y = R x, R a rotation)
+//   backward  dx0 = dy0 c + dy1 s       dx1 = -dy0 s + dy1 c      (dx = R^T dy: the inverse turn)
+// so backward is the same loop with the angle negated. Nothing is saved but the tables.
+#include "tapegrad/ops/rotary.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tapegrad/autograd/tape.hpp"
+
+namespace tapegrad::ops {
+
+namespace {
+struct Layout {
+  std::size_t outer, T, W, rotated, half, offset;
+};
+
+// out = R x (inverse false) or R^T x (inverse true), for every row.
+void rotate(const float* x, float* out, const Layout& l, const float* cos, const float* sin,
+            bool inverse) {
+  const float sign = inverse ? -1.0f : 1.0f;
+  for (std::size_t o = 0; o < l.outer; ++o)
+    for (std::size_t t = 0; t < l.T; ++t) {
+      const float* c = cos + (l.offset + t) * l.half;
+      const float* s = sin + (l.offset + t) * l.half;
+      const float* a = x + (o * l.T + t) * l.W;
+      float* b = out + (o * l.T + t) * l.W;
+      for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
+        for (std::size_t p = 0; p < l.half; ++p) {
+          const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
+          b[head + 2 * p] = x0 * c[p] - x1 * sp;
+          b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
+        }
+      std::copy(a + l.rotated, a + l.W, b + l.rotated);
+    }
+}
+
+// Checks the tables and the offset, and returns the layout of x (*, T, W) with the first
+// `rotated_parts` of `parts` equal parts of W rotated.
+Layout layout(const std::string& where, const Tensor& x, const Tensor& cos, const Tensor& sin,
+              std::int64_t offset, std::size_t parts, std::size_t rotated_parts) {
+  check<ShapeError>(cos.dim() == 2 && cos.shape()[1] >= 1 && sin.shape() == cos.shape(), where,
+                    ": expected cos and sin tables of the same shape (max_len, head_dim / 2), got ",
+                    cos.shape(), " and ", sin.shape());
+  check<ValueError>(!cos.requires_grad() && !sin.requires_grad(), where,
+                    ": expected cos and sin tables that do not require grad (they are constants "
+                    "and receive no gradient)");
+  check<ValueError>(offset >= 0, where, ": expected offset >= 0, got ", offset);
+  const std::size_t half = cos.shape()[1], head_dim = 2 * half, max_len = cos.shape()[0];
+  const Shape& s = x.shape();
+  const std::size_t T = s.size() >= 2 ? s[s.size() - 2] : 0, W = s.empty() ? 0 : s.back();
+  const std::size_t C = W / parts;
+  check<ShapeError>(s.size() >= 2 && W % parts == 0 && C % head_dim == 0, where, ": expected ",
+                    parts == 1 ? "x of shape (*, T, C)" : "qkv of shape (B, T, 3C)",
+                    " with C a multiple of head_dim ", head_dim, ", got ", s);
+  check<ShapeError>(std::size_t(offset) + T <= max_len, where,
+                    ": expected positions offset + T = ", offset, " + ", T, " <= max_len ", max_len,
+                    " of the tables, got ", std::size_t(offset) + T,
+                    "; build the tables with a larger max_len");
+  const std::size_t outer = T * W == 0 ? 0 : x.numel() / (T * W);
+  return Layout{outer, T, W, rotated_parts * C, half, std::size_t(offset)};
+}
+
+Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
+             const Layout& l) {
+  Array out = Array::from_shape(x.shape());
+  rotate(x.data().data(), out.data(), l, cos.data().data(), sin.data().data(), false);
+  Tensor y(std::move(out));
+  autograd::record(op, y, {x}, /*saved=*/{cos, sin}, [x, cos, sin, l, op](Array dy) {
+    Array dx = Array::from_shape(dy.shape());
+    rotate(dy.data(), dx.data(), l, cos.data().data(), sin.data().data(), true);
+    x.accumulate_grad(std::move(dx), op);
+  });
+  return y;
+}
+}  // namespace
+
+RotaryTable rotary_table(std::int64_t head_dim, std::int64_t max_len, double base) {
+  check<ValueError>(
+      head_dim >= 2 && head_dim % 2 == 0,
+      "rotary_table: expected an even head_dim >= 2 (the columns rotate in pairs), got ", head_dim);
+  check<ValueError>(max_len >= 1, "rotary_table: expected max_len >= 1, got ", max_len);
+  check<ValueError>(base > 0.0 && std::isfinite(base),
+                    "rotary_table: expected a finite base > 0, got ", base);
+  const auto half = std::size_t(head_dim / 2), n = std::size_t(max_len);
+  RotaryTable table{Array::from_shape({n, half}), Array::from_shape({n, half})};
+  for (std::size_t p = 0; p < half; ++p) {
+    const double theta = std::pow(base, -2.0 * double(p) / double(head_dim));
+    for (std::size_t m = 0; m < n; ++m) {
+      const double angle = double(m) * theta;
+      table.cos(m, p) = static_cast<float>(std::cos(angle));
+      table.sin(m, p) = static_cast<float>(std::sin(angle));
+    }
+  }
+  return table;
+}
+
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin,
+                        std::int64_t offset) {
+  const Layout l = layout(autograd::where("rotary_embedding"), x, cos, sin, offset, 1, 1);
+  return apply("rotary_embedding", x, cos, sin, l);
+}
+
+Tensor rotary_embedding_qkv(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                            std::int64_t offset) {
+  const std::string where = autograd::where("rotary_embedding_qkv");
+  check<ShapeError>(qkv.dim() == 3, where, ": expected qkv of shape (B, T, 3C), got ", qkv.shape());
+  const Layout l = layout(where, qkv, cos, sin, offset, 3, 2);
+  return apply("rotary_embedding_qkv", qkv, cos, sin, l);
+}
+
+}  // namespace tapegrad::ops
