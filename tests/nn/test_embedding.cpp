@@ -127,13 +127,12 @@ TEST_SUITE("nn.embedding") {
 
   TEST_CASE("from_pretrained keeps the rows, the pad row included, and freezes by default") {
     const Array rows = {{9.f, 9.f}, {1.f, 2.f}, {3.f, 4.f}};
-    auto emb = Embedding::from_pretrained(rows, EmbeddingFromPretrainedOptions().padding_idx(0));
+    auto emb = Embedding::from_pretrained(rows, EmbeddingOptions().padding_idx(0));
     CHECK(bit_equal(emb->weight.data(), rows));
     CHECK(emb->padding_idx() == 0);
     CHECK_FALSE(emb->weight.requires_grad());
     CHECK(emb->repr() == "Embedding(3, 2, padding_idx=0)");
-    auto trainable =
-        Embedding::from_pretrained(rows, EmbeddingFromPretrainedOptions().freeze(false));
+    auto trainable = Embedding::from_pretrained(rows, EmbeddingOptions()._freeze(false));
     CHECK(trainable->weight.requires_grad());
     CHECK_THROWS_WITH_AS(
         Embedding::from_pretrained(Array{1.f, 2.f, 3.f, 4.f}),
