@@ -142,7 +142,7 @@ struct ToyRun {
       std::copy(ids.begin(), ids.end(), target.begin());
       Tensor logits = ops::reshape(
           model.out->forward(model.pos->forward(model.embed->forward(ids))), {-1, kVocab});
-      Tensor loss = ops::cross_entropy(logits, target, CrossEntropyOptions().ignore_index(0));
+      Tensor loss = ops::cross_entropy(logits, target, ops::CrossEntropyOptions().ignore_index(0));
       loss.backward();
       adam.step();
       if (sparse_adam) sparse_adam->step();
