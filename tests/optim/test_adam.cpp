@@ -277,8 +277,12 @@ TEST_SUITE("optim.adam") {
     opt.step();
     CHECK(fast.data()(0) == doctest::Approx(0.9).epsilon(1e-6));
     CHECK(still.data()(0) == 1.f);
-    opt.options(1).lr(0.1);  // hyper-parameters are writable per group
+    opt.set_options(1, AdamOptions(opt.options(1)).lr(0.1));  // writable per group, checked
     CHECK(opt.lr(1) == 0.1);
+    CHECK_THROWS_WITH_AS(opt.set_options(1, AdamOptions(opt.options(1)).eps(-1.0)),
+                         doctest::Contains("Invalid epsilon value: -1.0 | Adam: expected eps >= 0"),
+                         ValueError);
+    CHECK(opt.options(1).eps() == 1e-8);  // refused: unchanged
     opt.step();
     CHECK(still.data()(0) < 1.f);
   }
