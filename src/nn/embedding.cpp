@@ -16,11 +16,10 @@
 namespace tapegrad::nn {
 
 namespace {
-// The options the module keeps: checked (the lookup's five by ops::check_embedding_options, the
-// module's own here, PyTorch's text first), padding_idx normalised to [0, num) (-1 -> num - 1),
-// _freeze resolved (unset: false, PyTorch's _freeze default), and no copy of _weight (the array
-// lives once, in `weight`).
-EmbeddingOptions kept_options(EmbeddingOptions o, const std::string& where) {
+// The options checked (the lookup's five by ops::check_embedding_options, the module's own here,
+// PyTorch's text first), with padding_idx normalised to [0, num) (-1 -> num - 1) and _freeze
+// resolved (unset: false, PyTorch's _freeze default).
+EmbeddingOptions checked(EmbeddingOptions o, const std::string& where) {
   const std::int64_t num = o.num_embeddings(), dim = o.embedding_dim();
   check<ValueError>(num >= 0 && dim >= 0, "Trying to create tensor with negative dimension ",
                     std::min(num, dim), ": [", num, ", ", dim, "] | ", where,
@@ -32,20 +31,21 @@ EmbeddingOptions kept_options(EmbeddingOptions o, const std::string& where) {
                           w->shape()[1] == static_cast<std::size_t>(dim),
                       "Shape of weight does not match num_embeddings and embedding_dim | ", where,
                       ": expected (", num, ", ", dim, "), got ", w->shape());
-  return o._weight(std::nullopt)._freeze(o._freeze().value_or(false));
+  return o._freeze(o._freeze().value_or(false));
 }
 }  // namespace
 
 Embedding::Embedding(EmbeddingOptions options, std::shared_ptr<Generator> generator)
-    : options_(kept_options(options, context())),
+    : options_(checked(std::move(options), context())),
       generator_(generator ? std::move(generator) : default_generator()) {
-  const std::optional<Array>& given = options._weight();
+  const bool given = options_._weight().has_value();
   weight = register_parameter(
-      "weight", Parameter(given ? *given
+      "weight", Parameter(given ? *options_._weight()
                                 : new_array({static_cast<std::size_t>(options_.num_embeddings()),
                                              static_cast<std::size_t>(options_.embedding_dim())},
                                             "Embedding: weight"),
                           /*requires_grad=*/!*options_._freeze()));
+  options_._weight(std::nullopt);  // the array lives once, in `weight`
   if (!given) reset_parameters();
 }
 
