@@ -10,7 +10,7 @@
 namespace tapegrad::nn {
 
 LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
-  ops::check_layer_norm_options(options_.normalized_shape(), options_.eps(), context());
+  ops::check_norm_options(options_.normalized_shape(), options_.eps(), context());
   if (!options_.elementwise_affine()) return;
   Shape shape;
   for (std::int64_t n : options_.normalized_shape()) shape.push_back(static_cast<std::size_t>(n));

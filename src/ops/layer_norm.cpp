@@ -142,8 +142,8 @@ std::string list_str(const Shape& s) {
 }
 }  // namespace
 
-void check_layer_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
-                              const std::string& where) {
+void check_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
+                        const std::string& where) {
   if (normalized_shape.empty())
     fail<ValueError>(
         "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
@@ -159,7 +159,7 @@ void check_layer_norm_options(const std::vector<std::int64_t>& normalized_shape,
 Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
                   const Tensor& weight, const Tensor& bias, const LayerNormFuncOptions& options) {
   const std::string where = autograd::where("layer_norm");
-  check_layer_norm_options(normalized_shape, options.eps(), where);
+  check_norm_options(normalized_shape, options.eps(), where);
   const Shape norm(normalized_shape.begin(), normalized_shape.end());
   const double eps = options.eps();
   const Shape& sx = x.shape();

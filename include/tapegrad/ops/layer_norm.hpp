@@ -32,10 +32,11 @@ class LayerNormFuncOptions {
 namespace ops {
 
 /// Throws ValueError naming `where`, PyTorch's text first where it has one, for an empty
-/// normalized_shape, a negative size in it, or eps < 0 or NaN. layer_norm calls it at every call,
-/// nn::LayerNorm once, at construction.
-void check_layer_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
-                              const std::string& where);
+/// normalized_shape, a negative size in it, or eps < 0 or NaN: the arguments layer_norm and
+/// rms_norm share. The ops call it at every call, nn::LayerNorm and nn::RMSNorm once, at
+/// construction.
+void check_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
+                        const std::string& where);
 
 /// x (*, normalized_shape) -> the same shape, each row normalised to mean 0 and (about) unit
 /// variance, then scaled by weight and shifted by bias (both of shape normalized_shape; either may
