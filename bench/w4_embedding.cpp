@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::size_t n_nonpad = 0;
   for (std::size_t p = 0; p < N; ++p) n_nonpad += ids.data()[p] != 0;
   const Array G = randn({B, T, D}, &gen);
-  const auto options = EmbeddingFuncOptions().padding_idx(0);
+  const auto options = EmbeddingOptions().padding_idx(0);
 
   const int warmup = 5, iters = 20;
   std::vector<double> seconds;

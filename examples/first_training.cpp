@@ -60,7 +60,7 @@ int main() {
   optim::LambdaLR schedule(adam,
                            [](std::int64_t step) { return optim::noam(step, kDModel, 1.0, 40); });
   nn::CrossEntropyLoss criterion(
-      CrossEntropyOptions().ignore_index(kPad));  // padding counts for nothing
+      nn::CrossEntropyLossOptions().ignore_index(kPad));  // padding counts for nothing
 
   const Array embedding_before = model.embed->lut->weight.data();
   const std::uint64_t pe_before = model.pos->pe.fingerprint();

@@ -95,7 +95,7 @@ double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids,
     y.reshape({y.size()});
     const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
     const auto options =
-        CrossEntropyOptions().ignore_index(data::Vocabulary::kUnk).reduction("sum");
+        ops::CrossEntropyOptions().ignore_index(data::Vocabulary::kUnk).reduction("sum");
     total += ops::cross_entropy(logits, y, options).item();
     for (std::int64_t id : y) count += id != data::Vocabulary::kUnk;
   }

@@ -111,7 +111,7 @@ inline Evaluation evaluate(ToyModel& model, const std::vector<Batch>& batches) {
   const bool was_training = model.is_training();
   model.eval();                             // Dropout becomes the identity
   tapegrad::autograd::NoGradGuard no_grad;  // nothing to backpropagate: record nothing
-  tapegrad::nn::CrossEntropyLoss summed(tapegrad::CrossEntropyOptions().reduction("sum"));
+  tapegrad::nn::CrossEntropyLoss summed(tapegrad::nn::CrossEntropyLossOptions().reduction("sum"));
   Evaluation e;
   for (const Batch& b : batches) {
     const Tensor logits = model.forward(b.ids);

@@ -9,19 +9,8 @@
 
 namespace tapegrad::nn {
 
-namespace {
-LayerNormOptions validated(LayerNormOptions o) {
-  check<ValueError>(!o.normalized_shape().empty(),
-                    "LayerNorm: expected at least one dimension in normalized_shape, got none");
-  for (std::int64_t n : o.normalized_shape())
-    check<ValueError>(n >= 0, "LayerNorm: expected non-negative sizes in normalized_shape, got ",
-                      n);
-  check<ValueError>(o.eps() >= 0.0, "LayerNorm: expected eps >= 0, got ", o.eps());
-  return o;
-}
-}  // namespace
-
-LayerNorm::LayerNorm(LayerNormOptions options) : options_(validated(std::move(options))) {
+LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
+  ops::check_norm_options(options_.normalized_shape(), options_.eps(), context());
   if (!options_.elementwise_affine()) return;
   Shape shape;
   for (std::int64_t n : options_.normalized_shape()) shape.push_back(static_cast<std::size_t>(n));

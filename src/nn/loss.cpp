@@ -5,11 +5,8 @@
 
 namespace tapegrad::nn {
 
-CrossEntropyLoss::CrossEntropyLoss(CrossEntropyOptions options) : options_(std::move(options)) {
-  const std::string& r = options_.reduction();
-  check<ValueError>(r == "mean" || r == "sum" || r == "none", r,
-                    " is not a valid value for reduction | ", type_name(),
-                    ": expected reduction 'mean', 'sum' or 'none', got '", r, "'");
+CrossEntropyLoss::CrossEntropyLoss(CrossEntropyLossOptions options) : options_(std::move(options)) {
+  ops::check_cross_entropy_options(options_, context());
 }
 
 Tensor CrossEntropyLoss::forward(const Tensor& logits, const IndexArray& target) {

@@ -5,23 +5,15 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/ops/layer_norm.hpp"
 #include "tapegrad/ops/rms_norm.hpp"
 #include "tapegrad/sizes.hpp"
 
 namespace tapegrad::nn {
 
-namespace {
-RMSNormOptions validated(RMSNormOptions o) {
-  check<ValueError>(!o.normalized_shape().empty(),
-                    "RMSNorm: expected at least one dimension in normalized_shape, got none");
-  for (std::int64_t n : o.normalized_shape())
-    check<ValueError>(n >= 0, "RMSNorm: expected non-negative sizes in normalized_shape, got ", n);
-  if (o.eps()) check<ValueError>(*o.eps() >= 0.0, "RMSNorm: expected eps >= 0, got ", *o.eps());
-  return o;
-}
-}  // namespace
-
-RMSNorm::RMSNorm(RMSNormOptions options) : options_(validated(std::move(options))) {
+RMSNorm::RMSNorm(RMSNormOptions options) : options_(std::move(options)) {
+  // The op's checks and texts; an unset eps is the op's default, which passes.
+  ops::check_norm_options(options_.normalized_shape(), options_.eps().value_or(0.0), context());
   if (!options_.elementwise_affine()) return;
   Shape shape;
   for (std::int64_t n : options_.normalized_shape()) shape.push_back(static_cast<std::size_t>(n));

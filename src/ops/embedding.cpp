@@ -25,28 +25,6 @@ namespace tapegrad::ops {
 
 namespace {
 
-// padding_idx in [-num, num), negatives counted from the end (PyTorch's F.embedding).
-std::optional<std::int64_t> normalised_padding_idx(std::optional<std::int64_t> pad,
-                                                   std::int64_t num, const std::string& where) {
-  if (!pad) return pad;
-  check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | ",
-                    where, ": expected padding_idx in [", -num, ", ", num, "), got ", *pad);
-  return *pad < 0 ? num + *pad : *pad;
-}
-
-void check_options(const EmbeddingFuncOptions& o, const std::string& where) {
-  if (o.max_norm()) {
-    const double m = *o.max_norm();
-    check<ValueError>(m > 0.0, where, ": expected max_norm > 0 (and not NaN), got ", m,
-                      "; leave max_norm unset to switch renormalisation off");
-    check<ValueError>(!std::isnan(o.norm_type()), where,
-                      ": expected norm_type to be a number, got ", o.norm_type());
-  }
-  check<ValueError>(!(o.sparse() && o.scale_grad_by_freq()),
-                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | ",
-                    where, ": expected at most one of sparse and scale_grad_by_freq, got both");
-}
-
 // Every id in [0, num); the first offender names its value and its multi-index in ids.
 void check_ids(const IndexArray& ids, std::int64_t num, const std::string& where) {
   const std::int64_t* id = ids.data();
@@ -108,13 +86,12 @@ void renorm_rows_(const Tensor& weight, const IndexArray& ids, double max_norm, 
 
 // Everything both entry points check and do before the gather; returns the normalised pad.
 std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
-                                    const EmbeddingFuncOptions& o, const std::string& where) {
+                                    const EmbeddingOptions& o, const std::string& where) {
   check<ShapeError>(weight.dim() == 2, "'weight' must be 2-D | ", where,
                     ": expected weight of shape (num_embeddings, embedding_dim), got ",
                     weight.shape());
   const auto num = static_cast<std::int64_t>(weight.shape()[0]);
-  const std::optional<std::int64_t> pad = normalised_padding_idx(o.padding_idx(), num, where);
-  check_options(o, where);
+  const std::optional<std::int64_t> pad = check_embedding_options(o, num, where);
   check_ids(ids, num, where);  // before anything is changed
   if (o.max_norm()) renorm_rows_(weight, ids, *o.max_norm(), o.norm_type());
   return pad;
@@ -268,7 +245,7 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
 
 // The lookup, optionally fused with "* c"; op names the tape entry and the error messages.
 Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
-              const EmbeddingFuncOptions& o, std::optional<float> scale) {
+              const EmbeddingOptions& o, std::optional<float> scale) {
   const std::string where = autograd::where(op);
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   Tensor y(gather(ids, weight.data(), scale ? &*scale : nullptr));
@@ -286,7 +263,25 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
 
 }  // namespace
 
-Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingFuncOptions& options) {
+std::optional<std::int64_t> check_embedding_options(const EmbeddingOptions& o, std::int64_t num,
+                                                    const std::string& where) {
+  const std::optional<std::int64_t> pad = o.padding_idx();
+  if (pad)
+    check<ValueError>(-num <= *pad && *pad < num, "Padding_idx must be within num_embeddings | ",
+                      where, ": expected padding_idx in [", -num, ", ", num, "), got ", *pad);
+  if (const std::optional<double> max_norm = o.max_norm())
+    check<ValueError>(*max_norm > 0.0, where, ": expected max_norm > 0, got ", py_float(*max_norm),
+                      "; leave max_norm unset to never renormalise");
+  check<ValueError>(!std::isnan(o.norm_type()), where,
+                    ": expected norm_type to be a number, got nan");
+  check<ValueError>(!(o.sparse() && o.scale_grad_by_freq()),
+                    "embedding_backward: scale_grad_by_freq not supported with sparse gradients | ",
+                    where, ": expected at most one of sparse and scale_grad_by_freq, got both");
+  if (pad && *pad < 0) return num + *pad;  // PyTorch's F.embedding: -1 is the last row
+  return pad;
+}
+
+Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingOptions& options) {
   // y[s, :] = weight[ids[s], :]
   // dweight[k, :] = sum over positions p with ids[p] == k != padding_idx of dy[p, :]
   //                 (divided by count[k] with scale_grad_by_freq; row-sparse with sparse)
@@ -294,7 +289,7 @@ Tensor embedding(const IndexArray& ids, const Tensor& weight, const EmbeddingFun
 }
 
 Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scale,
-                        const EmbeddingFuncOptions& options) {
+                        const EmbeddingOptions& options) {
   // y[s, :] = weight[ids[s], :] * c                   with c = float(scale), as ops::mul casts it
   // dweight[k, :] = sum over the same positions of dy[p, :] * c
   // One pass instead of a gather then a multiply; the roundings are the same, so the results
@@ -304,7 +299,7 @@ Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scal
 
 Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale,
                                   const Array& rows, double p, bool training, DropoutStream stream,
-                                  const EmbeddingFuncOptions& o) {
+                                  const EmbeddingOptions& o) {
   // e[b, l, :] = weight[ids[b, l], :] * c           c = float(scale)             (embedding_scaled)
   // z[b, l, :] = e[b, l, :] + rows[l, :]            rows: the first L rows of a (..., R, D) table
   // y = z * m,   m[i] = keep(i) ? 1 / (1 - p) : 0   the mask of `stream`          (add_rows_dropout)

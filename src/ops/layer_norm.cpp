@@ -142,23 +142,26 @@ std::string list_str(const Shape& s) {
 }
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
-                  const Tensor& weight, const Tensor& bias, const LayerNormFuncOptions& options) {
-  const std::string where = autograd::where("layer_norm");
+void check_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
+                        const std::string& where) {
   if (normalized_shape.empty())
     fail<ValueError>(
         "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
         "element, but got normalized_shape = [] | ",
         where, ": expected at least one dimension to normalise over, got none");
-  Shape norm(normalized_shape.size());
-  for (std::size_t i = 0; i < normalized_shape.size(); ++i) {
-    if (normalized_shape[i] < 0)
+  for (std::int64_t n : normalized_shape)
+    if (n < 0)
       fail<ValueError>(where, ": expected non-negative sizes in normalized_shape, got ",
                        list_str(normalized_shape));
-    norm[i] = static_cast<std::size_t>(normalized_shape[i]);
-  }
-  const double eps = options.eps();
   check<ValueError>(eps >= 0.0, where, ": expected eps >= 0, got ", eps);
+}
+
+Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
+                  const Tensor& weight, const Tensor& bias, const LayerNormFuncOptions& options) {
+  const std::string where = autograd::where("layer_norm");
+  check_norm_options(normalized_shape, options.eps(), where);
+  const Shape norm(normalized_shape.begin(), normalized_shape.end());
+  const double eps = options.eps();
   const Shape& sx = x.shape();
   bool fits = sx.size() >= norm.size();
   for (std::size_t i = 0; fits && i < norm.size(); ++i)

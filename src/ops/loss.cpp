@@ -36,13 +36,18 @@ struct RowStats {  // what backward needs of one row's log-softmax
 };
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const IndexArray& target,
-                     const CrossEntropyOptions& options) {
-  const std::string where = autograd::where("cross_entropy");
+void check_cross_entropy_options(const CrossEntropyOptions& options, const std::string& where) {
   const std::string& r = options.reduction();
   check<ValueError>(r == "mean" || r == "sum" || r == "none", r,
                     " is not a valid value for reduction | ", where,
                     ": expected reduction \"mean\", \"sum\" or \"none\", got \"", r, "\"");
+}
+
+Tensor cross_entropy(const Tensor& logits, const IndexArray& target,
+                     const CrossEntropyOptions& options) {
+  const std::string where = autograd::where("cross_entropy");
+  check_cross_entropy_options(options, where);
+  const std::string& r = options.reduction();
   const Reduction reduction = r == "mean"  ? Reduction::mean
                               : r == "sum" ? Reduction::sum
                                            : Reduction::none;

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/ops/layer_norm.hpp"
 
 namespace tapegrad::ops {
 
@@ -73,24 +74,9 @@ std::string list_str(const Shape& s) {
 Tensor rms_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_shape,
                 const Tensor& weight, std::optional<double> eps_or_default) {
   const std::string where = autograd::where("rms_norm");
-  if (normalized_shape.empty())
-    fail<ValueError>(
-        "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
-        "element, but got normalized_shape = [] | ",
-        where, ": expected at least one dimension to normalise over, got none");
-  Shape norm(normalized_shape.size());
-  for (std::size_t i = 0; i < normalized_shape.size(); ++i) {
-    if (normalized_shape[i] < 0) {
-      std::ostringstream os;
-      for (std::size_t j = 0; j < normalized_shape.size(); ++j)
-        os << (j ? ", " : "") << normalized_shape[j];
-      fail<ValueError>(where, ": expected non-negative sizes in normalized_shape, got [", os.str(),
-                       "]");
-    }
-    norm[i] = static_cast<std::size_t>(normalized_shape[i]);
-  }
   const double eps = eps_or_default.value_or(std::numeric_limits<float>::epsilon());
-  check<ValueError>(eps >= 0.0, where, ": expected eps >= 0, got ", eps);  // NaN fails too
+  check_norm_options(normalized_shape, eps, where);  // layer_norm's checks and texts
+  const Shape norm(normalized_shape.begin(), normalized_shape.end());
   const Shape& sx = x.shape();
   bool fits = sx.size() >= norm.size();
   for (std::size_t i = 0; fits && i < norm.size(); ++i)

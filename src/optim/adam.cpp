@@ -104,66 +104,20 @@ void check_no_sparse_grads(const Optimizer& opt, const char* pytorch_text, const
 
 }  // namespace
 
-// ---- options and state, as the state dict holds them (the same for Adam and AdamW) ---------------
+// ---- the options' checks (the same for Adam and AdamW) -----------------------------------------
 
-template <class Self>
-void AdamOptionsOf<Self>::check(const std::string& where) const {
+template <class Defaults>
+void AdamOptionsOf<Defaults>::check(const std::string& where) const {
   // Written as PyTorch's `not 0.0 <= x`, so that NaN is refused too.
-  if (!(0.0 <= lr()))
-    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
-  if (!(0.0 <= eps()))
-    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where,
-                     ": expected eps >= 0");
+  check_hyper(0.0 <= lr(), "Invalid learning rate", lr(), where, "lr >= 0");
+  check_hyper(0.0 <= eps(), "Invalid epsilon value", eps(), where, "eps >= 0");
   check_betas(betas(), where);
-  if (!(0.0 <= weight_decay()))
-    fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
-                     ": expected weight_decay >= 0");
+  check_hyper(0.0 <= weight_decay(), "Invalid weight_decay value", weight_decay(), where,
+              "weight_decay >= 0");
 }
 
-template <class Self>
-HyperParams AdamOptionsOf<Self>::to_hyper() const {
-  const auto [beta1, beta2] = betas();
-  return {{"lr", lr()},           {"betas", std::vector<double>{beta1, beta2}},
-          {"eps", eps()},         {"weight_decay", weight_decay()},
-          {"amsgrad", amsgrad()}, {"maximize", maximize()}};
-}
-
-template <class Self>
-Self AdamOptionsOf<Self>::from_hyper(const HyperParams& h, const std::string& where) {
-  check_hyper_keys(h, {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}, where);
-  Self o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where))
-      .eps(hyper_number(h, "eps", where))
-      .weight_decay(hyper_number(h, "weight_decay", where))
-      .amsgrad(hyper_flag(h, "amsgrad", where))
-      .maximize(hyper_flag(h, "maximize", where));
-  o.check(where);
-  return o;
-}
-
-template class AdamOptionsOf<AdamOptions>;
-template class AdamOptionsOf<AdamWOptions>;
-
-Optimizer::StateLayout AdamState::layout() {
-  return {true, {"exp_avg", "exp_avg_sq"}, {"max_exp_avg_sq"}};
-}
-
-ParamState AdamState::to_param_state() const {
-  ParamState out;
-  out.step = step;
-  out.tensors.reserve(3);  // emplace, not an initializer list: that would copy each moment twice
-  out.tensors.emplace_back("exp_avg", exp_avg);
-  out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
-  if (max_exp_avg_sq) out.tensors.emplace_back("max_exp_avg_sq", *max_exp_avg_sq);
-  return out;
-}
-
-AdamState AdamState::from_param_state(ParamState&& s) {
-  AdamState out{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq")),
-                std::nullopt};
-  if (Array* vmax = s.find("max_exp_avg_sq")) out.max_exp_avg_sq = std::move(*vmax);
-  return out;
-}
+template class AdamOptionsOf<AdamDefaults>;
+template class AdamOptionsOf<AdamWDefaults>;
 
 // ---- the steps -----------------------------------------------------------------------------------
 

@@ -62,6 +62,11 @@ double grad_norm(const Parameter& p, double norm_type) {
 
 double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
+  // Not checked by PyTorch 1.13: a negative max_norm would make the scale negative and flip the
+  // sign of every gradient (the next step would climb the loss), a NaN one make them all NaN.
+  if (!(max_norm >= 0.0))
+    fail<ValueError>("clip_grad_norm_: expected max_norm >= 0, got ", py_float(max_norm),
+                     "; a negative max_norm would flip the sign of every gradient");
   std::vector<Parameter> with_grad;
   std::vector<double> norms;
   for (const Parameter& p : parameters)

@@ -212,27 +212,29 @@ const HyperValue& find_hyper(const HyperParams& h, const std::string& key,
 }
 }  // namespace
 
-double hyper_number(const HyperParams& h, const std::string& key, const std::string& where) {
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                double& value) {
   const HyperValue& v = find_hyper(h, key, where);
   check<ValueError>(std::holds_alternative<double>(v), where, ": expected '", key,
                     "' to be a number");
-  return std::get<double>(v);
+  value = std::get<double>(v);
 }
 
-bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where) {
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                bool& value) {
   const HyperValue& v = find_hyper(h, key, where);
   check<ValueError>(std::holds_alternative<bool>(v), where, ": expected '", key,
                     "' to be true or false");
-  return std::get<bool>(v);
+  value = std::get<bool>(v);
 }
 
-std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key,
-                                     const std::string& where) {
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                Betas& value) {
   const HyperValue& v = find_hyper(h, key, where);
   const auto* list = std::get_if<std::vector<double>>(&v);
   check<ValueError>(list != nullptr && list->size() == 2, where, ": expected '", key,
                     "' to be a list of two numbers");
-  return {(*list)[0], (*list)[1]};
+  value = {(*list)[0], (*list)[1]};
 }
 
 void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,
@@ -252,14 +254,17 @@ Array zeros_like(const Parameter& p) {
   return a;
 }
 
-void check_betas(std::pair<double, double> betas, const std::string& where) {
-  const auto [beta1, beta2] = betas;
-  if (!(0.0 <= beta1 && beta1 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 0: ", py_float(beta1), " | ", where,
-                     ": expected 0 <= beta1 < 1");
-  if (!(0.0 <= beta2 && beta2 < 1.0))
-    fail<ValueError>("Invalid beta parameter at index 1: ", py_float(beta2), " | ", where,
-                     ": expected 0 <= beta2 < 1");
+void check_hyper(bool ok, const char* pytorch_text, double value, const std::string& where,
+                 const char* expected) {
+  if (!ok)
+    fail<ValueError>(pytorch_text, ": ", py_float(value), " | ", where, ": expected ", expected);
+}
+
+void check_betas(const Betas& betas, const std::string& where) {
+  check_hyper(0.0 <= betas.first && betas.first < 1.0, "Invalid beta parameter at index 0",
+              betas.first, where, "0 <= beta1 < 1");
+  check_hyper(0.0 <= betas.second && betas.second < 1.0, "Invalid beta parameter at index 1",
+              betas.second, where, "0 <= beta2 < 1");
 }
 
 }  // namespace tapegrad::optim

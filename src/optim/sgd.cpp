@@ -57,50 +57,14 @@ void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* thet
 
 void SGDOptions::check(const std::string& where) const {
   // PyTorch's SGD tests `x < 0.0` (unlike Adam's `not 0.0 <= x`), so NaN passes here as there.
-  if (lr() < 0.0)
-    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr >= 0");
-  if (momentum() < 0.0)
-    fail<ValueError>("Invalid momentum value: ", py_float(momentum()), " | ", where,
-                     ": expected momentum >= 0");
-  if (weight_decay() < 0.0)
-    fail<ValueError>("Invalid weight_decay value: ", py_float(weight_decay()), " | ", where,
-                     ": expected weight_decay >= 0");
+  check_hyper(!(lr() < 0.0), "Invalid learning rate", lr(), where, "lr >= 0");
+  check_hyper(!(momentum() < 0.0), "Invalid momentum value", momentum(), where, "momentum >= 0");
+  check_hyper(!(weight_decay() < 0.0), "Invalid weight_decay value", weight_decay(), where,
+              "weight_decay >= 0");
   if (nesterov() && (momentum() <= 0.0 || dampening() != 0.0))
     fail<ValueError>("Nesterov momentum requires a momentum and zero dampening | ", where,
                      ": got momentum ", py_float(momentum()), " and dampening ",
                      py_float(dampening()));
-}
-
-HyperParams SGDOptions::to_hyper() const {
-  return {{"lr", lr()},
-          {"momentum", momentum()},
-          {"dampening", dampening()},
-          {"weight_decay", weight_decay()},
-          {"nesterov", nesterov()},
-          {"maximize", maximize()}};
-}
-
-SGDOptions SGDOptions::from_hyper(const HyperParams& h, const std::string& where) {
-  check_hyper_keys(h, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"},
-                   where);
-  SGDOptions o(hyper_number(h, "lr", where));
-  o.momentum(hyper_number(h, "momentum", where))
-      .dampening(hyper_number(h, "dampening", where))
-      .weight_decay(hyper_number(h, "weight_decay", where))
-      .nesterov(hyper_flag(h, "nesterov", where))
-      .maximize(hyper_flag(h, "maximize", where));
-  o.check(where);
-  return o;
-}
-
-ParamState SGDState::to_param_state() const {
-  ParamState out;
-  out.tensors.emplace_back("momentum_buffer",
-                           momentum_buffer);  // one copy (an initializer list makes two)
-  return out;
-}
-SGDState SGDState::from_param_state(ParamState&& s) {
-  return SGDState{std::move(*s.find("momentum_buffer"))};
 }
 
 void SGD::step() {

@@ -62,42 +62,9 @@ void sparse_adam_update(const SparseAdamScalars& k, const RowSparseGrad& G, floa
 
 void SparseAdamOptions::check(const std::string& where) const {
   // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
-  if (!(0.0 < lr()))
-    fail<ValueError>("Invalid learning rate: ", py_float(lr()), " | ", where, ": expected lr > 0");
-  if (!(0.0 < eps()))
-    fail<ValueError>("Invalid epsilon value: ", py_float(eps()), " | ", where,
-                     ": expected eps > 0");
+  check_hyper(0.0 < lr(), "Invalid learning rate", lr(), where, "lr > 0");
+  check_hyper(0.0 < eps(), "Invalid epsilon value", eps(), where, "eps > 0");
   check_betas(betas(), where);
-}
-
-HyperParams SparseAdamOptions::to_hyper() const {
-  const auto [beta1, beta2] = betas();
-  return {{"lr", lr()},
-          {"betas", std::vector<double>{beta1, beta2}},
-          {"eps", eps()},
-          {"maximize", maximize()}};
-}
-
-SparseAdamOptions SparseAdamOptions::from_hyper(const HyperParams& h, const std::string& where) {
-  check_hyper_keys(h, {"lr", "betas", "eps", "maximize"}, where);
-  SparseAdamOptions o(hyper_number(h, "lr", where));
-  o.betas(hyper_pair(h, "betas", where))
-      .eps(hyper_number(h, "eps", where))
-      .maximize(hyper_flag(h, "maximize", where));
-  o.check(where);
-  return o;
-}
-
-ParamState SparseAdamState::to_param_state() const {
-  ParamState out;
-  out.step = step;
-  out.tensors.reserve(2);  // emplace, not an initializer list: that would copy each moment twice
-  out.tensors.emplace_back("exp_avg", exp_avg);
-  out.tensors.emplace_back("exp_avg_sq", exp_avg_sq);
-  return out;
-}
-SparseAdamState SparseAdamState::from_param_state(ParamState&& s) {
-  return SparseAdamState{*s.step, std::move(*s.find("exp_avg")), std::move(*s.find("exp_avg_sq"))};
 }
 
 void SparseAdam::step() {

@@ -92,7 +92,7 @@ inline Tensor loss_of(TinyLM& model, const IndexArray& batch, bool use_hidden = 
   IndexArray target = IndexArray::from_shape({batch.size()});
   std::copy(batch.begin(), batch.end(), target.begin());
   return ops::cross_entropy(model.forward(batch, use_hidden), target,
-                            CrossEntropyOptions().ignore_index(0));
+                            ops::CrossEntropyOptions().ignore_index(0));
 }
 
 }  // namespace ddp_test

@@ -142,7 +142,7 @@ struct ToyRun {
       std::copy(ids.begin(), ids.end(), target.begin());
       Tensor logits = ops::reshape(
           model.out->forward(model.pos->forward(model.embed->forward(ids))), {-1, kVocab});
-      Tensor loss = ops::cross_entropy(logits, target, CrossEntropyOptions().ignore_index(0));
+      Tensor loss = ops::cross_entropy(logits, target, ops::CrossEntropyOptions().ignore_index(0));
       loss.backward();
       adam.step();
       if (sparse_adam) sparse_adam->step();
@@ -436,7 +436,7 @@ TEST_SUITE("io.checkpoint") {
                       opt_path = (dir / "optim.safetensors").string();
     manual_seed(7);
     ToyRun a(1, 2);
-    a.adam.options(0).amsgrad(true).weight_decay(0.01);
+    a.adam.set_options(0, optim::AdamOptions(a.adam.options(0)).amsgrad(true).weight_decay(0.01));
     a.train(3);
     save(a.model, model_path);
     save_optimizer(a.adam, opt_path, &a.sched);
@@ -458,7 +458,7 @@ TEST_SUITE("io.checkpoint") {
     manual_seed(7);   // the dropout stream of run a, again
     ToyRun b(50, 2);  // other weights, same data
     b.data->set_state(a.data->state());
-    b.adam.options(0).lr(0.5);
+    b.adam.set_lr(0, 0.5);
     load(b.model, model_path);
     load_optimizer(b.adam, opt_path, &b.sched);
     CHECK(b.sched.last_epoch() == 3);

@@ -5,6 +5,10 @@
 // semantics (max_norm, sparse, scale_grad_by_freq) are tested in tests/ops/test_embedding.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
+#include <utility>
+
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
@@ -113,6 +117,28 @@ TEST_SUITE("nn.embedding") {
   }
 
   TEST_CASE(
+      "the module and the op refuse the same options with the same text, each naming itself") {
+    // One check (ops::check_embedding_options): the module runs it at construction, the op at
+    // every lookup, on the same options type.
+    Tensor w(Array(xt::zeros<float>({10, 3})), true);
+    const std::pair<EmbeddingOptions, std::string> cases[] = {
+        {EmbeddingOptions().padding_idx(12), "expected padding_idx in [-10, 10), got 12"},
+        {EmbeddingOptions().max_norm(-1.0),
+         "expected max_norm > 0, got -1.0; leave max_norm unset to never renormalise"},
+        {EmbeddingOptions().norm_type(NAN), "expected norm_type to be a number, got nan"},
+        {EmbeddingOptions().sparse(true).scale_grad_by_freq(true),
+         "expected at most one of sparse and scale_grad_by_freq, got both"}};
+    for (const auto& [options, text] : cases) {
+      EmbeddingOptions sized = options;
+      sized.num_embeddings(10).embedding_dim(3);
+      CHECK_THROWS_WITH_AS(Embedding{sized}, doctest::Contains(("Embedding: " + text).c_str()),
+                           ValueError);
+      CHECK_THROWS_WITH_AS(ops::embedding(IndexArray{1}, w, options),
+                           doctest::Contains(("embedding: " + text).c_str()), ValueError);
+    }
+  }
+
+  TEST_CASE(
       "_weight is used as given (copied, pad row not zeroed) and _freeze stops its gradient") {
     Array given = {{1.f, 2.f}, {3.f, 4.f}, {5.f, 6.f}};
     Embedding emb(EmbeddingOptions(3, 2).padding_idx(0)._weight(given)._freeze(true));
@@ -127,13 +153,12 @@ TEST_SUITE("nn.embedding") {
 
   TEST_CASE("from_pretrained keeps the rows, the pad row included, and freezes by default") {
     const Array rows = {{9.f, 9.f}, {1.f, 2.f}, {3.f, 4.f}};
-    auto emb = Embedding::from_pretrained(rows, EmbeddingFromPretrainedOptions().padding_idx(0));
+    auto emb = Embedding::from_pretrained(rows, EmbeddingOptions().padding_idx(0));
     CHECK(bit_equal(emb->weight.data(), rows));
     CHECK(emb->padding_idx() == 0);
     CHECK_FALSE(emb->weight.requires_grad());
     CHECK(emb->repr() == "Embedding(3, 2, padding_idx=0)");
-    auto trainable =
-        Embedding::from_pretrained(rows, EmbeddingFromPretrainedOptions().freeze(false));
+    auto trainable = Embedding::from_pretrained(rows, EmbeddingOptions()._freeze(false));
     CHECK(trainable->weight.requires_grad());
     CHECK_THROWS_WITH_AS(
         Embedding::from_pretrained(Array{1.f, 2.f, 3.f, 4.f}),

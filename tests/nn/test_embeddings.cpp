@@ -41,7 +41,7 @@ TEST_SUITE("nn.embeddings") {
       const double s = std::sqrt(double(d_model));
       const Tensor fused = emb.forward(ids);
       const Tensor two_ops =
-          ops::mul(ops::embedding(ids, emb.lut->weight, EmbeddingFuncOptions().padding_idx(0)), s);
+          ops::mul(ops::embedding(ids, emb.lut->weight, EmbeddingOptions().padding_idx(0)), s);
       CAPTURE(d_model);
       CHECK(bit_equal(fused.data(), two_ops.data()));
     }

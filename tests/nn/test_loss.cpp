@@ -19,7 +19,7 @@ TEST_SUITE("nn.loss") {
     const Tensor logits(randn({5, 4}, &g), true);
     const IndexArray target = {1, 0, 3, 0, 2};
     for (const char* reduction : {"mean", "sum", "none"}) {
-      const auto options = CrossEntropyOptions().ignore_index(0).reduction(reduction);
+      const auto options = CrossEntropyLossOptions().ignore_index(0).reduction(reduction);
       CrossEntropyLoss loss(options);
       CHECK(all_close(loss.forward(logits, target).data(),
                       ops::cross_entropy(logits, target, options).data(), 0, 0));
@@ -37,7 +37,7 @@ TEST_SUITE("nn.loss") {
   }
 
   TEST_CASE("a bad reduction is refused at construction") {
-    CHECK_THROWS_WITH_AS(CrossEntropyLoss(CrossEntropyOptions().reduction("avg")),
+    CHECK_THROWS_WITH_AS(CrossEntropyLoss(CrossEntropyLossOptions().reduction("avg")),
                          doctest::Contains("avg is not a valid value for reduction"), ValueError);
   }
 

@@ -40,7 +40,7 @@ Tensor random_weight(std::size_t rows, std::size_t cols, std::uint64_t seed,
   return Tensor(randn({rows, cols}, &g), requires_grad);
 }
 // The weight gradient of sum(y * G), y = embedding(ids, w, o).
-Array weight_grad(const IndexArray& ids, const Array& w0, const EmbeddingFuncOptions& o = {}) {
+Array weight_grad(const IndexArray& ids, const Array& w0, const EmbeddingOptions& o = {}) {
   Tensor w(w0, true);
   Tensor y = ops::embedding(ids, w, o);
   y.backward(upstream(y.shape()));
@@ -110,23 +110,23 @@ TEST_SUITE("ops.embedding") {
     // num = 10: -1 means row 9 and -10 means row 0; their positions send no gradient.
     const IndexArray ids = {9, 0, 9, 5};
     Array g_minus1 =
-        weight_grad(ids, closed_form_weight(10, 2), EmbeddingFuncOptions().padding_idx(-1));
+        weight_grad(ids, closed_form_weight(10, 2), EmbeddingOptions().padding_idx(-1));
     CHECK(g_minus1(9, 0) == 0.0f);
     CHECK(g_minus1(9, 1) == 0.0f);
     CHECK(g_minus1(0, 0) != 0.0f);
     Array g_minus10 =
-        weight_grad(ids, closed_form_weight(10, 2), EmbeddingFuncOptions().padding_idx(-10));
+        weight_grad(ids, closed_form_weight(10, 2), EmbeddingOptions().padding_idx(-10));
     CHECK(g_minus10(0, 0) == 0.0f);
     CHECK(g_minus10(9, 0) != 0.0f);
-    CHECK(all_close(g_minus1, weight_grad(ids, closed_form_weight(10, 2),
-                                          EmbeddingFuncOptions().padding_idx(9))));
+    CHECK(all_close(
+        g_minus1, weight_grad(ids, closed_form_weight(10, 2), EmbeddingOptions().padding_idx(9))));
 
     Tensor w(closed_form_weight(10, 2), true);
-    CHECK_THROWS_WITH_AS(ops::embedding(ids, w, EmbeddingFuncOptions().padding_idx(10)),
+    CHECK_THROWS_WITH_AS(ops::embedding(ids, w, EmbeddingOptions().padding_idx(10)),
                          doctest::Contains("Padding_idx must be within num_embeddings | embedding: "
                                            "expected padding_idx in [-10, 10), got 10"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(ops::embedding(ids, w, EmbeddingFuncOptions().padding_idx(-11)),
+    CHECK_THROWS_WITH_AS(ops::embedding(ids, w, EmbeddingOptions().padding_idx(-11)),
                          doctest::Contains("expected padding_idx in [-10, 10), got -11"),
                          ValueError);
     CHECK(autograd::tape().empty());
@@ -134,7 +134,7 @@ TEST_SUITE("ops.embedding") {
 
   TEST_CASE("the padding row's value is looked up like any other row") {
     Tensor w(closed_form_weight(5, 3));
-    Tensor y = ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().padding_idx(0));
+    Tensor y = ops::embedding(IndexArray{0}, w, EmbeddingOptions().padding_idx(0));
     CHECK(y.data()(0, 1) == w.data()(0, 1));
   }
 
@@ -149,8 +149,7 @@ TEST_SUITE("ops.embedding") {
                           {-1.25f, -1.f, -0.75f},
                           {1.75f, 2.f, 2.25f},
                           {0.f, 0.f, 0.f}};
-    const Array dw =
-        weight_grad(kIds, closed_form_weight(5, 3), EmbeddingFuncOptions().padding_idx(0));
+    const Array dw = weight_grad(kIds, closed_form_weight(5, 3), EmbeddingOptions().padding_idx(0));
     CHECK(bit_equal(dw, golden));
   }
 
@@ -158,8 +157,7 @@ TEST_SUITE("ops.embedding") {
       "ids 0, 2, 2 with padding 0 and loss sum(y) give row 0 a zero gradient and row 2 twos") {
     // Golden: scripts/golden/embedding.py, torch 1.13.
     Tensor w = random_weight(5, 3, 3);
-    ops::sum(ops::embedding(IndexArray{0, 2, 2}, w, EmbeddingFuncOptions().padding_idx(0)))
-        .backward();
+    ops::sum(ops::embedding(IndexArray{0, 2, 2}, w, EmbeddingOptions().padding_idx(0))).backward();
     CHECK(bit_equal(
         w.grad(),
         Array{
@@ -177,7 +175,7 @@ TEST_SUITE("ops.embedding") {
                           {-1.25f, -1.f, -0.75f},
                           {1.75f, 2.f, 2.25f},
                           {0.f, 0.f, 0.f}};
-    const auto o = EmbeddingFuncOptions().padding_idx(0).scale_grad_by_freq(true);
+    const auto o = EmbeddingOptions().padding_idx(0).scale_grad_by_freq(true);
     const Array dw = weight_grad(kIds, closed_form_weight(5, 3), o);
     CHECK(all_close(dw, golden, 1e-7, 0.0));
     CHECK(dw(0, 0) == 0.0f);
@@ -185,8 +183,8 @@ TEST_SUITE("ops.embedding") {
     CHECK(dw(0, 2) == 0.0f);
     // Without padding, a row seen once is unchanged and row 0 (seen once) gets G[3].
     const Array plain = weight_grad(kIds, closed_form_weight(5, 3));
-    const Array freq = weight_grad(kIds, closed_form_weight(5, 3),
-                                   EmbeddingFuncOptions().scale_grad_by_freq(true));
+    const Array freq =
+        weight_grad(kIds, closed_form_weight(5, 3), EmbeddingOptions().scale_grad_by_freq(true));
     for (std::size_t j = 0; j < 3; ++j) {
       CHECK(freq(0, j) == plain(0, j));
       CHECK(freq(2, j) == plain(2, j));
@@ -201,7 +199,7 @@ TEST_SUITE("ops.embedding") {
     // change the counts of other ids.
     const IndexArray ids = {{1, 0, 1}, {0, 0, 2}};
     const Array dw = weight_grad(ids, closed_form_weight(3, 2),
-                                 EmbeddingFuncOptions().padding_idx(0).scale_grad_by_freq(true));
+                                 EmbeddingOptions().padding_idx(0).scale_grad_by_freq(true));
     const Array G = upstream({2, 3, 2});
     CHECK(dw(1, 0) == doctest::Approx((G(0, 0, 0) + G(0, 2, 0)) / 2.0f));
     CHECK(dw(2, 1) == G(1, 2, 1));
@@ -222,15 +220,14 @@ TEST_SUITE("ops.embedding") {
     check_gradients([&](const std::vector<Tensor>& t) { return ops::embedding(ids, t[0]); }, {w});
     check_gradients(
         [&](const std::vector<Tensor>& t) {
-          return without_pad_positions(
-              ops::embedding(ids, t[0], EmbeddingFuncOptions().padding_idx(0)), ids, 0);
+          return without_pad_positions(ops::embedding(ids, t[0], EmbeddingOptions().padding_idx(0)),
+                                       ids, 0);
         },
         {w});
     check_gradients(
         [&](const std::vector<Tensor>& t) {
           return without_pad_positions(
-              ops::embedding(ids, t[0], EmbeddingFuncOptions().padding_idx(-1).sparse(true)), ids,
-              4);
+              ops::embedding(ids, t[0], EmbeddingOptions().padding_idx(-1).sparse(true)), ids, 4);
         },
         {w});
     check_gradients(
@@ -246,8 +243,7 @@ TEST_SUITE("ops.embedding") {
     check_gradients(
         [&](const std::vector<Tensor>& t) {
           return without_pad_positions(
-              ops::embedding(ids, t[0],
-                             EmbeddingFuncOptions().padding_idx(0).scale_grad_by_freq(true)),
+              ops::embedding(ids, t[0], EmbeddingOptions().padding_idx(0).scale_grad_by_freq(true)),
               ids, 0);
         },
         {w});
@@ -260,13 +256,13 @@ TEST_SUITE("ops.embedding") {
       "gradient") {
     const double scale = std::sqrt(512.0);
     const IndexArray ids = {{1, 2, 1, 7}, {0, 1, 3, 7}};
-    const std::vector<EmbeddingFuncOptions> variants = {
-        EmbeddingFuncOptions(),
-        EmbeddingFuncOptions().padding_idx(0),
-        EmbeddingFuncOptions().padding_idx(1).scale_grad_by_freq(true),
-        EmbeddingFuncOptions().sparse(true),
-        EmbeddingFuncOptions().padding_idx(7).sparse(true),
-        EmbeddingFuncOptions().max_norm(1.0)};
+    const std::vector<EmbeddingOptions> variants = {
+        EmbeddingOptions(),
+        EmbeddingOptions().padding_idx(0),
+        EmbeddingOptions().padding_idx(1).scale_grad_by_freq(true),
+        EmbeddingOptions().sparse(true),
+        EmbeddingOptions().padding_idx(7).sparse(true),
+        EmbeddingOptions().max_norm(1.0)};
     for (std::size_t v = 0; v < variants.size(); ++v) {
       CAPTURE(v);
       Tensor w1 = random_weight(8, 5, 11), w2 = random_weight(8, 5, 11);
@@ -297,9 +293,9 @@ TEST_SUITE("ops.embedding") {
     CHECK(autograd::tape().entries()[0].saved.empty());
     check_gradients(
         [&](const std::vector<Tensor>& t) {
-          return without_pad_positions(ops::embedding_scaled(ids, t[0], std::sqrt(16.0),
-                                                             EmbeddingFuncOptions().padding_idx(4)),
-                                       ids, 4);
+          return without_pad_positions(
+              ops::embedding_scaled(ids, t[0], std::sqrt(16.0), EmbeddingOptions().padding_idx(4)),
+              ids, 4);
         },
         {w});
     check_gradients(
@@ -321,7 +317,7 @@ TEST_SUITE("ops.embedding") {
   TEST_CASE("max_norm renormalises the row (3, 4) to (0.6, 0.8), just below norm 1") {
     // Golden: scripts/golden/embedding.py, torch 1.13: [0.600000024, 0.800000012], norm 1.0.
     Tensor w(Array{{3.f, 4.f}}, true);
-    Tensor y = ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(1.0));
+    Tensor y = ops::embedding(IndexArray{0}, w, EmbeddingOptions().max_norm(1.0));
     CHECK(all_close(w.data(), Array{{0.6f, 0.8f}}, 1e-6, 0.0));
     CHECK(all_close(y.data(), w.data(), 0.0, 0.0));
     const double norm = std::hypot(double(w.data()(0, 0)), double(w.data()(0, 1)));
@@ -368,8 +364,7 @@ TEST_SUITE("ops.embedding") {
       CAPTURE(c.p);
       const Array original = closed_form_weight(6, 4, 3.0f);
       Tensor w(original);
-      ops::embedding(IndexArray{5, 1, 1, 3}, w,
-                     EmbeddingFuncOptions().max_norm(1.5).norm_type(c.p));
+      ops::embedding(IndexArray{5, 1, 1, 3}, w, EmbeddingOptions().max_norm(1.5).norm_type(c.p));
       for (std::size_t untouched : {0u, 2u, 4u})
         for (std::size_t j = 0; j < 4; ++j) CHECK(w.data()(untouched, j) == original(untouched, j));
       auto row = [&](std::size_t k) {
@@ -385,12 +380,12 @@ TEST_SUITE("ops.embedding") {
   TEST_CASE("the renorm bumps the weight's version once and also runs with grad mode off") {
     Tensor w(closed_form_weight(6, 4, 3.0f), true);
     const std::uint64_t v0 = w.version();
-    ops::embedding(IndexArray{5, 1, 1, 3}, w, EmbeddingFuncOptions().max_norm(1.5));
+    ops::embedding(IndexArray{5, 1, 1, 3}, w, EmbeddingOptions().max_norm(1.5));
     CHECK(w.version() == v0 + 1);
     Tensor frozen(Array{{3.f, 4.f}});
     {
       autograd::NoGradGuard no_grad;
-      ops::embedding(IndexArray{0}, frozen, EmbeddingFuncOptions().max_norm(1.0));
+      ops::embedding(IndexArray{0}, frozen, EmbeddingOptions().max_norm(1.0));
     }
     CHECK(frozen.data()(0, 0) == doctest::Approx(0.6f));
     CHECK(frozen.version() == 1);
@@ -401,18 +396,17 @@ TEST_SUITE("ops.embedding") {
       "refused") {
     Tensor w(Array{{3.f, 4.f}}, true);
     ops::embedding(IndexArray{0}, w,
-                   EmbeddingFuncOptions().max_norm(std::numeric_limits<double>::infinity()));
+                   EmbeddingOptions().max_norm(std::numeric_limits<double>::infinity()));
     CHECK(bit_equal(w.data(), Array{{3.f, 4.f}}));
-    CHECK_THROWS_WITH_AS(ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(0.0)),
+    CHECK_THROWS_WITH_AS(ops::embedding(IndexArray{0}, w, EmbeddingOptions().max_norm(0.0)),
                          doctest::Contains("embedding: expected max_norm > 0"), ValueError);
-    CHECK_THROWS_WITH_AS(ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(-1.0)),
+    CHECK_THROWS_WITH_AS(ops::embedding(IndexArray{0}, w, EmbeddingOptions().max_norm(-1.0)),
                          doctest::Contains("got -1"), ValueError);
     CHECK_THROWS_WITH_AS(
-        ops::embedding(IndexArray{0}, w, EmbeddingFuncOptions().max_norm(std::nan(""))),
+        ops::embedding(IndexArray{0}, w, EmbeddingOptions().max_norm(std::nan(""))),
         doctest::Contains("got nan"), ValueError);
     CHECK_THROWS_WITH_AS(
-        ops::embedding(IndexArray{0}, w,
-                       EmbeddingFuncOptions().max_norm(1.0).norm_type(std::nan(""))),
+        ops::embedding(IndexArray{0}, w, EmbeddingOptions().max_norm(1.0).norm_type(std::nan(""))),
         doctest::Contains("embedding: expected norm_type to be a number, got nan"), ValueError);
     CHECK(bit_equal(w.data(), Array{{3.f, 4.f}}));
     CHECK(autograd::tape().empty());
@@ -424,14 +418,14 @@ TEST_SUITE("ops.embedding") {
     Tensor w(closed_form_weight(6, 4, 3.0f), true);
     w.set_name("embed.weight");
     Tensor a = ops::mul(w, w);
-    Tensor b = ops::embedding(IndexArray{5, 1}, w, EmbeddingFuncOptions().max_norm(1.0));
+    Tensor b = ops::embedding(IndexArray{5, 1}, w, EmbeddingOptions().max_norm(1.0));
     Tensor loss = ops::sum(a) + ops::sum(b);
     CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("modified by an inplace operation"),
                          AutogradError);
     Tensor w2(closed_form_weight(6, 4, 3.0f), true);
     w2.set_name("embed.weight");
     Tensor a2 = ops::mul(w2, w2);
-    Tensor b2 = ops::embedding(IndexArray{5, 1}, w2, EmbeddingFuncOptions().max_norm(1.0));
+    Tensor b2 = ops::embedding(IndexArray{5, 1}, w2, EmbeddingOptions().max_norm(1.0));
     CHECK_THROWS_WITH_AS((ops::sum(a2) + ops::sum(b2)).backward(),
                          doctest::Contains("'embed.weight' (6, 4)"), AutogradError);
     REQUIRE(autograd::tape().size() == 2);  // what ran is consumed; each refusing mul stays
@@ -441,8 +435,8 @@ TEST_SUITE("ops.embedding") {
 
   TEST_CASE("the renorm after backward, as in a training loop, is allowed") {
     Tensor w(closed_form_weight(6, 4, 3.0f), true);
-    ops::sum(ops::embedding(IndexArray{5, 1}, w, EmbeddingFuncOptions().max_norm(1.0))).backward();
-    ops::sum(ops::embedding(IndexArray{5, 2}, w, EmbeddingFuncOptions().max_norm(1.0))).backward();
+    ops::sum(ops::embedding(IndexArray{5, 1}, w, EmbeddingOptions().max_norm(1.0))).backward();
+    ops::sum(ops::embedding(IndexArray{5, 2}, w, EmbeddingOptions().max_norm(1.0))).backward();
     CHECK(w.grad()(5, 0) == 2.0f);
     CHECK(w.grad()(2, 0) == 1.0f);
   }
@@ -455,7 +449,7 @@ TEST_SUITE("ops.embedding") {
     // Golden: scripts/golden/embedding.py, torch 1.13: indices [1, 2, 1, 1, 3],
     // values G[0], G[1], G[2], G[4], G[5] (position 3 holds the pad id 0).
     Tensor w(closed_form_weight(5, 3), true);
-    Tensor y = ops::embedding(kIds, w, EmbeddingFuncOptions().padding_idx(0).sparse(true));
+    Tensor y = ops::embedding(kIds, w, EmbeddingOptions().padding_idx(0).sparse(true));
     y.backward(upstream(y.shape()));
     REQUIRE(w.grad_is_sparse());
     const RowSparseGrad& g = w.sparse_grad();
@@ -467,13 +461,13 @@ TEST_SUITE("ops.embedding") {
                                     {1.75f, 2.f, 2.25f}}));
     CHECK(g.dense_shape == Shape{5, 3});
     CHECK(bit_equal(g.to_dense(), weight_grad(kIds, closed_form_weight(5, 3),
-                                              EmbeddingFuncOptions().padding_idx(0))));
+                                              EmbeddingOptions().padding_idx(0))));
   }
 
   TEST_CASE("sparse: an all-padding batch gives an empty gradient, not an absent one") {
     Tensor w(closed_form_weight(5, 3), true);
     Tensor y = ops::embedding(IndexArray{{2, 2}, {2, 2}}, w,
-                              EmbeddingFuncOptions().padding_idx(2).sparse(true));
+                              EmbeddingOptions().padding_idx(2).sparse(true));
     ops::sum(y).backward();
     REQUIRE(w.has_grad());
     REQUIRE(w.grad_is_sparse());
@@ -485,15 +479,14 @@ TEST_SUITE("ops.embedding") {
   TEST_CASE("sparse with scale_grad_by_freq is refused at the call, with PyTorch's text first") {
     Tensor w(closed_form_weight(5, 3), true);
     CHECK_THROWS_WITH_AS(
-        ops::embedding(IndexArray{1}, w,
-                       EmbeddingFuncOptions().sparse(true).scale_grad_by_freq(true)),
+        ops::embedding(IndexArray{1}, w, EmbeddingOptions().sparse(true).scale_grad_by_freq(true)),
         doctest::Contains("embedding_backward: scale_grad_by_freq not supported with sparse "
                           "gradients | embedding: expected at most one of sparse and "
                           "scale_grad_by_freq, got both"),
         ValueError);
     Tensor frozen(closed_form_weight(5, 3));
     CHECK_THROWS_AS(ops::embedding(IndexArray{1}, frozen,
-                                   EmbeddingFuncOptions().sparse(true).scale_grad_by_freq(true)),
+                                   EmbeddingOptions().sparse(true).scale_grad_by_freq(true)),
                     ValueError);
     CHECK(autograd::tape().empty());
   }
@@ -501,7 +494,7 @@ TEST_SUITE("ops.embedding") {
   TEST_CASE("gradients accumulate across backwards following PyTorch's AccumulateGrad table") {
     const IndexArray first = {1, 3}, second = {3, 0};
     auto run = [](const Tensor& w, const IndexArray& ids, bool sparse) {
-      Tensor y = ops::embedding(ids, w, EmbeddingFuncOptions().sparse(sparse));
+      Tensor y = ops::embedding(ids, w, EmbeddingOptions().sparse(sparse));
       y.backward(upstream(y.shape()));
     };
     Tensor reference(closed_form_weight(5, 3), true);
@@ -570,7 +563,7 @@ TEST_SUITE("ops.embedding") {
   TEST_CASE("a bad batch leaves the weight unchanged: ids are checked before the renorm") {
     const Array original = closed_form_weight(10, 4, 3.0f);
     Tensor w(original, true);
-    CHECK_THROWS_AS(ops::embedding(IndexArray{9, 8, 12}, w, EmbeddingFuncOptions().max_norm(0.5)),
+    CHECK_THROWS_AS(ops::embedding(IndexArray{9, 8, 12}, w, EmbeddingOptions().max_norm(0.5)),
                     IndexError);
     CHECK(bit_equal(w.data(), original));
     CHECK(w.version() == 0);

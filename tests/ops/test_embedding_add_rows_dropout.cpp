@@ -22,7 +22,7 @@ Array random_array(const Shape& shape, std::uint64_t seed) {
 }
 
 Result run(bool fused, const IndexArray& ids, const Array& w, const Array& table, double p,
-           bool training, const EmbeddingFuncOptions& o, const Array& dy) {
+           bool training, const EmbeddingOptions& o, const Array& dy) {
   Parameter weight(w);
   const ops::DropoutStream stream{0x0123456789ABCDEFull, 5};
   const double scale = std::sqrt(8.0);
@@ -47,7 +47,7 @@ TEST_SUITE("ops.embedding_add_rows_dropout") {
           CAPTURE(p);
           CAPTURE(training);
           CAPTURE(variant);
-          EmbeddingFuncOptions o;
+          EmbeddingOptions o;
           if (variant >= 1) o.padding_idx(0);
           if (variant == 2) o.scale_grad_by_freq(true);
           if (variant == 3) o.sparse(true);
@@ -63,10 +63,9 @@ TEST_SUITE("ops.embedding_add_rows_dropout") {
     const IndexArray ids{{1, 2, 1}, {0, 3, 2}};
     const Array w = random_array({4, 300}, 4), table = random_array({3, 300}, 5),
                 dy = random_array({2, 3, 300}, 6);
-    const Result fused =
-        run(true, ids, w, table, 0.3, true, EmbeddingFuncOptions().padding_idx(0), dy);
+    const Result fused = run(true, ids, w, table, 0.3, true, EmbeddingOptions().padding_idx(0), dy);
     const Result plain =
-        run(false, ids, w, table, 0.3, true, EmbeddingFuncOptions().padding_idx(0), dy);
+        run(false, ids, w, table, 0.3, true, EmbeddingOptions().padding_idx(0), dy);
     CHECK(bit_equal(fused.y, plain.y));
     CHECK(bit_equal(fused.dweight, plain.dweight));
   }

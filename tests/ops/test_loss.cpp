@@ -15,7 +15,9 @@ using tapegrad::testing::input;
 using tapegrad::testing::values;
 
 namespace {
-CrossEntropyOptions reduction(const char* r) { return CrossEntropyOptions().reduction(r); }
+ops::CrossEntropyOptions reduction(const char* r) {
+  return ops::CrossEntropyOptions().reduction(r);
+}
 
 // Golden values: scripts/golden/loss.py, PyTorch 1.13 (Debian python3-torch).
 const Array LOGITS = {{0.5f, -1.25f, 2.0f, 0.0f, 1.5f},
@@ -124,7 +126,8 @@ TEST_SUITE("ops.loss") {
       "a custom ignore_index is skipped and not counted, and all ignored gives NaN with zero "
       "gradient") {
     Tensor x(Array{{0.f, 0.f}, {5.f, -5.f}, {0.f, 0.f}}, true);
-    Tensor loss = ops::cross_entropy(x, IndexArray{1, 0, 1}, CrossEntropyOptions().ignore_index(0));
+    Tensor loss =
+        ops::cross_entropy(x, IndexArray{1, 0, 1}, ops::CrossEntropyOptions().ignore_index(0));
     CHECK(loss.item() == doctest::Approx(std::log(2.0)));  // mean over the 2 kept rows
     loss.backward();
     CHECK(all_close(x.grad(), Array{{0.25f, -0.25f}, {0.f, 0.f}, {0.25f, -0.25f}}));
@@ -159,7 +162,7 @@ TEST_SUITE("ops.loss") {
     const IndexArray with_pad = {1, 0, 3, 0};
     check_gradients(
         [&with_pad](const std::vector<Tensor>& v) {
-          return ops::cross_entropy(v[0], with_pad, CrossEntropyOptions().ignore_index(0));
+          return ops::cross_entropy(v[0], with_pad, ops::CrossEntropyOptions().ignore_index(0));
         },
         {x});
   }
@@ -176,7 +179,7 @@ TEST_SUITE("ops.loss") {
     CHECK_THROWS_WITH_AS(ops::cross_entropy(x, IndexArray{0, -1, 0, 0, 0, 0, 0, 0}),
                          doctest::Contains("got -1 at position 1"), IndexError);
     CHECK_THROWS_AS(ops::cross_entropy(x, IndexArray{0, 0, 0, 0, 0, 0, 0, -100},
-                                       CrossEntropyOptions().ignore_index(3)),
+                                       ops::CrossEntropyOptions().ignore_index(3)),
                     IndexError);
   }
 

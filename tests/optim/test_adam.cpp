@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <tapegrad/tapegrad.hpp>
@@ -14,6 +15,13 @@ using namespace tapegrad;
 using namespace tapegrad::optim;
 using tapegrad::testing::all_close;
 using tapegrad::testing::bit_equal;
+
+// Adam's and AdamW's options are one list but two types: each setter returns the caller's type,
+// and neither optimizer takes the other's options.
+static_assert(!std::is_same_v<AdamOptions, AdamWOptions>);
+static_assert(std::is_same_v<decltype(AdamWOptions().lr(0.1).betas({0.9, 0.99})), AdamWOptions&>);
+static_assert(!std::is_constructible_v<Adam, std::vector<Parameter>, AdamWOptions>);
+static_assert(!std::is_constructible_v<AdamW, std::vector<Parameter>, AdamOptions>);
 
 namespace {
 // θ after each of `steps` steps of `opt` on the one-element parameter p with the constant gradient g.
@@ -277,8 +285,12 @@ TEST_SUITE("optim.adam") {
     opt.step();
     CHECK(fast.data()(0) == doctest::Approx(0.9).epsilon(1e-6));
     CHECK(still.data()(0) == 1.f);
-    opt.options(1).lr(0.1);  // hyper-parameters are writable per group
+    opt.set_options(1, AdamOptions(opt.options(1)).lr(0.1));  // writable per group, checked
     CHECK(opt.lr(1) == 0.1);
+    CHECK_THROWS_WITH_AS(opt.set_options(1, AdamOptions(opt.options(1)).eps(-1.0)),
+                         doctest::Contains("Invalid epsilon value: -1.0 | Adam: expected eps >= 0"),
+                         ValueError);
+    CHECK(opt.options(1).eps() == 1e-8);  // refused: unchanged
     opt.step();
     CHECK(still.data()(0) < 1.f);
   }

@@ -84,4 +84,19 @@ TEST_SUITE("optim.clip_grad") {
     CHECK(std::isinf(clip_grad_norm_({a}, 1.0)));
     CHECK(a.grad()(1) == 0.f);  // 1 · 1/(inf + 1e-6) = 0
   }
+
+  TEST_CASE(
+      "a negative or NaN max_norm is refused, naming it, and the gradients stay as they were") {
+    // PyTorch 1.13 does not check: -1 / (5 + 1e-6) would flip the sign of every gradient.
+    Parameter a(Array{0.f, 0.f});
+    a.set_grad(Array{3.f, 4.f});
+    CHECK_THROWS_WITH_AS(clip_grad_norm_({a}, -1.0),
+                         doctest::Contains("clip_grad_norm_: expected max_norm >= 0, got -1.0"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(clip_grad_norm_({a}, NAN),
+                         doctest::Contains("expected max_norm >= 0, got nan"), ValueError);
+    CHECK(bit_equal(a.grad(), Array{3.f, 4.f}));
+    CHECK(clip_grad_norm_({a}, 0.0) == 5.0);  // 0 is allowed: it zeroes the gradients
+    CHECK(bit_equal(a.grad(), Array{0.f, 0.f}));
+  }
 }  // TEST_SUITE

@@ -2,6 +2,7 @@
 // groups and their checks, zero_grad, hyper-parameters per group, and the state dict.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <type_traits>
 #include <vector>
 
@@ -107,6 +108,33 @@ TEST_SUITE("optim.optimizer") {
     CHECK(opt.options(1).weight_decay() == 0.0);
     CHECK_THROWS_WITH_AS(base.lr(2), doctest::Contains("expected a group index in [0, 2), got 2"),
                          IndexError);
+  }
+
+  TEST_CASE(
+      "set_lr refuses what each constructor refuses, PyTorch's text first, changing nothing") {
+    Parameter a(Array{1.f}), b(Array{1.f}), c(Array{1.f});
+    Adam adam({a}, AdamOptions(0.1));
+    SGD sgd({b}, SGDOptions(0.1));
+    SparseAdam sparse({c}, SparseAdamOptions(0.1));
+    Optimizer& base = adam;
+    CHECK_THROWS_WITH_AS(base.set_lr(0, -1),
+                         doctest::Contains("Invalid learning rate: -1.0 | Adam: expected lr >= 0"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(adam.set_lr(0, NAN), doctest::Contains("Invalid learning rate: nan"),
+                         ValueError);  // Adam's `not 0.0 <= lr`
+    CHECK_THROWS_WITH_AS(sgd.set_lr(0, -0.5),
+                         doctest::Contains("Invalid learning rate: -0.5 | SGD: expected lr >= 0"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        sparse.set_lr(0, 0.0),
+        doctest::Contains("Invalid learning rate: 0.0 | SparseAdam: expected lr > 0"),
+        ValueError);  // strict, as its constructor
+    CHECK(adam.lr(0) == 0.1);
+    CHECK(sgd.lr(0) == 0.1);
+    CHECK(sparse.lr(0) == 0.1);
+    adam.set_lr(0, 0.0);  // what Adam's constructor accepts, set_lr accepts
+    CHECK(adam.lr(0) == 0.0);
+    CHECK_THROWS_AS(base.set_lr(1, 0.1), IndexError);
   }
 
   TEST_CASE(

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     IndexArray target = IndexArray::from_shape({ids.size()});
     std::copy(ids.begin(), ids.end(), target.begin());
     Tensor logits = ops::reshape(model.forward(ids), {-1, kVocab});
-    Tensor loss = ops::cross_entropy(logits, target, CrossEntropyOptions().ignore_index(0));
+    Tensor loss = ops::cross_entropy(logits, target, ops::CrossEntropyOptions().ignore_index(0));
     loss.backward();
     adam.step();
     adam.zero_grad();

@@ -47,37 +47,21 @@
 #include <vector>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/options.hpp"
 
 namespace tapegrad::distributed {
 
+/// With check_in_sync, every synchronised backward ends by comparing the fingerprints of every
+/// parameter and buffer across ranks, and throws InvariantError naming the first that differs: one
+/// pass over the weights and a small all-gather per step.
 class DistributedDataParallelOptions {
  public:
-  /// The size of a gradient bucket in MiB (PyTorch's bucket_cap_mb, default 25). Must be > 0.
-  DistributedDataParallelOptions& bucket_cap_mb(double v) {
-    bucket_cap_mb_ = v;
-    return *this;
-  }
-  double bucket_cap_mb() const { return bucket_cap_mb_; }
-  /// The first bucket's size in MiB (PyTorch's 1 MiB): a small first bucket starts communicating
-  /// early in backward. Must be > 0.
-  DistributedDataParallelOptions& first_bucket_cap_mb(double v) {
-    first_bucket_cap_mb_ = v;
-    return *this;
-  }
-  double first_bucket_cap_mb() const { return first_bucket_cap_mb_; }
-  /// Debug: after every synchronised backward, compare the fingerprints of every parameter and
-  /// buffer across ranks and throw InvariantError, naming the first that differs, if any does.
-  /// Costs one pass over the weights and a small all-gather per step.
-  DistributedDataParallelOptions& check_in_sync(bool v) {
-    check_in_sync_ = v;
-    return *this;
-  }
-  bool check_in_sync() const { return check_in_sync_; }
-
- private:
-  double bucket_cap_mb_ = 25.0;
-  double first_bucket_cap_mb_ = 1.0;
-  bool check_in_sync_ = false;
+  /// A gradient bucket's size in MiB, > 0 (PyTorch's bucket_cap_mb); default 25.
+  TAPEGRAD_ARG(double, bucket_cap_mb) = 25.0;
+  /// The first bucket's size in MiB, > 0: small, so communication starts early; default 1.
+  TAPEGRAD_ARG(double, first_bucket_cap_mb) = 1.0;
+  /// Debug: compare every tensor's fingerprint across ranks after each backward; default false.
+  TAPEGRAD_ARG(bool, check_in_sync) = false;
 };
 
 /// One bucket, as built at construction: its parameters (in the order they are laid out) and size.

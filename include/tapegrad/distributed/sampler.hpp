@@ -24,47 +24,21 @@
 #include <optional>
 #include <vector>
 
+#include "tapegrad/options.hpp"
 namespace tapegrad::distributed {
 
 class DistributedSamplerOptions {
  public:
-  /// The number of ranks sharing the dataset (default: world_size()).
-  DistributedSamplerOptions& num_replicas(int v) {
-    num_replicas_ = v;
-    return *this;
-  }
-  /// This rank (default: rank()).
-  DistributedSamplerOptions& rank(int v) {
-    rank_ = v;
-    return *this;
-  }
-  /// Shuffle every epoch (default true); false deals out 0, 1, 2, ... in order.
-  DistributedSamplerOptions& shuffle(bool v) {
-    shuffle_ = v;
-    return *this;
-  }
-  /// The shuffle's seed, the same on every rank (default 0).
-  DistributedSamplerOptions& seed(std::uint64_t v) {
-    seed_ = v;
-    return *this;
-  }
-  /// Drop the tail that does not divide by num_replicas, instead of padding (default false).
-  DistributedSamplerOptions& drop_last(bool v) {
-    drop_last_ = v;
-    return *this;
-  }
-
-  std::optional<int> num_replicas() const { return num_replicas_; }
-  std::optional<int> rank() const { return rank_; }
-  bool shuffle() const { return shuffle_; }
-  std::uint64_t seed() const { return seed_; }
-  bool drop_last() const { return drop_last_; }
-
- private:
-  std::optional<int> num_replicas_, rank_;
-  bool shuffle_ = true;
-  std::uint64_t seed_ = 0;
-  bool drop_last_ = false;
+  /// The number of ranks sharing the dataset, >= 1; default world_size().
+  TAPEGRAD_ARG(std::optional<int>, num_replicas) = std::nullopt;
+  /// This rank, in [0, num_replicas); default rank().
+  TAPEGRAD_ARG(std::optional<int>, rank) = std::nullopt;
+  /// Shuffle every epoch (false deals out 0, 1, 2, ... in order); default true.
+  TAPEGRAD_ARG(bool, shuffle) = true;
+  /// The shuffle's seed, the same on every rank; default 0.
+  TAPEGRAD_ARG(std::uint64_t, seed) = 0;
+  /// Drop the tail that does not divide by num_replicas instead of padding; default false.
+  TAPEGRAD_ARG(bool, drop_last) = false;
 };
 
 class DistributedSampler {

@@ -21,6 +21,7 @@
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/random.hpp"
 
@@ -28,24 +29,12 @@ namespace tapegrad::nn {
 
 class DropoutOptions {
  public:
-  DropoutOptions(double p = 0.5)
-      : p_(p) {}  // implicit, as libtorch's: Dropout(DropoutOptions(0.1))
-  /// Probability of zeroing an element, in [0, 1] (NaN is refused; PyTorch lets it through).
-  DropoutOptions& p(double v) {
-    p_ = v;
-    return *this;
-  }
-  double p() const { return p_; }
-  /// Overwrite the input instead of allocating the output (refused on a leaf that requires grad).
-  DropoutOptions& inplace(bool v) {
-    inplace_ = v;
-    return *this;
-  }
-  bool inplace() const { return inplace_; }
+  DropoutOptions(double p = 0.5) : p_(p) {}  // implicit, as libtorch's
 
- private:
-  double p_;
-  bool inplace_ = false;
+  /// Probability of zeroing an element, in [0, 1] (NaN refused; PyTorch lets it through); 0.5.
+  TAPEGRAD_ARG(double, p);
+  /// Overwrite the input instead of a new output (refused on a leaf requiring grad); default false.
+  TAPEGRAD_ARG(bool, inplace) = false;
 };
 
 class Dropout : public Module {

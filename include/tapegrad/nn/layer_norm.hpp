@@ -15,44 +15,28 @@
 #include <vector>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
 
 namespace tapegrad::nn {
 
 class LayerNormOptions {
  public:
-  /// The trailing dimensions to normalise over (PyTorch's normalized_shape).
   LayerNormOptions(std::vector<std::int64_t> normalized_shape)
       : normalized_shape_(std::move(normalized_shape)) {}
   /// The tutorial's LayerNorm(features): variant annotated, eps 1e-6.
   static LayerNormOptions annotated(std::int64_t features) {
     return LayerNormOptions({features}).variant(LayerNormVariant::annotated).eps(1e-6);
   }
-  const std::vector<std::int64_t>& normalized_shape() const { return normalized_shape_; }
-  /// Added to the variance (pytorch) or to the std (annotated); >= 0. Default 1e-5.
-  LayerNormOptions& eps(double v) {
-    eps_ = v;
-    return *this;
-  }
-  double eps() const { return eps_; }
-  /// Learn a per-element scale and shift (default true); without them nothing is registered.
-  LayerNormOptions& elementwise_affine(bool v) {
-    elementwise_affine_ = v;
-    return *this;
-  }
-  bool elementwise_affine() const { return elementwise_affine_; }
-  /// Which formula (default pytorch); also picks the parameter names.
-  LayerNormOptions& variant(LayerNormVariant v) {
-    variant_ = v;
-    return *this;
-  }
-  LayerNormVariant variant() const { return variant_; }
 
- private:
-  std::vector<std::int64_t> normalized_shape_;
-  double eps_ = 1e-5;
-  bool elementwise_affine_ = true;
-  LayerNormVariant variant_ = LayerNormVariant::pytorch;
+  /// The trailing dimensions to normalise over (PyTorch's normalized_shape), >= 1 sizes, each >= 0.
+  TAPEGRAD_ARG(std::vector<std::int64_t>, normalized_shape);
+  /// Added to the variance (pytorch) or to the std (annotated), >= 0; default 1e-5.
+  TAPEGRAD_ARG(double, eps) = 1e-5;
+  /// Learn a per-element scale and shift (none registered without); default true.
+  TAPEGRAD_ARG(bool, elementwise_affine) = true;
+  /// Which formula, which also picks the parameter names; default pytorch.
+  TAPEGRAD_ARG(LayerNormVariant, variant) = LayerNormVariant::pytorch;
 };
 
 class LayerNorm : public Module {

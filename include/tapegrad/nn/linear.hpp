@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/random.hpp"
 
 namespace tapegrad::nn {
@@ -19,18 +20,13 @@ class LinearOptions {
  public:
   LinearOptions(std::int64_t in_features, std::int64_t out_features)
       : in_features_(in_features), out_features_(out_features) {}
-  /// Whether to learn an additive bias (default true); without one, no "bias" is registered.
-  LinearOptions& bias(bool v) {
-    bias_ = v;
-    return *this;
-  }
-  bool bias() const { return bias_; }
-  std::int64_t in_features() const { return in_features_; }
-  std::int64_t out_features() const { return out_features_; }
 
- private:
-  std::int64_t in_features_, out_features_;
-  bool bias_ = true;
+  /// Size of each input sample, >= 0.
+  TAPEGRAD_ARG(std::int64_t, in_features);
+  /// Size of each output sample, >= 0.
+  TAPEGRAD_ARG(std::int64_t, out_features);
+  /// Learn an additive bias (without one, no "bias" is registered); default true.
+  TAPEGRAD_ARG(bool, bias) = true;
 };
 
 class Linear : public Module {

@@ -10,19 +10,21 @@
 
 namespace tapegrad::nn {
 
+/// ignore_index and reduction (libtorch's name): the functional's options, ops/loss.hpp.
+using CrossEntropyLossOptions = ops::CrossEntropyOptions;
+
 class CrossEntropyLoss : public Module {
  public:
-  /// A reduction other than "mean", "sum" or "none" is a ValueError.
-  explicit CrossEntropyLoss(CrossEntropyOptions options = {});
+  /// A reduction other than "mean", "sum" or "none" is a ValueError (check_cross_entropy_options).
+  explicit CrossEntropyLoss(CrossEntropyLossOptions options = {});
   /// logits (N, C), target (N) of class ids in [0, C) or ignore_index.
   Tensor forward(const Tensor& logits, const IndexArray& target);
-  const CrossEntropyOptions& options() const { return options_; }
-  std::string type_name() const override {
-    return "CrossEntropyLoss";
-  }  ///< prints "CrossEntropyLoss()"
+  const CrossEntropyLossOptions& options() const { return options_; }
+  /// Prints "CrossEntropyLoss()", whatever the options, as PyTorch (its losses have no extra_repr).
+  std::string type_name() const override { return "CrossEntropyLoss"; }
 
  private:
-  CrossEntropyOptions options_;
+  CrossEntropyLossOptions options_;
 };
 
 }  // namespace tapegrad::nn

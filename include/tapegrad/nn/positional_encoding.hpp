@@ -17,6 +17,7 @@
 
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/random.hpp"
 
 namespace tapegrad::nn {
@@ -25,38 +26,15 @@ class PositionalEncodingOptions {
  public:
   PositionalEncodingOptions(std::int64_t d_model, double dropout)
       : d_model_(d_model), dropout_(dropout) {}
-  /// Width of the encoded vectors (> 0); x's last dimension must equal it.
-  PositionalEncodingOptions& d_model(std::int64_t v) {
-    d_model_ = v;
-    return *this;
-  }
-  /// Dropout probability applied after the addition.
-  PositionalEncodingOptions& dropout(double v) {
-    dropout_ = v;
-    return *this;
-  }
-  /// Longest sequence the table covers (> 0; default 5000, as the tutorials).
-  PositionalEncodingOptions& max_len(std::int64_t v) {
-    max_len_ = v;
-    return *this;
-  }
-  /// Whether "pe" is in state_dict() (default true, as the tutorials). false lets a checkpoint
-  /// load into a model with another max_len.
-  PositionalEncodingOptions& persistent(bool v) {
-    persistent_ = v;
-    return *this;
-  }
 
-  std::int64_t d_model() const { return d_model_; }
-  double dropout() const { return dropout_; }
-  std::int64_t max_len() const { return max_len_; }
-  bool persistent() const { return persistent_; }
-
- private:
-  std::int64_t d_model_;
-  double dropout_;
-  std::int64_t max_len_ = 5000;
-  bool persistent_ = true;
+  /// Width of the encoded vectors, > 0: x's last dimension.
+  TAPEGRAD_ARG(std::int64_t, d_model);
+  /// Dropout probability after the addition, in [0, 1].
+  TAPEGRAD_ARG(double, dropout);
+  /// Longest sequence the table covers, > 0; default 5000, as the tutorials.
+  TAPEGRAD_ARG(std::int64_t, max_len) = 5000;
+  /// "pe" is in state_dict(); default true (false: loads into a model of another max_len).
+  TAPEGRAD_ARG(bool, persistent) = true;
 };
 
 /// The table (1, max_len, d_model): angle = pos * exp(i * -(ln 10000 / d_model)) with

@@ -18,51 +18,27 @@
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/random.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
 
+/// The attention's options. Its weights (B, h, Tq, Tk) are dropped with the mask that
+/// ops::dropout(p_attn, p, true, stream) would apply to the tutorial's p_attn, where stream is
+/// dropout_stream (a module passes its Dropout's next_stream()); without one, a call that drops
+/// takes the stream {seed, 0} with seed drawn from generator, as ops::dropout with a generator.
 class AttentionOptions {
  public:
-  /// Number of heads h packed in the last dimension of q, k and v (>= 1, dividing both widths).
-  AttentionOptions& heads(std::int64_t v) {
-    heads_ = v;
-    return *this;
-  }
-  std::int64_t heads() const { return heads_; }
-  /// Dropout probability on the attention weights, in [0, 1] (default 0).
-  AttentionOptions& dropout(double v) {
-    dropout_ = v;
-    return *this;
-  }
-  double dropout() const { return dropout_; }
-  /// Whether dropout is active: a module passes is_training() (default true).
-  AttentionOptions& training(bool v) {
-    training_ = v;
-    return *this;
-  }
-  bool training() const { return training_; }
-  /// The dropout mask's stream (ops/dropout.hpp): the weights (B, h, Tq, Tk) get the mask that
-  /// ops::dropout(p_attn, p, true, stream) would apply to the tutorial's p_attn. A module passes
-  /// its Dropout's next_stream(). Without one, a call that drops takes the stream {seed, 0} with
-  /// seed drawn from generator() (null: the default generator), as ops::dropout with a generator.
-  AttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) {
-    stream_ = v;
-    return *this;
-  }
-  const std::optional<ops::DropoutStream>& dropout_stream() const { return stream_; }
-  AttentionOptions& generator(Generator* v) {
-    generator_ = v;
-    return *this;
-  }
-  Generator* generator() const { return generator_; }
-
- private:
-  std::int64_t heads_ = 1;
-  double dropout_ = 0.0;
-  bool training_ = true;
-  std::optional<ops::DropoutStream> stream_;
-  Generator* generator_ = nullptr;
+  /// Heads h packed in the last dimension of q, k and v, >= 1 and dividing both widths; default 1.
+  TAPEGRAD_ARG(std::int64_t, heads) = 1;
+  /// Dropout probability on the attention weights, in [0, 1]; default 0.
+  TAPEGRAD_ARG(double, dropout) = 0.0;
+  /// Whether dropout is active (a module passes is_training()); default true.
+  TAPEGRAD_ARG(bool, training) = true;
+  /// The dropout mask's stream (ops/dropout.hpp); default none.
+  TAPEGRAD_ARG(std::optional<ops::DropoutStream>, dropout_stream) = std::nullopt;
+  /// Where a call without a stream draws its seed; default null, the default generator.
+  TAPEGRAD_ARG(Generator*, generator) = nullptr;
 };
 
 namespace ops {

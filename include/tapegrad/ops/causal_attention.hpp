@@ -23,44 +23,25 @@
 
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/random.hpp"
+#include "tapegrad/options.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
 
+/// The causal attention's options. Its weights (B, nh, T, T) are dropped with the mask that
+/// ops::dropout(att, p, true, stream) would apply to nanoGPT's att, where stream is dropout_stream
+/// (a module passes its Dropout's next_stream()); without one, a call that drops takes the stream
+/// {seed, 0} with seed drawn from generator, as ops::dropout with a generator.
 class CausalAttentionOptions {
  public:
-  /// Dropout probability on the attention weights, in [0, 1] (default 0: none).
-  CausalAttentionOptions& dropout(double v) {
-    dropout_ = v;
-    return *this;
-  }
-  double dropout() const { return dropout_; }
-  /// Whether dropout is active: a module passes is_training() (default true).
-  CausalAttentionOptions& training(bool v) {
-    training_ = v;
-    return *this;
-  }
-  bool training() const { return training_; }
-  /// The dropout mask's stream (ops/dropout.hpp): the weights (B, nh, T, T) get the mask that
-  /// ops::dropout(att, p, true, stream) would apply to nanoGPT's att. A module passes its
-  /// Dropout's next_stream(). Without one, a call that drops takes the stream {seed, 0} with seed
-  /// drawn from generator() (null: the default generator), as ops::dropout with a generator.
-  CausalAttentionOptions& dropout_stream(std::optional<ops::DropoutStream> v) {
-    stream_ = v;
-    return *this;
-  }
-  const std::optional<ops::DropoutStream>& dropout_stream() const { return stream_; }
-  CausalAttentionOptions& generator(Generator* v) {
-    generator_ = v;
-    return *this;
-  }
-  Generator* generator() const { return generator_; }
-
- private:
-  double dropout_ = 0.0;
-  bool training_ = true;
-  std::optional<ops::DropoutStream> stream_;
-  Generator* generator_ = nullptr;
+  /// Dropout probability on the attention weights, in [0, 1]; default 0 (none).
+  TAPEGRAD_ARG(double, dropout) = 0.0;
+  /// Whether dropout is active (a module passes is_training()); default true.
+  TAPEGRAD_ARG(bool, training) = true;
+  /// The dropout mask's stream (ops/dropout.hpp); default none.
+  TAPEGRAD_ARG(std::optional<ops::DropoutStream>, dropout_stream) = std::nullopt;
+  /// Where a call without a stream draws its seed; default null, the default generator.
+  TAPEGRAD_ARG(Generator*, generator) = nullptr;
 };
 
 namespace ops {

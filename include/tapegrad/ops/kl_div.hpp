@@ -13,29 +13,17 @@
 
 #include <string>
 
+#include "tapegrad/options.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
 
 class KLDivOptions {
  public:
-  /// "mean" (over every element, PyTorch's default), "batchmean" (sum / input.size(0), the
-  /// mathematically correct KL per sample), "sum" or "none" (one loss per element).
-  KLDivOptions& reduction(std::string v) {
-    reduction_ = std::move(v);
-    return *this;
-  }
-  const std::string& reduction() const { return reduction_; }
-  /// Whether target holds log-probabilities.
-  KLDivOptions& log_target(bool v) {
-    log_target_ = v;
-    return *this;
-  }
-  bool log_target() const { return log_target_; }
-
- private:
-  std::string reduction_ = "mean";
-  bool log_target_ = false;
+  /// "mean" (over every element; default), "batchmean" (sum / input.size(0)), "sum" or "none".
+  TAPEGRAD_ARG(std::string, reduction) = "mean";
+  /// Whether target holds log-probabilities; default false.
+  TAPEGRAD_ARG(bool, log_target) = false;
 };
 
 namespace ops {

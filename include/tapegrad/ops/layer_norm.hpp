@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "tapegrad/options.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
@@ -21,24 +23,20 @@ enum class LayerNormVariant { pytorch, annotated };
 
 class LayerNormFuncOptions {
  public:
-  /// Added to the variance (pytorch) or to the standard deviation (annotated); >= 0.
-  LayerNormFuncOptions& eps(double v) {
-    eps_ = v;
-    return *this;
-  }
-  double eps() const { return eps_; }
-  LayerNormFuncOptions& variant(LayerNormVariant v) {
-    variant_ = v;
-    return *this;
-  }
-  LayerNormVariant variant() const { return variant_; }
-
- private:
-  double eps_ = 1e-5;
-  LayerNormVariant variant_ = LayerNormVariant::pytorch;
+  /// Added to the variance (pytorch) or to the standard deviation (annotated), >= 0; default 1e-5.
+  TAPEGRAD_ARG(double, eps) = 1e-5;
+  /// Which formula (the top of this file); default pytorch.
+  TAPEGRAD_ARG(LayerNormVariant, variant) = LayerNormVariant::pytorch;
 };
 
 namespace ops {
+
+/// Throws ValueError naming `where`, PyTorch's text first where it has one, for an empty
+/// normalized_shape, a negative size in it, or eps < 0 or NaN: the arguments layer_norm and
+/// rms_norm share. The ops call it at every call, nn::LayerNorm and nn::RMSNorm once, at
+/// construction.
+void check_norm_options(const std::vector<std::int64_t>& normalized_shape, double eps,
+                        const std::string& where);
 
 /// x (*, normalized_shape) -> the same shape, each row normalised to mean 0 and (about) unit
 /// variance, then scaled by weight and shifted by bias (both of shape normalized_shape; either may

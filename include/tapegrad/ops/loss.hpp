@@ -8,36 +8,27 @@
 #include <cstdint>
 #include <string>
 
+#include "tapegrad/options.hpp"
 #include "tapegrad/tensor.hpp"
 
-namespace tapegrad {
+namespace tapegrad::ops {
 
+/// cross_entropy's options; nn::CrossEntropyLoss takes them too (nn::CrossEntropyLossOptions).
 class CrossEntropyOptions {
  public:
-  /// Targets equal to this contribute nothing and are not counted in the mean.
-  CrossEntropyOptions& ignore_index(std::int64_t v) {
-    ignore_index_ = v;
-    return *this;
-  }
-  /// "mean" (over the targets that are not ignored), "sum" or "none" (a loss per row).
-  CrossEntropyOptions& reduction(std::string v) {
-    reduction_ = std::move(v);
-    return *this;
-  }
-  std::int64_t ignore_index() const { return ignore_index_; }
-  const std::string& reduction() const { return reduction_; }
-
- private:
-  std::int64_t ignore_index_ = -100;
-  std::string reduction_ = "mean";
+  /// Targets equal to this contribute nothing and are not counted in the mean; default -100.
+  TAPEGRAD_ARG(std::int64_t, ignore_index) = -100;
+  /// "mean" (over the targets not ignored; default), "sum" or "none" (one loss per row).
+  TAPEGRAD_ARG(std::string, reduction) = "mean";
 };
 
-namespace ops {
+/// Throws ValueError, PyTorch's text first, unless the reduction is "mean", "sum" or "none".
+/// cross_entropy calls it at every call, nn::CrossEntropyLoss once, at construction.
+void check_cross_entropy_options(const CrossEntropyOptions& options, const std::string& where);
 
 /// logits (N, C), target (N) class ids in [0, C) or ignore_index. With "mean", all targets
 /// ignored gives NaN (0/0), as in PyTorch. A target out of range is an IndexError naming it.
 Tensor cross_entropy(const Tensor& logits, const IndexArray& target,
                      const CrossEntropyOptions& options = {});
 
-}  // namespace ops
-}  // namespace tapegrad
+}  // namespace tapegrad::ops

@@ -6,8 +6,9 @@
 //          the moments and is normalised like the gradient. Default 0.
 //   AdamW  weight_decay is decoupled: θ ← θ·(1 − lr·wd) before the Adam update, whatever the
 //          gradient. Default 1e-2.
-// Their options are the same list (AdamOptionsOf, written once); they share the per-parameter
-// state (AdamState) and the one-pass update kernel in adam.cpp. Dense gradients only: a row-sparse
+// Their options are the same list (AdamOptionsOf, written once, with each one's weight_decay
+// default); they share the per-parameter state (AdamState) and the one-pass update kernel in
+// adam.cpp. Dense gradients only: a row-sparse
 // one (Embedding(sparse=true)) belongs to SparseAdam or SGD.
 //
 //     optim::Adam opt(model.parameters(), optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
@@ -20,79 +21,54 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
-/// Adam's and AdamW's hyper-parameters, PyTorch's defaults but weight_decay's, which each sets.
-/// `Self` is AdamOptions or AdamWOptions, so that each setter returns the caller's own type.
-/// Checked when an optimizer is built or loaded.
-template <class Self>
+/// Adam's and AdamW's hyper-parameters: the same list with PyTorch's defaults, but for
+/// weight_decay's, which `Defaults` gives (AdamDefaults: 0; AdamWDefaults: 1e-2). So AdamOptions
+/// and AdamWOptions are two types (an Adam cannot be given AdamW's options), each setter returns
+/// the caller's own type, and each list is written once. Checked when an optimizer is built or
+/// loaded, or set_options() / set_lr() is called.
+template <class Defaults>
 class AdamOptionsOf {
  public:
-  /// Learning rate, >= 0 (0 is accepted: nothing moves).
-  Self& lr(double v) {
-    lr_ = v;
-    return self();
-  }
-  double lr() const { return lr_; }
-  /// (β1, β2), each in [0, 1): decay rates of the first and second moment averages.
-  Self& betas(std::pair<double, double> v) {
-    betas_ = v;
-    return self();
-  }
-  std::pair<double, double> betas() const { return betas_; }
-  /// Added to the bias-corrected sqrt(v) in the denominator, >= 0.
-  Self& eps(double v) {
-    eps_ = v;
-    return self();
-  }
-  double eps() const { return eps_; }
-  /// >= 0. Adam: an L2 penalty, g ← g + weight_decay·θ before the moments (default 0).
-  /// AdamW: decoupled, θ ← θ·(1 − lr·weight_decay) each step before the update (default 1e-2).
-  Self& weight_decay(double v) {
-    weight_decay_ = v;
-    return self();
-  }
-  double weight_decay() const { return weight_decay_; }
-  /// Divide by sqrt of the running maximum of v instead of v itself (AMSGrad).
-  Self& amsgrad(bool v) {
-    amsgrad_ = v;
-    return self();
-  }
-  bool amsgrad() const { return amsgrad_; }
-  /// Ascend instead of descend: the gradient's sign is flipped first.
-  Self& maximize(bool v) {
-    maximize_ = v;
-    return self();
-  }
-  bool maximize() const { return maximize_; }
+  explicit AdamOptionsOf(double lr = 1e-3) : lr_(lr) {}
 
-  /// ValueError with PyTorch's texts ("Invalid learning rate: -1.0 | Adam: ...").
+  /// ValueError with PyTorch's texts ("Invalid learning rate: -1.0 | Adam: expected lr >= 0").
   void check(const std::string& where) const;
-  HyperParams to_hyper() const;
-  static Self from_hyper(const HyperParams& h, const std::string& where);
+  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
+  static void hyper_fields(auto& o, auto&& field) {
+    field("lr", o.lr_);
+    field("betas", o.betas_);
+    field("eps", o.eps_);
+    field("weight_decay", o.weight_decay_);
+    field("amsgrad", o.amsgrad_);
+    field("maximize", o.maximize_);
+  }
 
- protected:
-  AdamOptionsOf(double lr, double weight_decay) : lr_(lr), weight_decay_(weight_decay) {}
-
- private:
-  Self& self() { return static_cast<Self&>(*this); }
-  double lr_;
-  std::pair<double, double> betas_{0.9, 0.999};
-  double eps_ = 1e-8;
-  double weight_decay_;
-  bool amsgrad_ = false;
-  bool maximize_ = false;
+  /// Learning rate, >= 0 (0 is accepted: nothing moves); default 1e-3.
+  TAPEGRAD_ARG(double, lr);
+  /// (β1, β2), each in [0, 1): decay rates of the first and second moment averages; (0.9, 0.999).
+  TAPEGRAD_ARG(Betas, betas) = {0.9, 0.999};
+  /// Added to the bias-corrected sqrt(v) in the denominator, >= 0; default 1e-8.
+  TAPEGRAD_ARG(double, eps) = 1e-8;
+  /// >= 0. Adam: L2, g += wd·θ (default 0). AdamW: decoupled, θ *= 1 − lr·wd (default 1e-2).
+  TAPEGRAD_ARG(double, weight_decay) = Defaults::weight_decay;
+  /// Divide by sqrt of the running maximum of v instead of v itself (AMSGrad); default false.
+  TAPEGRAD_ARG(bool, amsgrad) = false;
+  /// Ascend instead of descend: the gradient's sign is flipped first; default false.
+  TAPEGRAD_ARG(bool, maximize) = false;
 };
 
-class AdamOptions : public AdamOptionsOf<AdamOptions> {
- public:
-  explicit AdamOptions(double lr = 1e-3) : AdamOptionsOf(lr, /*weight_decay=*/0.0) {}
+struct AdamDefaults {
+  static constexpr double weight_decay = 0.0;  ///< Adam's L2 penalty: none
 };
-class AdamWOptions : public AdamOptionsOf<AdamWOptions> {
- public:
-  explicit AdamWOptions(double lr = 1e-3) : AdamOptionsOf(lr, /*weight_decay=*/1e-2) {}
+struct AdamWDefaults {
+  static constexpr double weight_decay = 1e-2;  ///< AdamW's decoupled decay, PyTorch's default
 };
+using AdamOptions = AdamOptionsOf<AdamDefaults>;
+using AdamWOptions = AdamOptionsOf<AdamWDefaults>;
 
 /// One parameter's Adam/AdamW state, created at its first step with a gradient.
 struct AdamState {
@@ -101,9 +77,12 @@ struct AdamState {
   Array exp_avg_sq;                     ///< v, the parameter's shape
   std::optional<Array> max_exp_avg_sq;  ///< vmax, the running maximum of v (amsgrad only)
 
-  static Optimizer::StateLayout layout();
-  ParamState to_param_state() const;
-  static AdamState from_param_state(ParamState&& s);
+  /// Each tensor under its name in PyTorch's state[p] (optimizer.hpp).
+  static void tensor_fields(auto& s, auto&& field) {
+    field("exp_avg", s.exp_avg);
+    field("exp_avg_sq", s.exp_avg_sq);
+    field("max_exp_avg_sq", s.max_exp_avg_sq);
+  }
 };
 
 class Adam : public OptimizerOf<AdamOptions, AdamState> {

@@ -19,7 +19,8 @@ namespace tapegrad::optim {
 /// p-norm from BEFORE clipping (norm_type = INFINITY: the largest |g|). Parameters with a null
 /// gradient are ignored (none left: returns 0); a row-sparse gradient counts like its dense
 /// equivalent. Norms are accumulated in double. With error_if_nonfinite, a NaN or infinite total
-/// throws ValueError and changes nothing.
+/// throws ValueError and changes nothing. A negative or NaN max_norm is a ValueError, changing
+/// nothing (PyTorch 1.13 accepts it; a negative one would flip the sign of every gradient).
 double clip_grad_norm_(const std::vector<Parameter>& parameters, double max_norm,
                        double norm_type = 2.0, bool error_if_nonfinite = false);
 

@@ -30,6 +30,8 @@ namespace tapegrad::optim {
 using HyperValue = std::variant<double, bool, std::vector<double>>;
 /// A group's hyper-parameters by PyTorch's names: {"lr": 0.001, "betas": [0.9, 0.999], ...}.
 using HyperParams = std::map<std::string, HyperValue>;
+/// (β1, β2): the Adam family's decay rates of its two moment averages.
+using Betas = std::pair<double, double>;
 
 /// PyTorch's optimizer.state[p] for one parameter: its step count (Adam family; SGD keeps none)
 /// and its state tensors ("exp_avg", "exp_avg_sq", ..., or "momentum_buffer"), each of the
@@ -142,26 +144,55 @@ class Optimizer {
   std::size_t num_params_ = 0;
 };
 
+// ---- how a hyper-parameter or a state tensor goes into a state dict and back --------------------
+
+/// A hyper-parameter as param_groups holds it: a number, a flag, or betas as a list of two.
+inline HyperValue hyper_value(double v) { return v; }
+inline HyperValue hyper_value(bool v) { return v; }
+inline HyperValue hyper_value(const Betas& v) { return std::vector<double>{v.first, v.second}; }
+/// Reads `key` of `h` into `value`; throws ValueError naming `where` if it is missing or of another
+/// kind (a number, a flag, a list of two numbers).
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                double& value);
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                bool& value);
+void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
+                Betas& value);
+/// Throws ValueError if `h` has a key outside `known`.
+void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,
+                      const std::string& where);
+
+/// Throws ValueError "<pytorch_text>: <value> | <where>: expected <expected>" unless `ok`: every
+/// optimizer's checks of its options, PyTorch's text first ("Invalid learning rate: -1.0 | Adam:
+/// expected lr >= 0").
+void check_hyper(bool ok, const char* pytorch_text, double value, const std::string& where,
+                 const char* expected);
+/// Throws ValueError with PyTorch's texts unless 0 <= β1 < 1 and 0 <= β2 < 1 (NaN is refused).
+void check_betas(const Betas& betas, const std::string& where);
+
 // ---- the bookkeeping every optimizer shares ------------------------------------------------------
 
 /// Groups with their options, per-parameter state created at first use, the learning rate that
 /// schedulers read and write, and the six state-dict hooks: written once, here. An optimizer is
 /// then its options, its state and its step() (adam.hpp, sgd.hpp, sparse_adam.hpp):
 ///
-///   Options   hand-written chainable setters, lr() among them, plus
-///               void check(const std::string& where) const;            the constructor's checks
-///               HyperParams to_hyper() const;                           PyTorch's param_groups entry
-///               static Options from_hyper(const HyperParams&, const std::string& where);
-///   State     one parameter's state, plus
-///               static StateLayout layout();                            its step count and tensor names
-///               ParamState to_param_state() const;                      PyTorch's state[p]
-///               static State from_param_state(ParamState&&);            takes its tensors
+///   Options  one TAPEGRAD_ARG per hyper-parameter, a default constructor, and
+///              void check(const std::string& where) const;   the constructor's checks
+///              static void hyper_fields(auto& o, auto&& f);   f(key, field) per hyper-parameter
+///   State    one parameter's state: `step` if it counts steps, its tensors, and
+///              static void tensor_fields(auto& s, auto&& f);  f(name, field) per tensor
+///                                                              (std::optional<Array>: may be absent)
 ///
 ///     class Lion : public OptimizerOf<LionOptions, LionState> {
 ///      public:
-///       explicit Lion(std::vector<Parameter> p, LionOptions o = {}) : OptimizerOf("Lion", std::move(p), o) {}
+///       explicit Lion(std::vector<Parameter> p, LionOptions o = {})
+///           : OptimizerOf("Lion", std::move(p), o) {}
 ///       void step() override;        // the formula, then a loop over each parameter
 ///     };
+///
+/// state_dict() holds each group's hyper-parameters under the keys hyper_fields names and each
+/// state tensor under its tensor_fields name; load_state_dict() reads them back through the same
+/// lists, and checks the options with the same check() as the constructor and set_options().
 template <class Options, class State>
 class OptimizerOf : public Optimizer {
  public:
@@ -171,16 +202,22 @@ class OptimizerOf : public Optimizer {
     Options options;
   };
 
-  Options& options(std::size_t group) {
-    check_group(group);
-    return options_[group];
-  }
   const Options& options(std::size_t group) const {
     check_group(group);
     return options_[group];
   }
+  /// Replaces a group's hyper-parameters, checked as the constructor checks them (ValueError,
+  /// nothing changed, if they are refused).
+  void set_options(std::size_t group, Options options) {
+    check_group(group);
+    options.check(type_name());
+    options_[group] = std::move(options);
+  }
   double lr(std::size_t group) const override { return options(group).lr(); }
-  void set_lr(std::size_t group, double lr) override { options(group).lr(lr); }
+  /// Refuses what the constructor refuses ("Invalid learning rate: -1.0 | Adam: expected lr >= 0").
+  void set_lr(std::size_t group, double lr) override {
+    set_options(group, Options(options(group)).lr(lr));
+  }
   /// p's state, or nullptr before its first step; throws ValueError if p is not optimized here.
   const State* state(const Parameter& p) const {
     const std::optional<State>& s = state_[param_id(p)];
@@ -200,26 +237,72 @@ class OptimizerOf : public Optimizer {
   /// The state of the parameter with id `id`: empty until the step() that creates it.
   std::optional<State>& state_slot(std::size_t id) { return state_[id]; }
 
-  StateLayout state_layout() const override { return State::layout(); }
-  HyperParams hyper_params(std::size_t group) const override { return options(group).to_hyper(); }
+  // ---- the state-dict hooks, from Options::hyper_fields and State::tensor_fields ----
+  HyperParams hyper_params(std::size_t group) const override {
+    HyperParams h;
+    Options::hyper_fields(options(group), [&](const char* key, const auto& value) {
+      h.emplace(key, hyper_value(value));
+    });
+    return h;
+  }
   void check_hyper_params(const HyperParams& h, const std::string& where) const override {
-    Options::from_hyper(h, where);
+    from_hyper(h, where);
   }
   void set_hyper_params(std::size_t group, const HyperParams& h) override {
-    options(group) = Options::from_hyper(h, type_name());
+    options_[group] = from_hyper(h, type_name());
+  }
+  StateLayout state_layout() const override {
+    StateLayout layout;
+    layout.has_step = kCountsSteps;
+    State s{};
+    State::tensor_fields(s, [&](const char* name, const auto& tensor) {
+      (is_optional(tensor) ? layout.optional : layout.required).push_back(name);
+    });
+    return layout;
   }
   std::optional<ParamState> param_state(std::size_t id) const override {
     if (!state_[id]) return std::nullopt;
-    return state_[id]->to_param_state();
+    ParamState out;
+    if constexpr (kCountsSteps) out.step = state_[id]->step;
+    std::size_t n = 0;  // reserved first: a growing vector would copy the moments it moves
+    State::tensor_fields(*state_[id], [&](const char*, const auto&) { ++n; });
+    out.tensors.reserve(n);
+    State::tensor_fields(*state_[id], [&](const char* name, const auto& tensor) {
+      if (const Array* a = present(tensor)) out.tensors.emplace_back(name, *a);  // one copy
+    });
+    return out;
   }
   void set_param_state(std::size_t id, ParamState* s) override {
-    if (s == nullptr)
+    if (s == nullptr) {
       state_[id].reset();
-    else
-      state_[id] = State::from_param_state(std::move(*s));
+      return;
+    }
+    State loaded{};
+    if constexpr (kCountsSteps) loaded.step = *s->step;
+    State::tensor_fields(loaded, [&](const char* name, auto& tensor) {
+      if (Array* a = s->find(name)) tensor = std::move(*a);  // taken, not copied
+    });
+    state_[id] = std::move(loaded);
   }
 
  private:
+  static constexpr bool kCountsSteps = requires(State s) { s.step; };
+  static bool is_optional(const Array&) { return false; }
+  static bool is_optional(const std::optional<Array>&) { return true; }
+  static const Array* present(const Array& a) { return &a; }
+  static const Array* present(const std::optional<Array>& a) { return a ? &*a : nullptr; }
+
+  // A param_groups entry's options: its keys, then each value, then the constructor's checks.
+  static Options from_hyper(const HyperParams& h, const std::string& where) {
+    Options o;
+    std::vector<std::string> keys;
+    Options::hyper_fields(o, [&](const char* key, const auto&) { keys.emplace_back(key); });
+    check_hyper_keys(h, keys, where);
+    Options::hyper_fields(o,
+                          [&](const char* key, auto& value) { read_hyper(h, key, where, value); });
+    o.check(where);
+    return o;
+  }
   static std::vector<std::vector<Parameter>> checked(const std::string& type_name,
                                                      const std::vector<Group>& groups) {
     std::vector<std::vector<Parameter>> params;
@@ -234,21 +317,7 @@ class OptimizerOf : public Optimizer {
   std::vector<std::optional<State>> state_;  // by parameter id
 };
 
-// ---- helpers for reading HyperParams (used by the optimizers and by checkpoint loaders) ----
-
-/// The number stored under `key`; throws ValueError naming `where` if it is missing or not a number.
-double hyper_number(const HyperParams& h, const std::string& key, const std::string& where);
-/// The flag stored under `key`; throws ValueError if it is missing or not a flag.
-bool hyper_flag(const HyperParams& h, const std::string& key, const std::string& where);
-/// The pair stored under `key` ("betas"); throws ValueError unless it is a list of two numbers.
-std::pair<double, double> hyper_pair(const HyperParams& h, const std::string& key,
-                                     const std::string& where);
-/// Throws ValueError if `h` has a key outside `known`.
-void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,
-                      const std::string& where);
-
-/// Throws ValueError with PyTorch's texts unless 0 <= β1 < 1 and 0 <= β2 < 1 (NaN is refused).
-void check_betas(std::pair<double, double> betas, const std::string& where);
+// ---- helpers shared by the optimizers ------------------------------------------------------------
 
 /// A zero-filled array of p's shape: the starting value of a moment or a momentum buffer.
 Array zeros_like(const Parameter& p);

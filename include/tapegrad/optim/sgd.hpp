@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
@@ -19,64 +20,39 @@ namespace tapegrad::optim {
 class SGDOptions {
  public:
   explicit SGDOptions(double lr = 1e-3) : lr_(lr) {}
-  /// Learning rate, >= 0.
-  SGDOptions& lr(double v) {
-    lr_ = v;
-    return *this;
-  }
-  double lr() const { return lr_; }
-  /// Momentum factor μ, >= 0: buf ← buf·μ + (1 − dampening)·g. 0 keeps no state.
-  SGDOptions& momentum(double v) {
-    momentum_ = v;
-    return *this;
-  }
-  double momentum() const { return momentum_; }
-  /// Dampening of the gradient's share in the buffer (not applied at the buffer's first step).
-  SGDOptions& dampening(double v) {
-    dampening_ = v;
-    return *this;
-  }
-  double dampening() const { return dampening_; }
-  /// L2 penalty, >= 0: g ← g + weight_decay·θ. Needs a dense gradient.
-  SGDOptions& weight_decay(double v) {
-    weight_decay_ = v;
-    return *this;
-  }
-  double weight_decay() const { return weight_decay_; }
-  /// Nesterov momentum: step along g + μ·buf instead of buf. Needs momentum > 0 and dampening 0.
-  SGDOptions& nesterov(bool v) {
-    nesterov_ = v;
-    return *this;
-  }
-  bool nesterov() const { return nesterov_; }
-  /// Ascend instead of descend: the gradient's sign is flipped first.
-  SGDOptions& maximize(bool v) {
-    maximize_ = v;
-    return *this;
-  }
-  bool maximize() const { return maximize_; }
 
   /// ValueError with PyTorch's texts ("Invalid momentum value: -0.1 | SGD: ...").
   void check(const std::string& where) const;
-  HyperParams to_hyper() const;
-  static SGDOptions from_hyper(const HyperParams& h, const std::string& where);
+  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
+  static void hyper_fields(auto& o, auto&& field) {
+    field("lr", o.lr_);
+    field("momentum", o.momentum_);
+    field("dampening", o.dampening_);
+    field("weight_decay", o.weight_decay_);
+    field("nesterov", o.nesterov_);
+    field("maximize", o.maximize_);
+  }
 
- private:
-  double lr_;
-  double momentum_ = 0.0;
-  double dampening_ = 0.0;
-  double weight_decay_ = 0.0;
-  bool nesterov_ = false;
-  bool maximize_ = false;
+  /// Learning rate, >= 0; default 1e-3.
+  TAPEGRAD_ARG(double, lr);
+  /// Momentum factor μ, >= 0: buf ← buf·μ + (1 − dampening)·g; default 0 (no state kept).
+  TAPEGRAD_ARG(double, momentum) = 0.0;
+  /// Dampening of the gradient's share in the buffer (not at the buffer's first step); default 0.
+  TAPEGRAD_ARG(double, dampening) = 0.0;
+  /// L2 penalty, >= 0: g ← g + weight_decay·θ, which needs a dense gradient; default 0.
+  TAPEGRAD_ARG(double, weight_decay) = 0.0;
+  /// Nesterov momentum, a step along g + μ·buf (needs momentum > 0, dampening 0); default false.
+  TAPEGRAD_ARG(bool, nesterov) = false;
+  /// Ascend instead of descend: the gradient's sign is flipped first; default false.
+  TAPEGRAD_ARG(bool, maximize) = false;
 };
 
 /// One parameter's SGD state: the momentum buffer (only kept while momentum ≠ 0).
 struct SGDState {
   Array momentum_buffer;  ///< the parameter's shape, dense even for row-sparse gradients
 
-  static Optimizer::StateLayout layout() { return {false, {"momentum_buffer"}, {}}; }
-  ParamState to_param_state() const;
-  static SGDState from_param_state(ParamState&& s);
+  /// Each tensor under its name in PyTorch's state[p] (optimizer.hpp); no step count.
+  static void tensor_fields(auto& s, auto&& field) { field("momentum_buffer", s.momentum_buffer); }
 };
 
 class SGD : public OptimizerOf<SGDOptions, SGDState> {

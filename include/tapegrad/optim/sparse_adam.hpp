@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
+#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
@@ -24,41 +25,25 @@ namespace tapegrad::optim {
 class SparseAdamOptions {
  public:
   explicit SparseAdamOptions(double lr = 1e-3) : lr_(lr) {}
-  /// Learning rate, > 0 (strict, as PyTorch).
-  SparseAdamOptions& lr(double v) {
-    lr_ = v;
-    return *this;
-  }
-  double lr() const { return lr_; }
-  /// (β1, β2), each in [0, 1).
-  SparseAdamOptions& betas(std::pair<double, double> v) {
-    betas_ = v;
-    return *this;
-  }
-  std::pair<double, double> betas() const { return betas_; }
-  /// Added to sqrt(v) (not bias-corrected), > 0 (strict).
-  SparseAdamOptions& eps(double v) {
-    eps_ = v;
-    return *this;
-  }
-  double eps() const { return eps_; }
-  /// Ascend instead of descend: the gradient's sign is flipped first.
-  SparseAdamOptions& maximize(bool v) {
-    maximize_ = v;
-    return *this;
-  }
-  bool maximize() const { return maximize_; }
 
   /// ValueError with PyTorch's texts (lr and eps must be > 0, strictly).
   void check(const std::string& where) const;
-  HyperParams to_hyper() const;
-  static SparseAdamOptions from_hyper(const HyperParams& h, const std::string& where);
+  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
+  static void hyper_fields(auto& o, auto&& field) {
+    field("lr", o.lr_);
+    field("betas", o.betas_);
+    field("eps", o.eps_);
+    field("maximize", o.maximize_);
+  }
 
- private:
-  double lr_;
-  std::pair<double, double> betas_{0.9, 0.999};
-  double eps_ = 1e-8;
-  bool maximize_ = false;
+  /// Learning rate, > 0 (strict, as PyTorch); default 1e-3.
+  TAPEGRAD_ARG(double, lr);
+  /// (β1, β2), each in [0, 1); default (0.9, 0.999).
+  TAPEGRAD_ARG(Betas, betas) = {0.9, 0.999};
+  /// Added to sqrt(v) (not bias-corrected), > 0 (strict); default 1e-8.
+  TAPEGRAD_ARG(double, eps) = 1e-8;
+  /// Ascend instead of descend: the gradient's sign is flipped first; default false.
+  TAPEGRAD_ARG(bool, maximize) = false;
 };
 
 /// One parameter's SparseAdam state: dense m and v, of which only touched rows ever change.
@@ -67,9 +52,11 @@ struct SparseAdamState {
   Array exp_avg;          ///< m, the parameter's shape
   Array exp_avg_sq;       ///< v, the parameter's shape
 
-  static Optimizer::StateLayout layout() { return {true, {"exp_avg", "exp_avg_sq"}, {}}; }
-  ParamState to_param_state() const;
-  static SparseAdamState from_param_state(ParamState&& s);
+  /// Each tensor under its name in PyTorch's state[p] (optimizer.hpp).
+  static void tensor_fields(auto& s, auto&& field) {
+    field("exp_avg", s.exp_avg);
+    field("exp_avg_sq", s.exp_avg_sq);
+  }
 };
 
 class SparseAdam : public OptimizerOf<SparseAdamOptions, SparseAdamState> {

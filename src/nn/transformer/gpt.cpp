@@ -240,7 +240,7 @@ Tensor GPT::loss(const IndexArray& idx, const IndexArray& targets, std::int64_t 
   IndexArray flat = targets;
   flat.reshape({targets.size()});
   return ops::cross_entropy(ops::reshape(logits, {-1, config_.vocab_size()}), flat,
-                            CrossEntropyOptions().ignore_index(ignore_index));
+                            ops::CrossEntropyOptions().ignore_index(ignore_index));
 }
 
 ParameterGroups GPT::parameter_groups() const {

@@ -39,7 +39,7 @@ Tensor InputEmbedding::forward(const IndexArray& ids) {
   autograd::ModuleScope lut_scope(embeddings->lut->type_name(), embeddings->lut->path());
   return ops::embedding_add_rows_dropout(
       ids, embeddings->lut->weight, std::sqrt(static_cast<double>(d_model)), position->pe.data(), p,
-      drops, stream, embeddings->lut->func_options());
+      drops, stream, embeddings->lut->options());
 }
 
 }  // namespace tapegrad::nn::transformer

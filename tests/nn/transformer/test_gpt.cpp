@@ -134,7 +134,7 @@ TEST_SUITE("nn.transformer.gpt") {
     IndexArray flat = y;
     flat.reshape({6});
     const Tensor reference = ops::cross_entropy(ops::reshape(logits, {-1, 13}), flat,
-                                                CrossEntropyOptions().ignore_index(0));
+                                                ops::CrossEntropyOptions().ignore_index(0));
     CHECK(model.loss(x, y, 0).item() == reference.item());
     // the features: ln_f's output, and the attention weights of every block
     std::vector<Array> weights;

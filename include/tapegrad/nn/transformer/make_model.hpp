@@ -12,53 +12,25 @@
 #include <memory>
 
 #include "tapegrad/nn/transformer/encoder_decoder.hpp"
+#include "tapegrad/options.hpp"
 
 namespace tapegrad::nn::transformer {
 
 /// The hyper-parameters of make_model, with the tutorial's defaults (the base model of the paper).
 class TransformerOptions {
  public:
-  /// Number of encoder layers and of decoder layers.
-  TransformerOptions& N(std::int64_t v) {
-    N_ = v;
-    return *this;
-  }
-  std::int64_t N() const { return N_; }
-  /// Width of every activation, embedding and attention output.
-  TransformerOptions& d_model(std::int64_t v) {
-    d_model_ = v;
-    return *this;
-  }
-  std::int64_t d_model() const { return d_model_; }
-  /// Inner width of the feed-forward networks.
-  TransformerOptions& d_ff(std::int64_t v) {
-    d_ff_ = v;
-    return *this;
-  }
-  std::int64_t d_ff() const { return d_ff_; }
-  /// Number of attention heads; must divide d_model.
-  TransformerOptions& h(std::int64_t v) {
-    h_ = v;
-    return *this;
-  }
-  std::int64_t h() const { return h_; }
-  /// Dropout probability everywhere (embeddings, attention weights, sub-layer outputs, FFN).
-  TransformerOptions& dropout(double v) {
-    dropout_ = v;
-    return *this;
-  }
-  double dropout() const { return dropout_; }
-  /// Which LayerNorm the sub-layers and the stacks use (default: the tutorial's).
-  TransformerOptions& layer_norm(LayerNormVariant v) {
-    layer_norm_ = v;
-    return *this;
-  }
-  LayerNormVariant layer_norm() const { return layer_norm_; }
-
- private:
-  std::int64_t N_ = 6, d_model_ = 512, d_ff_ = 2048, h_ = 8;
-  double dropout_ = 0.1;
-  LayerNormVariant layer_norm_ = LayerNormVariant::annotated;
+  /// Number of encoder layers and of decoder layers, >= 1; default 6.
+  TAPEGRAD_ARG(std::int64_t, N) = 6;
+  /// Width of every activation, embedding and attention output, >= 1; default 512.
+  TAPEGRAD_ARG(std::int64_t, d_model) = 512;
+  /// Inner width of the feed-forward networks, >= 1; default 2048.
+  TAPEGRAD_ARG(std::int64_t, d_ff) = 2048;
+  /// Number of attention heads, >= 1 and dividing d_model; default 8.
+  TAPEGRAD_ARG(std::int64_t, h) = 8;
+  /// Dropout probability everywhere (embeddings, attention, sub-layers, FFN), in [0, 1]; 0.1.
+  TAPEGRAD_ARG(double, dropout) = 0.1;
+  /// Which LayerNorm the sub-layers and the stacks use; default the tutorial's (annotated).
+  TAPEGRAD_ARG(LayerNormVariant, layer_norm) = LayerNormVariant::annotated;
 };
 
 /// The tutorial's make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout). Every random
