@@ -1,0 +1,135 @@
+# tests/distributed/two_hosts/hosts.sh: two hosts on this machine, joined by a cable, for Open MPI
+# over TCP. Sourced (bash) by test_two_hosts.sh and measure_two_hosts.sh.
+#
+# Each host is a network namespace: interfaces, addresses, routes and a TCP stack of its own, with
+# the machine's files and programs. A veth pair is the cable: host A has 10.47.0.1/30 on its end,
+# host B 10.47.0.2/30 on the other, and each has its loopback up (mpirun and its daemons also talk
+# to themselves over TCP). Nothing outside the two namespaces sees that subnet, so it cannot clash
+# with the machine's own networks.
+#
+#   hosts_up              makes them, named after this shell's pid (tapegrad-2h-<pid>-a, -b); when
+#                         this machine cannot (not root, no `ip`, no namespaces or veth), returns 77
+#                         after one line saying why
+#   hosts_down            ends every process still inside them and deletes them (the callers trap
+#                         EXIT; deleting a namespace deletes its end of the cable, and the other end)
+#   hosts_mpirun ARGS...  Open MPI's mpirun, from host A, one rank on each host (below), killed
+#                         after HOSTS_TIMEOUT seconds (120 unless set; status 124 then)
+#   cable_down, cable_up  cut and mend the cable, from outside both hosts
+#
+# Needs: HOSTS_MPIEXEC (mpirun, Open MPI), HOSTS_DIR (a folder for the hostfile).
+
+HOSTS_SUBNET=10.47.0.0/30
+HOSTS_PREFIX=tapegrad-2h
+HOSTS_AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netns_agent.sh
+HOSTS_RANKFILE=""  # set to place and bind each rank by a rankfile instead (measure_two_hosts.sh)
+HOST_A="" HOST_B="" CABLE_A=cable-a CABLE_B=cable-b
+
+# One line on stderr saying why, then status 77 (CTest's SKIP_RETURN_CODE for these tests).
+hosts_cannot() {
+  echo "two hosts cannot be made here, so this is skipped: $*" >&2
+  return 77
+}
+
+# Namespaces an earlier run left behind when it was killed outright (SIGKILL: no trap runs), found
+# by the pid in their names no longer running.
+hosts_sweep_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    [[ $ns =~ ^${HOSTS_PREFIX}-([0-9]+)-[ab]$ ]] || continue
+    pid=${BASH_REMATCH[1]}
+    kill -0 "$pid" 2>/dev/null && continue
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
+
+hosts_up() {
+  [[ $EUID -eq 0 ]] || { hosts_cannot "network namespaces need root (.ci/run runs this as root)"; return; }
+  command -v ip >/dev/null || { hosts_cannot "no 'ip' command (Debian's iproute2)"; return; }
+  "$HOSTS_MPIEXEC" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE" ||
+    { hosts_cannot "$HOSTS_MPIEXEC is not Open MPI's mpirun (the launch agent is Open MPI's)"; return; }
+  hosts_sweep_stale
+  local err
+  HOST_A=$HOSTS_PREFIX-$$-a HOST_B=$HOSTS_PREFIX-$$-b
+  if ! err=$(ip netns add "$HOST_A" 2>&1); then
+    HOST_A="" HOST_B=""
+    hosts_cannot "'ip netns add' failed: $err"
+    return
+  fi
+  if ! err=$(ip netns add "$HOST_B" 2>&1); then
+    HOST_B=""
+    hosts_cannot "'ip netns add' failed: $err"
+    return
+  fi
+  # Both ends are made inside their namespaces, so their names cannot clash with the machine's.
+  if ! err=$(ip link add "$CABLE_A" netns "$HOST_A" type veth peer name "$CABLE_B" netns "$HOST_B" 2>&1); then
+    hosts_cannot "a veth pair cannot be made: $err"
+    return
+  fi
+  ip -n "$HOST_A" addr add 10.47.0.1/30 dev "$CABLE_A" && ip -n "$HOST_B" addr add 10.47.0.2/30 dev "$CABLE_B" &&
+    ip -n "$HOST_A" link set lo up && ip -n "$HOST_B" link set lo up &&
+    ip -n "$HOST_B" link set "$CABLE_B" up && cable_up || return 1
+  # Hosts are named after their namespaces: netns_agent.sh enters the one mpirun names.
+  printf '%s slots=1\n%s slots=1\n' "$HOST_A" "$HOST_B" > "$HOSTS_DIR/hostfile"
+}
+
+hosts_down() {
+  local ns
+  for ns in "$HOST_A" "$HOST_B"; do
+    [[ -n $ns ]] || continue
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  HOST_A="" HOST_B=""
+}
+
+cable_down() { ip -n "$HOST_A" link set "$CABLE_A" down; }
+
+# Up, and carrying: Open MPI ignores an interface that is not up when it starts.
+cable_up() {
+  ip -n "$HOST_A" link set "$CABLE_A" up
+  local i
+  for i in $(seq 50); do
+    ip -n "$HOST_A" link show "$CABLE_A" | grep -q LOWER_UP &&
+      ip -n "$HOST_B" link show "$CABLE_B" | grep -q LOWER_UP && return 0
+    sleep 0.1
+  done
+  echo "the cable between $HOST_A and $HOST_B did not come up within 5 s" >&2
+  return 1
+}
+
+# Bytes host A has sent over the cable (its namespace's /sys, which `ip netns exec` mounts).
+cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statistics/tx_bytes"; }
+
+# mpirun on host A, as a user logged in there would start it. Every host in the hostfile is "remote"
+# to mpirun (none is named as this machine is), so it starts a daemon on each through the agent
+# and runs no rank itself. The flags, and why:
+#   --allow-run-as-root --oversubscribe  as the other distributed tests (root; 2 cores)
+#   --hostfile, --map-by node --bind-to none  a rank on each host, unbound: both hosts have this
+#                                        machine's cores, and each daemon would bind its rank to core 0
+#                                        (with HOSTS_RANKFILE: --rankfile, which names each rank's
+#                                        host and core)
+#   plm_rsh_agent netns_agent.sh         instead of ssh: enters the host's namespace (see the agent)
+#   plm_rsh_no_tree_spawn 1              mpirun starts both daemons itself (no daemon starts another)
+#   btl tcp,self                         ranks talk over TCP only: no shared memory between "hosts",
+#                                        though they share the machine's /dev/shm
+#   btl_tcp_if_include, oob_tcp_if_include  the cable's subnet, for the ranks' data and for the
+#                                        control channel of mpirun and its daemons
+#   oob_tcp_keepalive_time 2, _intvl 1, _probes 3  how a lost host is noticed. The control channel
+#       is idle while the ranks train, and only TCP keepalives notice that its peer has gone: by
+#       default after 300 s idle and 9 probes 20 s apart. Then mpirun says "ORTE has lost
+#       communication with a remote daemon ... on node <host>" and ends the job. Nothing else would
+#       end it soon: the ranks' TCP connections retransmit for about 15 minutes (net.ipv4.tcp_retries2)
+#       and tapegrad's collectives wait distributed::timeout(), 30 minutes by default.
+#   -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS  as ssh would not pass the environment on
+# The machine's own PATH finds orted on both hosts (one filesystem), so no --prefix is needed.
+hosts_mpirun() {
+  local placement=(--hostfile "$HOSTS_DIR/hostfile" --map-by node --bind-to none)
+  [[ -z $HOSTS_RANKFILE ]] || placement=(--rankfile "$HOSTS_RANKFILE")
+  timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe \
+    "${placement[@]}" \
+    --mca plm_rsh_agent "$HOSTS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl tcp,self --mca btl_tcp_if_include "$HOSTS_SUBNET" --mca oob_tcp_if_include "$HOSTS_SUBNET" \
+    --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
+    -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS "$@"
+}
