@@ -51,6 +51,7 @@ IndexArray random_batch(Generator& gen) {
 }
 
 int main() {
+  std::cerr << tapegrad::environment_line() << '\n';
   manual_seed(0);  // the same run, bit for bit, every time
   TinyLM model;
   std::cout << model << '\n';

@@ -16,6 +16,7 @@
 using namespace tapegrad;
 
 int main(int argc, char** argv) {
+  std::cerr << tapegrad::environment_line() << '\n';
   CLI::App app("Writes the tutorials' positional-encoding figure data as CSV");
   std::string out_path;
   std::int64_t d_model = 20, positions = 100, first_dim = 4, last_dim = 7;

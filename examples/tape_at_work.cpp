@@ -8,6 +8,7 @@
 using namespace tapegrad;
 
 int main() {
+  std::cerr << tapegrad::environment_line() << '\n';
   Parameter w(Array{0.5f, -1.0f, 2.0f});  // a leaf that requires grad
   Tensor x(Array{1.0f, 2.0f, 3.0f});      // data: no gradient
   Tensor y = ops::tanh(w * x);            // tape: #0 mul, #1 tanh

@@ -54,6 +54,7 @@ void print_batch(const Language& lang, const Batch& batch) {
 }  // namespace
 
 int main() {
+  std::cerr << tapegrad::environment_line() << '\n';
   // A tiny version of toy_training's model, so that every shape fits on a line.
   const Language lang(/*vocab=*/7, /*synonyms=*/3);  // <pad>, A1 A2 A3, B1 B2 B3
   ToyModel model(

@@ -220,6 +220,7 @@ int run(Settings s, const std::set<std::string>& given) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::cerr << tapegrad::environment_line() << '\n';
   CLI::App app(
       "Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and "
       "shows, with measured facts, that the embeddings learn while the positional encoding stays "

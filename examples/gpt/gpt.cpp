@@ -120,6 +120,7 @@ std::u32string attention_line(const std::vector<std::u32string>& val_entries, st
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::cerr << tapegrad::environment_line() << '\n';
 #ifdef TAPEGRAD_GPT_MPI
   // MPI only when mpirun started us: alone, the program runs as it does without MPI.
   std::optional<distributed::Environment> mpi;

@@ -25,6 +25,7 @@ using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
 
 int main(int argc, char** argv) {
+  std::cerr << tapegrad::environment_line() << '\n';
   std::string checkpoint = "gpt_out/best.safetensors", prompt = "%\n";
   std::int64_t tokens = 500, top_k = 200, threads = 1;
   double temperature = 0.8;

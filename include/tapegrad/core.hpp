@@ -9,6 +9,7 @@
 #include "tapegrad/sizes.hpp"
 #include "tapegrad/memory.hpp"
 #include "tapegrad/threads.hpp"
+#include "tapegrad/cpu.hpp"
 #include "tapegrad/tensor.hpp"
 #include "tapegrad/row_sparse.hpp"
 #include "tapegrad/parameter.hpp"
