@@ -11,7 +11,7 @@
 #                         this machine cannot (not root, no `ip`, no namespaces or veth), returns 77
 #                         after one line saying why
 #   hosts_down            ends every process still inside them and deletes them (the callers trap
-#                         EXIT; deleting a namespace deletes its end of the cable, and the other end)
+#                         EXIT; deleting a namespace deletes its end of the cable, and so the other)
 #   hosts_mpirun ARGS...  Open MPI's mpirun, from host A, one rank on each host (below), killed
 #                         after HOSTS_TIMEOUT seconds (120 unless set; status 124 then)
 #   cable_down, cable_up  cut and mend the cable, from outside both hosts
@@ -21,8 +21,8 @@
 HOSTS_SUBNET=10.47.0.0/30
 HOSTS_PREFIX=tapegrad-2h
 HOSTS_AGENT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/netns_agent.sh
-HOSTS_RANKFILE=""  # set to place and bind each rank by a rankfile instead (measure_two_hosts.sh)
-HOST_A="" HOST_B="" CABLE_A=cable-a CABLE_B=cable-b
+HOSTS_RANKFILE=""  # set: ranks placed and bound by this rankfile instead (measure_two_hosts.sh)
+HOST_A="" HOST_B="" CABLE_A=cable-a CABLE_B=cable-b MAC_A="" MAC_B=""
 
 # One line on stderr saying why, then status 77 (CTest's SKIP_RETURN_CODE for these tests).
 hosts_cannot() {
@@ -44,29 +44,34 @@ hosts_sweep_stale() {
 }
 
 hosts_up() {
-  [[ $EUID -eq 0 ]] || { hosts_cannot "network namespaces need root (.ci/run runs this as root)"; return; }
+  if [[ $EUID -ne 0 ]]; then
+    hosts_cannot "network namespaces need root (.ci/run runs this as root)"
+    return
+  fi
   command -v ip >/dev/null || { hosts_cannot "no 'ip' command (Debian's iproute2)"; return; }
-  "$HOSTS_MPIEXEC" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE" ||
-    { hosts_cannot "$HOSTS_MPIEXEC is not Open MPI's mpirun (the launch agent is Open MPI's)"; return; }
+  if ! "$HOSTS_MPIEXEC" --version 2>/dev/null | grep -Eq "Open MPI|OpenRTE"; then
+    hosts_cannot "$HOSTS_MPIEXEC is not Open MPI's mpirun (the launch agent is Open MPI's)"
+    return
+  fi
   hosts_sweep_stale
-  local err
-  HOST_A=$HOSTS_PREFIX-$$-a HOST_B=$HOSTS_PREFIX-$$-b
-  if ! err=$(ip netns add "$HOST_A" 2>&1); then
-    HOST_A="" HOST_B=""
-    hosts_cannot "'ip netns add' failed: $err"
-    return
-  fi
-  if ! err=$(ip netns add "$HOST_B" 2>&1); then
-    HOST_B=""
-    hosts_cannot "'ip netns add' failed: $err"
-    return
-  fi
+  local err ns
+  for ns in a b; do
+    if ! err=$(ip netns add "$HOSTS_PREFIX-$$-$ns" 2>&1); then
+      hosts_cannot "'ip netns add' failed: $err"
+      return
+    fi
+    if [[ $ns == a ]]; then HOST_A=$HOSTS_PREFIX-$$-a; else HOST_B=$HOSTS_PREFIX-$$-b; fi
+  done
   # Both ends are made inside their namespaces, so their names cannot clash with the machine's.
-  if ! err=$(ip link add "$CABLE_A" netns "$HOST_A" type veth peer name "$CABLE_B" netns "$HOST_B" 2>&1); then
+  if ! err=$(ip link add "$CABLE_A" netns "$HOST_A" type veth \
+                     peer name "$CABLE_B" netns "$HOST_B" 2>&1); then
     hosts_cannot "a veth pair cannot be made: $err"
     return
   fi
-  ip -n "$HOST_A" addr add 10.47.0.1/30 dev "$CABLE_A" && ip -n "$HOST_B" addr add 10.47.0.2/30 dev "$CABLE_B" &&
+  MAC_A=$(ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/address") &&
+    MAC_B=$(ip netns exec "$HOST_B" cat "/sys/class/net/$CABLE_B/address") &&
+    ip -n "$HOST_A" addr add 10.47.0.1/30 dev "$CABLE_A" &&
+    ip -n "$HOST_B" addr add 10.47.0.2/30 dev "$CABLE_B" &&
     ip -n "$HOST_A" link set lo up && ip -n "$HOST_B" link set lo up &&
     ip -n "$HOST_B" link set "$CABLE_B" up && cable_up || return 1
   # Hosts are named after their namespaces: netns_agent.sh enters the one mpirun names.
@@ -85,13 +90,21 @@ hosts_down() {
 
 cable_down() { ip -n "$HOST_A" link set "$CABLE_A" down; }
 
-# Up, and carrying: Open MPI ignores an interface that is not up when it starts.
+# Up, and carrying: Open MPI ignores an interface that is not up when it starts. Each host then
+# knows the other's MAC address for good (a permanent neighbour entry; taking the link down
+# deletes host A's): on a cable there is nothing else to learn. Without them, an ARP resolution
+# the cut had made fail outlived the mending, and a daemon started then could not reach mpirun
+# (EHOSTUNREACH) in about 1 start in 10 here.
 cable_up() {
-  ip -n "$HOST_A" link set "$CABLE_A" up
+  ip -n "$HOST_A" link set "$CABLE_A" up || return 1
   local i
   for i in $(seq 50); do
-    ip -n "$HOST_A" link show "$CABLE_A" | grep -q LOWER_UP &&
-      ip -n "$HOST_B" link show "$CABLE_B" | grep -q LOWER_UP && return 0
+    if ip -n "$HOST_A" link show "$CABLE_A" | grep -q LOWER_UP &&
+      ip -n "$HOST_B" link show "$CABLE_B" | grep -q LOWER_UP; then
+      ip -n "$HOST_A" neigh replace 10.47.0.2 lladdr "$MAC_B" dev "$CABLE_A" nud permanent &&
+        ip -n "$HOST_B" neigh replace 10.47.0.1 lladdr "$MAC_A" dev "$CABLE_B" nud permanent
+      return
+    fi
     sleep 0.1
   done
   echo "the cable between $HOST_A and $HOST_B did not come up within 5 s" >&2
@@ -101,35 +114,37 @@ cable_up() {
 # Bytes host A has sent over the cable (its namespace's /sys, which `ip netns exec` mounts).
 cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statistics/tx_bytes"; }
 
-# mpirun on host A, as a user logged in there would start it. Every host in the hostfile is "remote"
-# to mpirun (none is named as this machine is), so it starts a daemon on each through the agent
-# and runs no rank itself. The flags, and why:
+# mpirun on host A, as a user logged in there would start it. Every host in the hostfile is
+# "remote" to mpirun (none has this machine's name), so it starts a daemon on each through the
+# agent and runs no rank itself. The flags, and why:
 #   --allow-run-as-root --oversubscribe  as the other distributed tests (root; 2 cores)
 #   --hostfile, --map-by node --bind-to none  a rank on each host, unbound: both hosts have this
-#                                        machine's cores, and each daemon would bind its rank to core 0
-#                                        (with HOSTS_RANKFILE: --rankfile, which names each rank's
-#                                        host and core)
-#   plm_rsh_agent netns_agent.sh         instead of ssh: enters the host's namespace (see the agent)
-#   plm_rsh_no_tree_spawn 1              mpirun starts both daemons itself (no daemon starts another)
-#   btl tcp,self                         ranks talk over TCP only: no shared memory between "hosts",
-#                                        though they share the machine's /dev/shm
+#                          machine's cores, and each daemon would bind its rank to core 0
+#                          (with HOSTS_RANKFILE: --rankfile, which names each rank's host and core)
+#   plm_rsh_agent netns_agent.sh  instead of ssh: enters the host's namespace (see the agent)
+#   plm_rsh_no_tree_spawn 1  mpirun starts both daemons itself (no daemon starts another)
+#   btl tcp,self           ranks talk over TCP only: no shared memory between "hosts", though
+#                          they share the machine's /dev/shm
 #   btl_tcp_if_include, oob_tcp_if_include  the cable's subnet, for the ranks' data and for the
-#                                        control channel of mpirun and its daemons
-#   oob_tcp_keepalive_time 2, _intvl 1, _probes 3  how a lost host is noticed. The control channel
-#       is idle while the ranks train, and only TCP keepalives notice that its peer has gone: by
-#       default after 300 s idle and 9 probes 20 s apart. Then mpirun says "ORTE has lost
-#       communication with a remote daemon ... on node <host>" and ends the job. Nothing else would
-#       end it soon: the ranks' TCP connections retransmit for about 15 minutes (net.ipv4.tcp_retries2)
-#       and tapegrad's collectives wait distributed::timeout(), 30 minutes by default.
+#                          control channel between mpirun and its daemons
+#   oob_tcp_keepalive_time 2, _intvl 1, _probes 3  how a lost host is noticed. The control
+#       channel is idle while the ranks train, and only TCP keepalives notice that its other end
+#       has gone: by default after 300 s idle and 9 probes 20 s apart. Then mpirun says "ORTE has
+#       lost communication with a remote daemon ... on node <host>" and ends the job. Nothing else
+#       ends it soon: the ranks' TCP connections retransmit for about 15 minutes
+#       (net.ipv4.tcp_retries2), and tapegrad's collectives wait distributed::timeout(), 30 minutes
+#       by default.
 #   -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS  as ssh would not pass the environment on
 # The machine's own PATH finds orted on both hosts (one filesystem), so no --prefix is needed.
 hosts_mpirun() {
   local placement=(--hostfile "$HOSTS_DIR/hostfile" --map-by node --bind-to none)
   [[ -z $HOSTS_RANKFILE ]] || placement=(--rankfile "$HOSTS_RANKFILE")
-  timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe \
-    "${placement[@]}" \
+  timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" \
+    "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe "${placement[@]}" \
     --mca plm_rsh_agent "$HOSTS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
-    --mca btl tcp,self --mca btl_tcp_if_include "$HOSTS_SUBNET" --mca oob_tcp_if_include "$HOSTS_SUBNET" \
-    --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
+    --mca btl tcp,self \
+    --mca btl_tcp_if_include "$HOSTS_SUBNET" --mca oob_tcp_if_include "$HOSTS_SUBNET" \
+    --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
+    --mca oob_tcp_keepalive_probes 3 \
     -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS "$@"
 }

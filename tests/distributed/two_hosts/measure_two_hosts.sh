@@ -13,8 +13,9 @@
 #                                   TCP over the veth pair
 # Every run trains S steps (default 150) with the GPT flags given (default: the baby GPT on the
 # fortunes, batch 12 per rank, as bench/gpt_ranks) and reports gpt's "gpt result" line: the median
-# step (the first 10 left out) and the communication backward still waited for at its end (exposed),
-# and its "communication" line: the time from the first bucket's all-reduce start to the last one's end.
+# step (the first 10 left out) and the communication backward still waited for at its end
+# (exposed), and from its "communication" line the time from the first bucket's all-reduce start
+# to the last one's end.
 # Printed: each run, then the medians over the rounds as a Markdown table.
 set -euo pipefail
 rounds=5 steps=150
@@ -22,11 +23,15 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    *) echo "measure_two_hosts.sh: unknown option $1 (expected --rounds N, --steps S)" >&2; exit 2 ;;
+    *)
+      echo "measure_two_hosts.sh: unknown option $1 (expected --rounds N, --steps S)" >&2
+      exit 2
+      ;;
   esac
 done
 if (($# < 3)); then
-  echo "usage: measure_two_hosts.sh [--rounds N] [--steps S] GPT MPIEXEC WORKDIR [-- GPT FLAGS...]" >&2
+  echo "usage: measure_two_hosts.sh [--rounds N] [--steps S] GPT MPIEXEC WORKDIR" \
+       "[-- GPT FLAGS...]" >&2
   exit 2
 fi
 gpt=$1 work=$3
@@ -46,9 +51,10 @@ hosts_up
 printf 'rank 0=%s slot=0\nrank 1=%s slot=1\n' "$HOST_A" "$HOST_B" > "$work/rankfile"
 HOSTS_RANKFILE=$work/rankfile HOSTS_TIMEOUT=600
 
-common=(--steps "$steps" --warmup 10 --eval-every "$steps" --eval-windows 48 --sample-tokens 0 --quiet
-        --batch-size 12 "${flags[@]}")
-one_host=(timeout -k 5 600 "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe --bind-to core)
+common=(--steps "$steps" --warmup 10 --eval-every "$steps" --eval-windows 48 --sample-tokens 0
+        --quiet --batch-size 12 "${flags[@]}")
+one_host=(timeout -k 5 600 "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe
+          --bind-to core)
 names=("one host, shared memory" "one host, TCP (loopback)" "two hosts, TCP (veth)")
 run_config() {  # run_config INDEX OUT: the command of configuration INDEX
   case $1 in
@@ -59,9 +65,13 @@ run_config() {  # run_config INDEX OUT: the command of configuration INDEX
 }
 field() { sed -n "s/^gpt result: .* $1=\([0-9.]*\).*/\1/p" "$2"; }
 span() { sed -n 's/^communication: .*, \([0-9.]*\) ms from the first bucket.*/\1/p' "$1"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() {
+  sort -g | awk '{ v[NR] = $1 }
+                 END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(getconf _NPROCESSORS_ONLN) cores; $rounds rounds of $steps steps"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg);" \
+     "$(getconf _NPROCESSORS_ONLN) cores; $rounds rounds of $steps steps"
 echo "gpt flags: ${common[*]}"
 for r in $(seq "$rounds"); do
   for c in 0 1 2; do
@@ -73,16 +83,19 @@ for r in $(seq "$rounds"); do
     fi
     step=$(field step_ms_median "$log") exposed=$(field comm_exposed_ms "$log") all=$(span "$log")
     echo "$step $exposed $all" >> "$work/config_$c"
-    printf 'round %d  %-26s step %8.3f ms  communication: exposed %7.3f ms, first start to last end %7.3f ms\n' \
-      "$r" "${names[c]}" "$step" "$exposed" "$all"
+    printf 'round %d  %-26s step %8.3f ms  communication: exposed %7.3f ms, ' \
+      "$r" "${names[c]}" "$step" "$exposed"
+    printf 'first start to last end %7.3f ms\n' "$all"
   done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| 2 ranks | step ms | exposed communication ms/step | first all-reduce start to last end, ms/step |"
+echo "| 2 ranks | step ms | exposed communication ms/step |" \
+     "first all-reduce start to last end, ms/step |"
 echo "|---|---|---|---|"
 for c in 0 1 2; do
-  printf '| %s | %.1f | %.2f | %.2f |\n' "${names[c]}" "$(cut -d' ' -f1 "$work/config_$c" | median)" \
-    "$(cut -d' ' -f2 "$work/config_$c" | median)" "$(cut -d' ' -f3 "$work/config_$c" | median)"
+  printf '| %s | %.1f | %.2f | %.2f |\n' "${names[c]}" \
+    "$(cut -d' ' -f1 "$work/config_$c" | median)" "$(cut -d' ' -f2 "$work/config_$c" | median)" \
+    "$(cut -d' ' -f3 "$work/config_$c" | median)"
 done
 echo "(medians of $rounds rounds)"

@@ -5,7 +5,8 @@
 #   test_two_hosts.sh GPT MPIEXEC WORKDIR      (CTest: distributed.two_hosts, label two_hosts)
 #
 # The hosts are two network namespaces of this machine joined by a veth pair (hosts.sh), and mpirun
-# starts a rank in each through a launch agent that enters the namespace (netns_agent.sh). It checks:
+# starts a rank in each through a launch agent that enters the namespace (netns_agent.sh).
+# It checks:
 #   1. 20 steps on the two hosts, every rank's weights compared after every backward
 #      (--check-in-sync), the gradients carried over the cable (its byte counter), stopped; resumed
 #      from the checkpoint to step 40, on the two hosts again; and the checkpoint it ends with is,
@@ -37,6 +38,7 @@ fail() {  # fail MESSAGE [LOG]
   exit 1
 }
 note() { echo "two_hosts: $*"; }
+expect() { grep -Eq -- "$2" "$1" || fail "$3" "$1"; }  # expect LOG PATTERN MESSAGE
 
 trap hosts_down EXIT
 trap 'exit 130' INT
@@ -60,7 +62,8 @@ awk 'BEGIN { srand(7); split("the cat sat on a mat and dog ran far away home", w
 tiny=(--data "$work/corpus.txt" --n-layer 1 --n-head 2 --n-embd 32 --block-size 32 --batch-size 8
       --warmup 5 --eval-windows 32 --sample-tokens 0)
 
-# run LOG LIMIT COMMAND...: COMMAND's output into LOG; rc is its exit status (124: killed at LIMIT s).
+# run LOG LIMIT COMMAND...: COMMAND's output into LOG; rc is its exit status (124: killed after
+# LIMIT s).
 run() {
   local log=$1 limit=$2
   shift 2
@@ -74,26 +77,29 @@ args=("${tiny[@]}" --steps 40 --eval-every 10 --out "$work/two_hosts")
 sent_before=$(cable_tx_bytes)
 run "$work/first.log" 60 hosts_mpirun "$gpt" "${args[@]}" --check-in-sync --stop-after 20
 ((rc == 0)) || fail "20 steps on two hosts: exit status $rc" "$work/first.log"
-grep -q "batch 8 per rank x 2 ranks" "$work/first.log" || fail "the job did not run 2 ranks" "$work/first.log"
-grep -q "stopped after step 20" "$work/first.log" || fail "the first run did not stop after step 20" "$work/first.log"
+expect "$work/first.log" "batch 8 per rank x 2 ranks" "the job did not run 2 ranks"
+expect "$work/first.log" "stopped after step 20" "the first run did not stop after step 20"
 params=$(sed -n 's/.*, \([0-9]*\) parameters.*/\1/p' "$work/first.log")
 sent=$(($(cable_tx_bytes) - sent_before))
 # Each step, rank 0 sends its 4-byte gradients, all of them, to rank 1 (a ring of 2 sends half and
 # receives half twice); anything less means the ranks did not talk over the cable.
 ((sent >= 20 * 4 * params)) ||
-  fail "host A sent $sent bytes over the cable in 20 steps, less than the gradients' $((20 * 4 * params))"
-note "20 steps on two hosts, ranks in sync after every backward; host A sent $sent bytes over the cable"
+  fail "host A sent $sent bytes over the cable in 20 steps, less than their gradients'\
+ $((20 * 4 * params))"
+note "20 steps on two hosts, ranks in sync after every backward; host A sent $sent bytes" \
+     "over the cable"
 
 run "$work/second.log" 60 hosts_mpirun "$gpt" "${args[@]}" --check-in-sync --resume
 ((rc == 0)) || fail "resuming on two hosts: exit status $rc" "$work/second.log"
-grep -q "resumed at step 20" "$work/second.log" || fail "the second run did not resume at step 20" "$work/second.log"
-grep -q "gpt result: steps=40 " "$work/second.log" || fail "the second run did not reach step 40" "$work/second.log"
+expect "$work/second.log" "resumed at step 20" "the second run did not resume at step 20"
+expect "$work/second.log" "gpt result: steps=40 " "the second run did not reach step 40"
 
 run "$work/one_host.log" 60 bounded "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe \
   "$gpt" "${tiny[@]}" --steps 40 --eval-every 10 --out "$work/one_host"
 ((rc == 0)) || fail "40 steps on 2 ranks of one host: exit status $rc" "$work/one_host.log"
 cmp -s "$work/two_hosts/last.safetensors" "$work/one_host/last.safetensors" ||
-  fail "the checkpoint of two hosts (stopped at 20, resumed) differs from one host's, straight to 40"
+  fail "the checkpoint of two hosts (stopped at 20, resumed) differs from one host's\
+ (straight to 40)"
 note "resumed at step 20 to 40; its checkpoint is byte for byte that of one host straight through"
 
 # ---- 2. the cable cut mid-run ----
@@ -108,45 +114,52 @@ done
 [[ -f $work/cut/last.safetensors ]] || fail "no checkpoint within 60 s of the start" "$work/cut.log"
 sleep 1  # in the middle of a step, with gradients on the way
 cable_down
-cut_at=$SECONDS
+cut_at=$(date +%s.%N)
 rc=0
 wait "$job" || rc=$?
-seconds=$((SECONDS - cut_at))
+seconds=$(awk -v a="$cut_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 ((rc != 124 && rc != 137)) || fail "the job did not end within 90 s of its start" "$work/cut.log"
 ((rc != 0)) || fail "the job with its cable cut exited with status 0" "$work/cut.log"
-((seconds <= 30)) || fail "the job ended $seconds s after the cable was cut (limit 30 s)" "$work/cut.log"
-grep -q "ORTE has lost communication with a remote daemon" "$work/cut.log" ||
-  fail "mpirun did not say it lost a host" "$work/cut.log"
-grep -q "Remote daemon: .* on node $HOST_B\$" "$work/cut.log" ||
-  fail "mpirun's message does not name the lost host $HOST_B" "$work/cut.log"
+awk -v s="$seconds" 'BEGIN { exit !(s <= 30) }' ||
+  fail "the job ended $seconds s after the cable was cut (limit 30 s)" "$work/cut.log"
+expect "$work/cut.log" "ORTE has lost communication with a remote daemon" \
+  "mpirun did not say it lost a host"
+expect "$work/cut.log" "Remote daemon: .* on node $HOST_B\$" \
+  "mpirun's message does not name the lost host $HOST_B"
 # The job map (--display-map): which rank ran on the lost host.
 lost_rank=$(awk -v host="$HOST_B" '$0 ~ "Data for node: " host "[ \t]" { on = 1; next }
-                                   on && /Process rank:/ { sub(/.*Process rank: /, ""); sub(/ .*/, ""); print; exit }' \
+                                   on && /Process rank:/ { sub(/.*Process rank: /, "");
+                                                           sub(/ .*/, ""); print; exit }' \
             "$work/cut.log")
-[[ $lost_rank == 1 ]] || fail "the job map does not show rank 1 on $HOST_B (found '$lost_rank')" "$work/cut.log"
-grep -Eq "tapegrad\.distributed: rank 0 of 2 \(pid [0-9]+\) stopped by SIGTERM" "$work/cut.log" ||
-  fail "rank 0 did not say it was stopped" "$work/cut.log"
-note "cable cut: the job ended $seconds s later with status $rc; mpirun lost $HOST_B, where rank 1 ran"
+[[ $lost_rank == 1 ]] ||
+  fail "the job map does not show rank 1 on $HOST_B (found '$lost_rank')" "$work/cut.log"
+expect "$work/cut.log" "tapegrad\.distributed: rank 0 of 2 \(pid [0-9]+\) stopped by SIGTERM" \
+  "rank 0 did not say it was stopped"
+note "cable cut: the job ended $seconds s later with status $rc; mpirun lost $HOST_B," \
+     "where rank 1 ran"
 # The lost host's daemon and rank end by themselves once they lose mpirun: nothing is left behind.
 for _ in $(seq 200); do
   [[ -z $(ip netns pids "$HOST_A")$(ip netns pids "$HOST_B") ]] && break
   sleep 0.1
 done
 [[ -z $(ip netns pids "$HOST_B") ]] ||
-  fail "processes still run on the lost host 20 s after the job ended: $(ip netns pids "$HOST_B" | xargs)"
+  fail "processes still run on the lost host 20 s after the job ended:\
+ $(ip netns pids "$HOST_B" | xargs)"
 [[ -z $(ip netns pids "$HOST_A") ]] ||
   fail "processes still run on host A 20 s after the job ended: $(ip netns pids "$HOST_A" | xargs)"
 
 # The last checkpoint resumes, on both hosts again. It was written after the last step the log
 # shows validated, or 10 steps later if the cut came between the save and its line.
 cable_up
-# (Under mpirun, stdout is a terminal: the progress line is redrawn with \r, so a line may hold several.)
+# (Under mpirun, stdout is a terminal: the progress line is redrawn with \r, so one line of the
+# log may hold several.)
 shown=$(grep -ao 'step [0-9]*: validation loss' "$work/cut.log" | tail -n 1 | tr -dc '0-9')
 stop=$((shown + 20))
 run "$work/resumed.log" 60 hosts_mpirun "$gpt" "${cut_args[@]}" --resume --stop-after "$stop"
 ((rc == 0)) || fail "resuming after the cut: exit status $rc" "$work/resumed.log"
+expect "$work/resumed.log" "batch 8 per rank x 2 ranks" "the job did not run 2 ranks"
 resumed=$(sed -n 's/.*resumed at step \([0-9]*\).*/\1/p' "$work/resumed.log")
 [[ $resumed == "$shown" || $resumed == "$((shown + 10))" ]] ||
   fail "resumed at step '${resumed}', expected $shown or $((shown + 10))" "$work/resumed.log"
-grep -q "stopped after step $stop" "$work/resumed.log" || fail "the resumed run did not reach step $stop" "$work/resumed.log"
+expect "$work/resumed.log" "stopped after step $stop" "the resumed run did not reach step $stop"
 note "cable mended: the run resumed at step $resumed on the two hosts and went on to step $stop"
