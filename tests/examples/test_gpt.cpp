@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <tapegrad/tapegrad.hpp>
@@ -31,6 +32,13 @@ fs::path folder(const std::string& name) {
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string bytes_of(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 }  // namespace
@@ -124,6 +132,25 @@ TEST_SUITE("examples.gpt") {
         TAPEGRAD_GPT, data + " --resume --dropout 0.1 --out '" + (dir / "parts").string() + "'");
     CHECK(other.status == 2);
     CHECK(other.text.find("was made with another dropout") != std::string::npos);
+  }
+
+  TEST_CASE("resuming a finished run trains nothing and reports; a run past --steps is refused") {
+    const fs::path dir = folder("finished");
+    const std::string data = " --data '" + tiny_corpus(dir).string() +
+                             "' --eval-every 10 --sample-tokens 0" + kTiny + " --out '" +
+                             (dir / "run").string() + "'";
+    REQUIRE(run(TAPEGRAD_GPT, data + " --steps 20").status == 0);
+    const std::string before = bytes_of(dir / "run" / "last.safetensors");
+    const Output again = run(TAPEGRAD_GPT, data + " --steps 20 --resume");
+    INFO(again.text);
+    CHECK(again.status == 0);  // it crashed here (the median of no step times)
+    CHECK(again.text.find("nothing to train") != std::string::npos);
+    CHECK(again.text.find("gpt result: steps=20") != std::string::npos);
+    const Output shorter = run(TAPEGRAD_GPT, data + " --steps 10 --resume");
+    INFO(shorter.text);
+    CHECK(shorter.status == 2);
+    CHECK(shorter.text.find("--steps: the run in") != std::string::npos);
+    CHECK(bytes_of(dir / "run" / "last.safetensors") == before);  // nothing written
   }
 
   TEST_CASE("the same seed gives the same bits on one thread and on two") {
