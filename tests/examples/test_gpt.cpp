@@ -134,7 +134,7 @@ TEST_SUITE("examples.gpt") {
     CHECK(other.text.find("was made with another dropout") != std::string::npos);
   }
 
-  TEST_CASE("resuming a finished run trains nothing and reports; a run past --steps is refused") {
+  TEST_CASE("resuming a finished run trains nothing and reports, and a run past --steps is refused") {
     const fs::path dir = folder("finished");
     const std::string data = " --data '" + tiny_corpus(dir).string() +
                              "' --eval-every 10 --sample-tokens 0" + kTiny + " --out '" +
