@@ -134,7 +134,8 @@ TEST_SUITE("examples.gpt") {
     CHECK(other.text.find("was made with another dropout") != std::string::npos);
   }
 
-  TEST_CASE("resuming a finished run trains nothing and reports, and a run past --steps is refused") {
+  TEST_CASE(
+      "resuming a finished run trains nothing and reports, and a run past --steps is refused") {
     const fs::path dir = folder("finished");
     const std::string data = " --data '" + tiny_corpus(dir).string() +
                              "' --eval-every 10 --sample-tokens 0" + kTiny + " --out '" +
@@ -151,6 +152,27 @@ TEST_SUITE("examples.gpt") {
     CHECK(shorter.status == 2);
     CHECK(shorter.text.find("--steps: the run in") != std::string::npos);
     CHECK(bytes_of(dir / "run" / "last.safetensors") == before);  // nothing written
+  }
+
+  TEST_CASE("a short run warms up within the run, validates often enough, and logs plain lines") {
+    const fs::path dir = folder("short_defaults");
+    // No --warmup (100) and no --eval-every (250): 16 steps warm up for 15 and validate every 2.
+    const Output out =
+        run(TAPEGRAD_GPT, "--data '" + tiny_corpus(dir).string() +
+                              "' --steps 16 --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 "
+                              "--eval-windows 16 --sample-tokens 0 --out '" +
+                              (dir / "run").string() + "'");
+    INFO(out.text);
+    CHECK(out.status == 0);
+    CHECK(out.text.find("note: --warmup 100 is not shorter than the run") != std::string::npos);
+    std::size_t validations = 0;
+    for (std::size_t at = 0; (at = out.text.find(": validation loss", at)) != std::string::npos;
+         ++at)
+      ++validations;
+    CHECK(validations == 9);  // step 0, 2, 4, ..., 16
+    // Not a terminal: no carriage returns or escape sequences in the log.
+    CHECK(out.text.find('\r') == std::string::npos);
+    CHECK(out.text.find('\x1b') == std::string::npos);
   }
 
   TEST_CASE("the same seed gives the same bits on one thread and on two") {

@@ -205,6 +205,46 @@ TEST_SUITE("examples.gpt_inputs") {
                   "move it away or choose another --out");
   }
 
+  TEST_CASE("--resume refuses a checkpoint whose history or best loss was tampered with") {
+    const fs::path dir = fresh_folder("tampered");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string base = "--data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --warmup 2 "
+                             "--eval-windows 4 --sample-tokens 0 --eval-every 2 --out " +
+                             quoted((dir / "out").string());
+    REQUIRE(
+        tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --stop-after 4").status ==
+        0);
+    const fs::path last = dir / "out" / "last.safetensors";
+    const std::string good = bytes_of(last);
+    const std::pair<std::string, std::string> edits[] = {
+        {"best_val", "abc"},
+        {"best_val", "-1"},
+        {"best_val", "nan"},
+        {"history.train", ""},
+        {"history.train", "1 2 x"},
+        {"history.val", ""},
+        {"history.val", "0x1p+2 0x1p+0"},
+        {"gpt.n_layer", "1abc"},
+        {"gpt.vocab", "abc"},
+    };
+    for (const auto& [key, value] : edits) {
+      CAPTURE(key);
+      CAPTURE(value);
+      tapegrad::io::SafetensorsFile f = tapegrad::io::load_safetensors(last.string());
+      f.set_metadata("progress.extra." + key, value);
+      const std::string tampered = tapegrad::io::serialize_safetensors(f);
+      std::ofstream(last, std::ios::binary | std::ios::trunc) << tampered;
+      const auto out = tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --resume");
+      check_refused(out, "gpt", "last.safetensors");
+      CHECK(bytes_of(last) == tampered);  // nothing trained, nothing written
+      std::ofstream(last, std::ios::binary | std::ios::trunc) << good;
+    }
+    const auto resumed = tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --resume");
+    INFO(resumed.text);
+    CHECK(resumed.status == 0);
+  }
+
   TEST_CASE("gpt_sample refuses hostile flags and checkpoints with one line") {
     const fs::path dir = fresh_folder("sample");
     std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
