@@ -20,6 +20,8 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
 #include "toy_training/model.hpp"
@@ -53,8 +55,12 @@ void print_batch(const Language& lang, const Batch& batch) {
 
 }  // namespace
 
+<<<<<<< HEAD
 int main() {
-  std::cerr << tapegrad::environment_line() << '\n';
+=======
+namespace {
+int run() {
+>>>>>>> gptprog
   // A tiny version of toy_training's model, so that every shape fits on a line.
   const Language lang(/*vocab=*/7, /*synonyms=*/3);  // <pad>, A1 A2 A3, B1 B2 B3
   ToyModel model(
@@ -122,3 +128,6 @@ int main() {
                    : "UNEXPECTED: see the tables above.\n");
   return ok ? 0 : 1;
 }
+}  // namespace
+
+int main() { return examples::checked_main("tape_of_a_training_step", run); }
