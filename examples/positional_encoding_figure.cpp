@@ -18,12 +18,8 @@
 
 using namespace tapegrad;
 
-<<<<<<< HEAD
-int main(int argc, char** argv) {
-=======
 namespace {
 int run(int argc, char** argv) {
->>>>>>> gptprog
   CLI::App app("Writes the tutorials' positional-encoding figure data as CSV");
   std::string out_path;
   std::int64_t d_model = 20, positions = 100, first_dim = 4, last_dim = 7;

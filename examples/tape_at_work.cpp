@@ -9,12 +9,8 @@
 
 using namespace tapegrad;
 
-<<<<<<< HEAD
-int main() {
-=======
 namespace {
 int run() {
->>>>>>> gptprog
   Parameter w(Array{0.5f, -1.0f, 2.0f});  // a leaf that requires grad
   Tensor x(Array{1.0f, 2.0f, 3.0f});      // data: no gradient
   Tensor y = ops::tanh(w * x);            // tape: #0 mul, #1 tanh

@@ -55,12 +55,8 @@ void print_batch(const Language& lang, const Batch& batch) {
 
 }  // namespace
 
-<<<<<<< HEAD
-int main() {
-=======
 namespace {
 int run() {
->>>>>>> gptprog
   // A tiny version of toy_training's model, so that every shape fits on a line.
   const Language lang(/*vocab=*/7, /*synonyms=*/3);  // <pad>, A1 A2 A3, B1 B2 B3
   ToyModel model(
