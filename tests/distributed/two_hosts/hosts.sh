@@ -130,6 +130,13 @@ cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statisti
 #                          (with HOSTS_RANKFILE: --rankfile, which names each rank's host and core)
 #   plm_rsh_agent netns_agent.sh  instead of ssh: enters the host's namespace (see the agent)
 #   plm_rsh_no_tree_spawn 1  mpirun starts both daemons itself (no daemon starts another)
+#   orte_leave_session_attached 1  each daemon stays the agent's child, not a daemon in a session of
+#                          its own: mpirun learns from the agent's exit status that a daemon failed
+#                          to start (a detached one that died left mpirun waiting, once in about 60
+#                          starts), its messages reach the job's output, and its rank shares the
+#                          CPU with the rest of the job on a busy machine (Linux groups a session's
+#                          processes for CPU shares: detached, the two hosts' ranks got two shares
+#                          and ran faster than the one host's, which got one)
 #   btl tcp,self           ranks talk over TCP only: no shared memory between "hosts", though
 #                          they share the machine's /dev/shm
 #   btl_tcp_if_include, oob_tcp_if_include  the cable's subnet, for the ranks' data and for the
@@ -152,6 +159,7 @@ hosts_mpirun() {
   TMPDIR=$tmp timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" \
     "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe "${placement[@]}" \
     --mca plm_rsh_agent "$HOSTS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
+    --mca orte_leave_session_attached 1 \
     --mca btl tcp,self \
     --mca btl_tcp_if_include "$HOSTS_SUBNET" --mca oob_tcp_if_include "$HOSTS_SUBNET" \
     --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \
