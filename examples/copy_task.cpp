@@ -114,6 +114,7 @@ std::string ids_str(const IndexArray& ids) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
   Settings s;
   CLI::App app("The Annotated Transformer's copy task: train, then greedy-decode 0 1 2 ... 9");
   app.add_option("--epochs", s.epochs, "training epochs")->check(CLI::PositiveNumber);
