@@ -72,6 +72,12 @@ double backward_flops(const EntryBase& e) {
   return n * f;
 }
 
+// Shape ops whose cost is mostly bookkeeping (a reshape's backward moves no data): no rate.
+bool is_shape_op(const std::string& op) {
+  return op == "reshape" || op == "unsqueeze" || op == "transpose" || op == "permute" ||
+         op == "slice";
+}
+
 // The bytes an op reads and writes at least once: forward, its inputs and its output; backward,
 // the output's gradient, the saved tensors and the gradient of each input that requires grad.
 double forward_bytes(const EntryBase& e) {
@@ -97,7 +103,7 @@ void add(ProfileData& p, const EntryBase& e, bool backward, double seconds) {
   r.seconds += seconds;
   const double flops = backward ? backward_flops(e) : forward_flops(e);
   r.flops += flops;
-  if (flops == 0) r.bytes += backward ? backward_bytes(e) : forward_bytes(e);
+  if (flops == 0 && !is_shape_op(e.op)) r.bytes += backward ? backward_bytes(e) : forward_bytes(e);
 }
 }  // namespace
 

@@ -58,7 +58,7 @@ class Profiler {
     std::size_t calls = 0;
     double seconds = 0;
     double flops = 0;  ///< floating-point operations, for matrix products (else 0)
-    double bytes = 0;  ///< bytes read and written at least once, for the other ops (else 0)
+    double bytes = 0;  ///< bytes read and written at least once, for other ops but shape ops
   };
 
   /// Starts timing this thread's recorded ops. `peak`'s zero fields are measured when the table
