@@ -253,6 +253,7 @@ bool save_and_reload(nn::transformer::EncoderDecoder& model,
 }
 
 int run(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
   const Settings s = parse_settings(argc, argv);
   check_memory(s);
   set_num_threads(static_cast<int>(s.threads));  // tapegrad's pool; results do not depend on it

@@ -70,7 +70,8 @@ int run() {
   // ---- forward: every op records one entry, owned by the tensor it produced ----
   const Tensor logits = model.forward(batch.ids);
   const Tensor loss = criterion.forward(logits, flat(batch.targets));
-  std::cout << "\nThe forward recorded this tape; backward() will replay it from the bottom up:\n"
+  std::cout << "\nThe forward recorded this tape, printed newest entry first, the order in which "
+               "backward() will replay it:\n"
             << autograd::tape() << "loss = " << loss.item() << "\n";
   const std::size_t recorded = autograd::tape_of(loss).size();
 

@@ -182,6 +182,7 @@ void describe(const Settings& s, const Language& lang, const ToyModel& model,
 }
 
 int run(Settings s, const std::set<std::string>& given) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
   set_num_threads(s.threads);  // tapegrad's pool; results do not depend on it
   std::optional<io::SafetensorsFile> saved;
   if (!s.resume.empty()) saved = read_resume_file(s, given);

@@ -591,6 +591,7 @@ Console console(int rank, int world) {
 }
 
 int train_gpt(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
 #ifdef TAPEGRAD_GPT_MPI
   // MPI only when mpirun started us: alone, the program runs as it does without MPI.
   std::optional<distributed::Environment> mpi;
