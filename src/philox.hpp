@@ -30,10 +30,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/set_namespace.hpp"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
-
-#include "kernels/set_namespace.hpp"
 #endif
 
 namespace tapegrad::detail {
