@@ -1,5 +1,5 @@
 // tests/autograd/test_profiler.cpp: autograd::Profiler's table: the calls per op and pass for a
-// known graph, the shares adding up to the profiled wall time, the FLOPs and bytes it counts, and
+// known graph, the shares adding up to the profiled time, the FLOPs and bytes it counts, and
 // that nothing is timed unless a Profiler is on.
 #include <doctest/doctest.h>
 
@@ -59,7 +59,7 @@ TEST_SUITE("autograd.profiler") {
     CHECK(os.str().find("backward") != std::string::npos);
   }
 
-  TEST_CASE("the shares add up to 100 % of the profiled wall time") {
+  TEST_CASE("the shares add up to 100 % of the profiled time") {
     Tensor x(Array::from_shape({1000}), true);
     autograd::Profiler prof(autograd::MachinePeak{1, 1});
     for (int i = 0; i < 20; ++i) small_step(x);

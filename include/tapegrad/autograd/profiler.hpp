@@ -9,7 +9,7 @@
 //       std::cout << prof;                  // stops it and prints the table
 //     }
 //
-// One row per op and direction (forward, backward): calls, total time, share of the profiled wall
+// One row per op and direction (forward, backward): calls, total time, share of the profiled
 // time, and for matrix products GFLOP/s (for other ops GB/s) with the percentage of the machine's
 // peak. A last row holds the time spent outside any recorded op (the optimizer, data, the
 // engine's own walk), so the shares add up to 100 %.
@@ -20,6 +20,8 @@
 // which is the op's last step: that is the op's forward, plus whatever non-recorded work ran
 // just before it (an op on tensors that need no gradient is counted in the next recorded op).
 // Only ops that record are seen: profile training steps, not evaluation under NoGradGuard.
+// Times are the process's CPU time (all its threads), not wall-clock time: a machine busy with
+// other work does not inflate them; an op run on several threads counts each thread's time.
 //
 // Off, it costs one branch per op and one per entry in backward. docs/engine.md#the-profiler.
 #pragma once
@@ -68,11 +70,11 @@ class Profiler {
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
 
-  /// Stops timing (the wall time ends here); later calls do nothing.
+  /// Stops timing (the profiled time ends here); later calls do nothing.
   void stop();
   /// The rows, longest first, ending with the time outside recorded ops. Stops the profiler.
   std::vector<Row> rows();
-  /// The profiled wall time, start to stop (or to now while running), in seconds.
+  /// The profiled CPU time, start to stop (or to now while running), in seconds.
   double total_seconds() const;
   /// The table (stops the profiler; measures the peak if it was not given).
   std::string table();
