@@ -9,16 +9,18 @@
 //
 //     build/examples/profile_step
 #include <cstdint>
-#include <exception>
 #include <iostream>
 #include <random>
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
 
-int main() try {
+namespace {
+int run() {
   keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
   const std::int64_t vocab = 96, T = 64, B = 12;
   manual_seed(0);
@@ -48,7 +50,7 @@ int main() try {
   std::cout << "A GPT training step (4 layers, 4 heads, width 128, batch 12 x 64), 3 steps:\n"
             << prof;
   return 0;
-} catch (const std::exception& e) {
-  std::cerr << "profile_step: " << e.what() << '\n';
-  return 2;
 }
+}  // namespace
+
+int main() { return examples::checked_main("profile_step", run); }
