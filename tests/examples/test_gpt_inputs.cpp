@@ -270,6 +270,18 @@ TEST_SUITE("examples.gpt_inputs") {
       check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE, ckpt + " " + args, 60),
                     "gpt_sample", message);
     }
+    // A checkpoint whose notes claim a million blocks, or none in words, is refused at once.
+    const fs::path last = dir / "out" / "last.safetensors", edited = dir / "edited.safetensors";
+    for (const char* n_layer : {"1000000", "abc", "1abc", "2"}) {
+      CAPTURE(n_layer);
+      tapegrad::io::SafetensorsFile f = tapegrad::io::load_safetensors(last.string());
+      f.set_metadata("progress.extra.gpt.n_layer", n_layer);
+      std::ofstream(edited, std::ios::binary | std::ios::trunc)
+          << tapegrad::io::serialize_safetensors(f);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE,
+                                                   "--checkpoint " + quoted(edited.string()), 60),
+                    "gpt_sample", "edited.safetensors");
+    }
   }
 }
 
