@@ -329,7 +329,11 @@ void resume(Trainer& t, RunRecord& run, const std::map<std::string, std::string>
                               std::to_string(run.step) + " steps",
                           "InvalidCheckpoint");
   run.val_history = gpt::val_history_from(gpt::note(f, "history.val", p), run.step, p);
-  run.best_val = std::min(run.best_val, gpt::best_val_from(gpt::note(f, "best_val", p), p));
+  // The best loss is what the history shows (and best.safetensors holds, already in run.best_val):
+  // the note must read as a loss, but an edited one cannot stop best.safetensors from updating.
+  gpt::best_val_from(gpt::note(f, "best_val", p), p);
+  for (std::size_t i = 1; i < run.val_history.size(); ++i)  // (step 0's is no candidate)
+    run.best_val = std::min(run.best_val, double(run.val_history[i].second));
 }
 
 // ---- the training loop -------------------------------------------------------------------------

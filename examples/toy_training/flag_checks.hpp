@@ -15,32 +15,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/flag_checks.hpp"
+
 namespace toy {
 
-/// The whole text as an integer of type Int, without overflow.
-template <class Int>
-bool parse_integer(const std::string& text, Int& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
-}
-inline CLI::Validator integer_in(std::int64_t low, std::int64_t high) {
-  const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        std::int64_t v = 0;
-        const bool ok = parse_integer(text, v) && v >= low && v <= high;
-        return ok ? "" : "expected an integer in " + range + ", got '" + text + "'";
-      },
-      "INT in " + range);
-}
-inline CLI::Validator unsigned_integer() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        std::uint64_t v = 0;
-        return parse_integer(text, v) ? "" : "expected an integer in [0, 2^64), got '" + text + "'";
-      },
-      "UINT");
-}
+// The integers' validators are the examples' common ones (examples/common/flag_checks.hpp).
+using flags::integer_in;
+using flags::parse_integer;
+using flags::unsigned_integer;
+
 inline CLI::Validator zero_or_one() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
