@@ -14,6 +14,8 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 using namespace tapegrad;
 
 constexpr std::int64_t kVocab = 11, kDModel = 16, kPad = 0, kRows = 16, kLength = 12, kSteps = 200;
@@ -50,7 +52,8 @@ IndexArray random_batch(Generator& gen) {
   return ids;
 }
 
-int main() {
+namespace {
+int run() {
   manual_seed(0);  // the same run, bit for bit, every time
   TinyLM model;
   std::cout << model << '\n';
@@ -108,3 +111,6 @@ int main() {
   std::printf("%s the loss fell below half of where it started\n", learned ? "ok  " : "FAIL");
   return every_word_moved && pad_is_zero && pe_unchanged && learned ? 0 : 1;
 }
+}  // namespace
+
+int main() { return examples::checked_main("first_training", run); }

@@ -24,8 +24,10 @@
 #include <cmath>
 
 #include "exp_f32.hpp"
+#include "kernels/set_namespace.hpp"
 
 namespace tapegrad::detail {
+inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
 
 /// erf(x); `gauss` receives e^(-x^2), which the large branch needs anyway.
 inline float erf_f32(float x, float& gauss) {
@@ -65,4 +67,5 @@ inline float erf_f32(float x) {
   return erf_f32(x, gauss);
 }
 
+}  // namespace TAPEGRAD_SET_NAMESPACE
 }  // namespace tapegrad::detail

@@ -22,7 +22,10 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/set_namespace.hpp"
+
 namespace tapegrad::detail {
+inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
 
 inline float exp_f32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
@@ -60,4 +63,5 @@ inline float exp_f32(float x) {
   return x != x ? x : y;  // NaN stays NaN
 }
 
+}  // namespace TAPEGRAD_SET_NAMESPACE
 }  // namespace tapegrad::detail

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "kernels/set_namespace.hpp"
+
 namespace tapegrad::detail {
 
 /// The number of threads a kernel may use (threads.hpp: set_num_threads, OMP_NUM_THREADS).
@@ -20,6 +22,7 @@ std::size_t pool_threads();
 /// called from inside a task.
 void run_tasks(std::size_t count, void (*task)(void* context, std::size_t t), void* context);
 
+inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
 /// Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n >= 2 * grain
 /// (grain: the least work per thread worth a thread, in loop iterations).
 template <class F>
@@ -46,4 +49,5 @@ void parallel_for(std::size_t n, std::size_t grain, F&& f) {
       &loop);
 }
 
+}  // namespace TAPEGRAD_SET_NAMESPACE
 }  // namespace tapegrad::detail

@@ -30,11 +30,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/set_namespace.hpp"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 namespace tapegrad::detail {
+inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
 
 inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
@@ -210,4 +213,5 @@ void for_each_mask_chunk(std::uint64_t seed, std::uint64_t call, std::uint32_t t
   }
 }
 
+}  // namespace TAPEGRAD_SET_NAMESPACE
 }  // namespace tapegrad::detail

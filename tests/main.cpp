@@ -1,3 +1,28 @@
-// tests/main.cpp: the doctest main, nothing else.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+// tests/main.cpp: the doctest main. One option of its own, --cpu-capability=<set>: CTest runs the
+// op and module tests once more per kernel set with it (CMakeLists.txt). It forces the set the way
+// a user does (TAPEGRAD_CPU_CAPABILITY), or skips the run (exit 77) when this CPU cannot run it.
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include <tapegrad/cpu.hpp>
+
+int main(int argc, char** argv) {
+  constexpr std::string_view kOption = "--cpu-capability=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (!arg.starts_with(kOption)) continue;
+    const auto sets = tapegrad::available_cpu_capabilities();
+    const auto wanted = tapegrad::cpu_capability_from_string(arg.substr(kOption.size()));
+    if (std::find(sets.begin(), sets.end(), wanted) == sets.end()) {
+      std::printf("skipped: this CPU cannot run the %s kernels\n", argv[i] + kOption.size());
+      return 77;
+    }
+    setenv("TAPEGRAD_CPU_CAPABILITY", argv[i] + kOption.size(), 1);
+  }
+  return doctest::Context(argc, argv).run();
+}

@@ -4,27 +4,18 @@
 // single ops it would record a split, three view/transposes (copies here), two matmuls, a scale,
 // a masked_fill, a softmax and the inverse transpose; fused, the heads are read and written in
 // place, and the scale, the causal mask and the softmax are one pass over each row of scores.
-// The products are small loops rather than sgemm calls: a head's blocks are tiny (64 x 32 in the
-// baby GPT, where sgemm spends more time starting than multiplying), and the mask is in their loop
-// bounds, so the half of every product above the diagonal is never computed.
-// Layout: head h of batch b reads Q = qkv[b, :, h*hs ..], K = qkv[b, :, C + h*hs ..] and
-// V = qkv[b, :, 2C + h*hs ..], each (T, hs) with leading dimension 3C, and writes its output at
-// y[b, :, h*hs ..], leading dimension C; its gradient goes to the same places of dqkv, which
-// backward covers completely (no zero-fill).
+// The maths is in the kernels: causal_attention_reference.cpp (read it first) and
+// causal_attention_fast.cpp, picked for the CPU by kernels::causal_attention_kernels()
+// (docs/kernels.md). This file checks, draws the dropout mask and records the backward.
 // Saved for backward: qkv (as a tensor, version-checked), the softmax P (B, nh, T, T) and, with
 // dropout, the keep mask and the weights actually applied.
-// Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is computed
-// by one thread in the same way whatever the thread count, so results never depend on it.
 #include "tapegrad/ops/causal_attention.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
-#include "../exp_f32.hpp"
-#include "../parallel.hpp"
+#include "causal_attention_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/dropout.hpp"
 
@@ -33,9 +24,6 @@ namespace tapegrad::ops {
 namespace {
 struct Dims {
   std::size_t B, T, H, hs;
-  std::size_t C() const { return H * hs; }
-  std::size_t ld() const { return 3 * H * hs; }  // the row length of qkv
-  std::size_t block() const { return T * T; }    // one head's scores
 };
 
 // What forward leaves for backward.
@@ -46,215 +34,17 @@ struct Saved {
   std::vector<std::uint8_t> keep;  // (B, H, T, T) keep mask
   Array p_used;                    // p * keep / (1 - p_drop): the weights applied to V
   float drop_scale = 1.0f;
-  const float* weights() const { return keep.empty() ? p.data() : p_used.data(); }
+  const std::uint8_t* keep_or_null() const { return keep.empty() ? nullptr : keep.data(); }
+  float* p_used_or_null() { return keep.empty() ? nullptr : p_used.data(); }
 };
 
-// Row sums (and the backward's row dot products) in four interleaved double lanes (j % 4), added
-// at the end: a fixed order (so results depend on the length only) that the compiler vectorises,
-// where one running sum waits four cycles for every element. A maximum is exact in any order.
-double lane_sum(const float* x, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += x[j + l];
-  for (; j < n; ++j) lane[j % 4] += x[j];
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-double lane_dot(const float* x, const float* y, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += double(x[j + l]) * double(y[j + l]);
-  for (; j < n; ++j) lane[j % 4] += double(x[j]) * double(y[j]);
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-float row_max(const float* x, std::size_t n) {  // n >= 1; the same value in any order (no NaN)
-  float m = x[0];
-  for (std::size_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-
-// Row i of the (T, T) block S holds q_i . k_j for j <= i; it becomes softmax over j <= i, then 0:
-//   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j * (1 / sum_j e_j)   (sum in double)
-// The loops run over a whole number of vectors, n8 = i + 1 rounded up to 8 (at most T): the scores
-// between i + 1 and n8 are set to -inf, so their exponentials are 0 and change neither the maximum
-// nor the sum, and the loops never fall back to one float at a time for the rest of a row.
-void causal_softmax_rows(float* S, std::size_t T, float scale) {
-  for (std::size_t i = 0; i < T; ++i) {
-    float* row = S + i * T;
-    const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);  // the mask: only keys 0 .. i
-    std::fill(row + n, row + n8, -std::numeric_limits<float>::infinity());
-    for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * scale;
-    const float m = row_max(row, n8);
-    for (std::size_t j = 0; j < n8; ++j)
-      row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
-    const float inverse =
-        1.0f / static_cast<float>(lane_sum(row, n8));  // times 1/sum, as PyTorch's kernel
-    for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
-    std::fill(row + n8, row + T, 0.0f);
-  }
-}
-
-// The dropout part, kept apart: the keep mask of the stream, element order (b, h, i, j), and P' = P * m.
+// The dropout part, kept apart: the keep mask of the stream, element order (b, h, i, j).
 void make_keep_mask(Saved& s, double p_drop, DropoutStream stream) {
   const xt::xarray<std::uint8_t> keep = dropout_mask(s.p.shape(), p_drop, stream);
   s.keep.assign(keep.begin(), keep.end());
   s.drop_scale =
       p_drop < 1.0 ? 1.0f / static_cast<float>(1.0 - p_drop) : 0.0f;  // p = 1 keeps nothing
   s.p_used = Array::from_shape(s.p.shape());
-}
-void apply_keep_mask(const Saved& s, std::size_t at, std::size_t n, const float* in, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * (s.keep[at + i] ? s.drop_scale : 0.0f);
-}
-
-// ---- one head's products ---------------------------------------------------------------------------
-// Every product of a head is C = A B on blocks of (T, T) or (T, hs), computed by tiles of kR rows and
-// kW columns whose sums stay in registers while k runs.
-// A(r, k) = A[r * ar + k * ak] reads the left operand with any strides, so P^T and dS^T are read in
-// place; the right operand B has contiguous rows (keys and values are transposed into scratch where a
-// product needs them by column). Each element of C is summed over k ascending in one tile, so the
-// result depends on the sizes only, never on the thread that computes it.
-constexpr std::size_t kR = 6, kW = 16;  // 12 vector sums: most of the 16 AVX registers
-
-// Eight floats as one value, GCC's and Clang's vector extension: an AVX register, or two SSE ones
-// on a CPU without AVX. VecU is the same type for unaligned memory that may alias floats.
-using Vec = float __attribute__((vector_size(32)));
-using VecU = float __attribute__((vector_size(32), aligned(4), may_alias));
-inline Vec load(const float* p) { return *reinterpret_cast<const VecU*>(p); }
-inline void store(float* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
-inline Vec splat(float x) { return Vec{x, x, x, x, x, x, x, x}; }
-
-// C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and kW columns: the R x kW
-// sums live in registers while k runs.
-template <std::size_t R>
-void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
-                 std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
-  static_assert(kW == 16 && R <= kR, "two vectors of eight per row");
-  Vec acc[R][2] = {};
-  for (std::size_t k = k0; k < k1; ++k) {
-    const Vec b0 = load(B + k * ldb), b1 = load(B + k * ldb + 8);
-    for (std::size_t r = 0; r < R; ++r) {
-      const Vec a = splat(A[r * ar + k * ak]);
-      acc[r][0] += a * b0;
-      acc[r][1] += a * b1;
-    }
-  }
-  for (std::size_t r = 0; r < R; ++r) {
-    store(C + r * ldc, acc[r][0]);
-    store(C + r * ldc + 8, acc[r][1]);
-  }
-}
-
-// The same for a tile narrower than kW columns (rows <= kR), one float at a time.
-void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
-               std::size_t k0, std::size_t k1, float* C, std::size_t ldc, std::size_t rows,
-               std::size_t cols) {
-  float acc[kR][kW] = {};
-  for (std::size_t k = k0; k < k1; ++k)
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float a = A[r * ar + k * ak];
-      for (std::size_t c = 0; c < cols; ++c) acc[r][c] += a * B[k * ldb + c];
-    }
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) C[r * ldc + c] = acc[r][c];
-}
-
-// C = A B for rows [0, M), columns [0, cols(r0)) and k in [k0(r0), k1(r0)) for the tile of rows
-// starting at r0: how the causal mask narrows each product.
-template <class Cols, class KBegin, class KEnd>
-void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, const float* B,
-             std::size_t ldb, float* C, std::size_t ldc, Cols cols, KBegin k0, KEnd k1) {
-  for (std::size_t r0 = 0; r0 < M; r0 += kR) {
-    const std::size_t rows = std::min(kR, M - r0), N = cols(r0), kb = k0(r0), ke = k1(r0);
-    for (std::size_t c0 = 0; c0 < N; c0 += kW) {
-      const std::size_t n = std::min(kW, N - c0);
-      const float* a = A + r0 * ar;
-      float* c = C + r0 * ldc + c0;
-      if (n < kW) {
-        edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc, rows, n);
-        continue;
-      }
-      switch (rows) {  // a tile of kR rows, or the last, shorter one
-        case 6: vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 5: vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 4: vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 3: vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 2: vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        default: vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-      }
-    }
-  }
-}
-
-// Xt (w, T) = X^T for the (T, w) block X with leading dimension ld.
-void transpose_into(const float* X, std::size_t ld, std::size_t T, std::size_t w, float* Xt) {
-  for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t c = 0; c < w; ++c) Xt[c * T + t] = X[t * ld + c];
-}
-
-// Forward of one (batch b, head h) pair, for rows i = 0 .. T-1 (Kt: scratch, (hs, T)):
-//   S[i, j] = (q_i . k_j) * scale    for j <= i           the mask: the loops stop at the diagonal's tile
-//   P = causal softmax(S)            by rows, zeros above the diagonal
-//   P' = P * m                       dropout (only with p > 0)
-//   o_i = sum_{j <= i} P'[i, j] v_j  written into y's columns h*hs ..
-void forward_pair(const float* qkv, float* y, float* Kt, Saved& s, const Dims& d, std::size_t b,
-                  std::size_t h) {
-  const std::size_t C = d.C(), ld = d.ld(), T = d.T, at = (b * d.H + h) * d.block();
-  const float* Q = qkv + b * T * ld + h * d.hs;
-  const float* K = Q + C;
-  const float* V = Q + 2 * C;
-  float* P = s.p.data() + at;
-  const std::size_t hs = d.hs;
-  auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
-  auto up_to_tile = [T](std::size_t r0) {
-    return std::min(T, r0 + kR);
-  };  // keys j <= the tile's last row
-  // Score columns up to the tile's last row, rounded up to whole tiles of kW (the few beyond the
-  // diagonal are cheaper computed than left out; the softmax overwrites them with zeros).
-  auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
-  transpose_into(K, ld, T, hs, Kt);
-  product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));  // S = Q K^T, for j <= i
-  causal_softmax_rows(P, T, s.scale);
-  const float* W = P;
-  if (!s.keep.empty()) {
-    apply_keep_mask(s, at, d.block(), P, s.p_used.data() + at);
-    W = s.p_used.data() + at;
-  }
-  product(T, W, T, 1, V, ld, y + b * T * C + h * hs, C, all(hs), all(0),
-          up_to_tile);  // O = P' V: P' is 0 above
-}
-
-// Backward of one pair, restating each forward line before its adjoint (vt, ds: scratch):
-//   o_i = sum_j P'[i, j] v_j     dv_j = sum_{i >= j} P'[i, j] do_i      dP'[i, j] = do_i . v_j
-//   P' = P * m                   dP = dP' * m
-//   P = softmax(S)               dS = P * (dP - rowsum(dP * P))         (j <= i; 0 above)
-//   S = (q_i . k_j) * scale      dS = dS * scale;  dq_i = sum_j dS[i, j] k_j;  dk_j = sum_{i >= j} dS[i, j] q_i
-void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS,
-                   const Saved& s, const Dims& d, std::size_t b, std::size_t h) {
-  const std::size_t C = d.C(), ld = d.ld(), T = d.T, hs = d.hs, at = (b * d.H + h) * d.block();
-  const std::size_t row0 = b * T * ld + h * hs;
-  const float *Q = qkv + row0, *K = Q + C, *V = Q + 2 * C;
-  float *dQ = dqkv + row0, *dK = dQ + C, *dV = dQ + 2 * C;
-  const float* dO = dy + b * T * C + h * hs;
-  const float *P = s.p.data() + at, *W = s.weights() + at;
-  auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
-  auto up_to_tile = [T](std::size_t r0) { return std::min(T, r0 + kR); };
-  auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
-  auto from_tile = [](std::size_t r0) { return r0; };              // rows i >= the tile's first j
-  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T));  // dV = P'^T dO
-  transpose_into(V, ld, T, hs, vt);
-  product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs));  // dP' = dO V^T, for j <= i
-  if (!s.keep.empty()) apply_keep_mask(s, at, d.block(), dS, dS);
-  for (std::size_t i = 0; i < T; ++i) {  // over n8 as in the softmax:
-    float* g = dS + i * T;               // P is 0 beyond the diagonal
-    const float* p = P + i * T;
-    const std::size_t n8 = std::min(T, (i + 8) / 8 * 8);
-    const auto c = static_cast<float>(lane_dot(g, p, n8));
-    for (std::size_t j = 0; j < n8; ++j) g[j] = (p[j] * (g[j] - c)) * s.scale;
-    std::fill(g + n8, g + T, 0.0f);  // the products below read it
-  }
-  product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile);  // dQ = dS K
-  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T));   // dK = dS^T Q
 }
 }  // namespace
 
@@ -285,24 +75,18 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                   0};
     make_keep_mask(*s, p_drop, stream);
   }
+  // The set in use's kernels (a static table): backward runs the same set's backward.
+  const kernels::CausalAttentionKernels* kernel = &kernels::causal_attention_kernels();
   Array out = Array::from_shape({d.B, d.T, C});
-  const float* in = qkv.data().data();
-  ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> kt(d.hs * d.T);
-    for (std::size_t pair = first; pair < last; ++pair)
-      forward_pair(in, out.data(), kt.data(), *s, d, pair / d.H, pair % d.H);
-  });
+  kernel->forward(qkv.data().data(), out.data(), s->p.data(), s->keep_or_null(), s->drop_scale,
+                  s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
   if (attn_out) *attn_out = s->keep.empty() ? s->p : s->p_used;
   Tensor y(std::move(out));
 
-  autograd::record("causal_self_attention", y, {qkv}, {qkv}, [qkv, s, d](Array dy) {
-    Array dqkv = Array::from_shape(qkv.shape());
-    ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-      std::vector<float> vt(d.hs * d.T), dS(d.block());
-      for (std::size_t pair = first; pair < last; ++pair)
-        backward_pair(dy.data(), qkv.data().data(), dqkv.data(), vt.data(), dS.data(), *s, d,
-                      pair / d.H, pair % d.H);
-    });
+  autograd::record("causal_self_attention", y, {qkv}, {qkv}, [qkv, s, d, kernel](Array dy) {
+    Array dqkv = Array::from_shape(qkv.shape());  // the kernel writes every element
+    kernel->backward(dy.data(), qkv.data().data(), s->p.data(), s->keep_or_null(), s->drop_scale,
+                     s->p_used_or_null(), dqkv.data(), d.B, d.T, d.H, d.hs, s->scale);
     qkv.accumulate_grad(std::move(dqkv), "causal_self_attention");
   });
   return y;

@@ -6,9 +6,11 @@
 // saved: the closure keeps the ids (and the options) alive. Everything a user can get wrong is
 // checked before the weight is touched; the max_norm renorm is the one in-place write, and it bumps
 // weight's version.
-// Threads (threads.hpp): the gather splits positions; the dense scatter splits the gradient's
-// rows, each thread writing its rows in order from the positions of each id (sorted once), so
-// every row receives its contributions in position order whatever the thread count.
+// The gather and the dense scatter of the gradient are kernels: embedding_reference.cpp (read it
+// first) and embedding_fast.cpp, picked for the CPU by kernels::embedding_kernels()
+// (docs/kernels.md); the backward runs the kernels of the set the forward ran on. The row-sparse
+// gradient and the fused embedding_add_rows_dropout's forward stay here.
+// Threads (threads.hpp): the row-sparse gradient and the fused forward split positions.
 #include "tapegrad/ops/embedding.hpp"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 
 #include "../parallel.hpp"
 #include "dropout_mask.hpp"
+#include "embedding_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -124,19 +127,13 @@ const float* masked_row(const DropoutMask& mask, const float* g, std::size_t fir
 }
 
 // out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
-Array gather(const IndexArray& ids, const Array& weight, const float* c) {
-  const std::size_t dim = weight.shape()[1], n = ids.size();
+Array gather(const kernels::EmbeddingKernels& kernel, const IndexArray& ids, const Array& weight,
+             const float* c) {
+  const std::size_t dim = weight.shape()[1];
   Shape out_shape(ids.shape().begin(), ids.shape().end());
   out_shape.push_back(dim);
   Array out = Array::from_shape(out_shape);
-  const float* w = weight.data();
-  const std::int64_t* id = ids.data();
-  float* y = out.data();
-  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
-      copy_row(y + p * dim, w + static_cast<std::size_t>(id[p]) * dim, dim, c);
-    }
-  });
+  kernel.forward(ids.data(), ids.size(), weight.data(), dim, c, out.data());
   return out;
 }
 
@@ -144,73 +141,18 @@ Array gather(const IndexArray& ids, const Array& weight, const float* c) {
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
 // by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
 // is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
-//
-// With `mask` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers,
-// computed again here for each position's row: dz[p, :] = dy[p, :] * m[p, :], rounded, then
-// dz takes dy's place above, which is add_rows_dropout's backward followed by this one.
-Array dense_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
-                     std::optional<std::int64_t> pad, bool by_freq, const float* c,
-                     const DropoutMask* mask = nullptr) {
-  const std::size_t num = weight_shape[0], dim = weight_shape[1], n = ids.size();
-  const std::int64_t* id = ids.data();
-  std::vector<float> inv_count;  // 1 / occurrences over the whole flattened ids
-  if (by_freq) {
-    std::vector<std::int64_t> count(num, 0);
-    for (std::size_t p = 0; p < n; ++p) ++count[static_cast<std::size_t>(id[p])];
-    inv_count.resize(num);
-    for (std::size_t k = 0; k < num; ++k)
-      inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
-  }
-  // The positions of each id, in position order (a counting sort; pad positions left out):
-  // order[first[k] .. first[k + 1]) are id k's.
-  std::vector<std::size_t> first(num + 1, 0), order;
-  for (std::size_t p = 0; p < n; ++p)
-    if (!(pad && id[p] == *pad)) ++first[static_cast<std::size_t>(id[p]) + 1];
-  for (std::size_t k = 0; k < num; ++k) first[k + 1] += first[k];
-  order.resize(first[num]);
-  {
-    std::vector<std::size_t> next(first.begin(), first.end() - 1);
-    for (std::size_t p = 0; p < n; ++p)
-      if (!(pad && id[p] == *pad)) order[next[static_cast<std::size_t>(id[p])]++] = p;
-  }
-  Array dweight = Array::from_shape(weight_shape);
-  float* dw = dweight.data();
-  const float* g = dy.data();
-  // Each thread owns the gradient rows [lo, hi) and writes each row once, in order: zeros for a
-  // row no position holds; else its first position's term stored as 0 + term (exactly what adding
-  // it to a zero-filled row gives, -0 included), then the others added in position order. The
-  // dy row of the next position is prefetched: those rows are scattered across dy.
-  const bool plain = !by_freq && c == nullptr;
-  const float s = c ? *c : 1.0f;
-  detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::vector<float> masked(mask ? dim : 0);  // dz of one position
-    for (std::size_t k = lo; k < hi; ++k) {
-      float* row = dw + k * dim;
-      const std::size_t begin = first[k], end = first[k + 1];
-      if (begin == end) {
-        std::fill_n(row, dim, 0.0f);
-        continue;
-      }
-      const float f = by_freq ? inv_count[k] : 1.0f, sc = s;
-      for (std::size_t q = begin; q < end; ++q) {
-        if (q + 1 < end) __builtin_prefetch(g + order[q + 1] * dim);
-        const std::size_t p = order[q];
-        const float* gp = g + p * dim;
-        if (mask) gp = masked_row(*mask, gp, p * dim, dim, masked.data());
-        if (q == begin) {
-          if (plain)
-            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + gp[j];
-          else
-            for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + f * (gp[j] * sc);
-        } else {
-          if (plain)
-            for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
-          else
-            for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * sc);
-        }
-      }
-    }
-  });
+// With `mask` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers:
+// dz[p, :] = dy[p, :] * m[p, :], rounded, then dz takes dy's place above, which is
+// add_rows_dropout's backward followed by this one.
+Array dense_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
+                     const Array& dy, const Shape& weight_shape, std::optional<std::int64_t> pad,
+                     bool by_freq, const float* c, const DropoutMask* mask = nullptr) {
+  Array dweight = Array::from_shape(weight_shape);  // the kernel writes every element
+  const kernels::EmbeddingDropout drop =
+      mask ? kernels::EmbeddingDropout{mask->seed, mask->call, mask->p}
+           : kernels::EmbeddingDropout{};
+  kernel.dense_backward(ids.data(), ids.size(), dy.data(), weight_shape[0], weight_shape[1],
+                        pad ? *pad : -1, by_freq, c, mask ? &drop : nullptr, dweight.data());
   return dweight;
 }
 
@@ -248,16 +190,19 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
               const EmbeddingOptions& o, std::optional<float> scale) {
   const std::string where = autograd::where(op);
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
-  Tensor y(gather(ids, weight.data(), scale ? &*scale : nullptr));
+  // The set in use's kernels (a static table): backward runs the same set's.
+  const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
+  Tensor y(gather(*kernel, ids, weight.data(), scale ? &*scale : nullptr));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
-  autograd::record(
-      op, y, {weight}, /*saved=*/{}, [weight, ids, pad, sparse, by_freq, scale, op](Array dy) {
-        const float* c = scale ? &*scale : nullptr;
-        if (sparse)
-          weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
-        else
-          weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, c), op);
-      });
+  autograd::record(op, y, {weight}, /*saved=*/{},
+                   [weight, ids, pad, sparse, by_freq, scale, op, kernel](Array dy) {
+                     const float* c = scale ? &*scale : nullptr;
+                     if (sparse)
+                       weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
+                     else
+                       weight.accumulate_grad(
+                           dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, c), op);
+                   });
   return y;
 }
 
@@ -321,7 +266,8 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];
   const bool drops = training && p != 0.0 && n * dim != 0;
   const float c = static_cast<float>(scale);
-  const DropoutMask mask{stream, p};
+  const DropoutMask mask{stream.seed, stream.call, p};
+  const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
   Array out = Array::from_shape({ids.shape()[0], L, dim});
   const float* w = weight.data().data();
   const std::int64_t* id = ids.data();
@@ -347,12 +293,13 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
   autograd::record(
       op, result, {weight}, /*saved=*/{},
-      [weight, ids, pad, sparse, by_freq, c, mask, drops, op](Array dy) {
+      [weight, ids, pad, sparse, by_freq, c, mask, drops, op, kernel](Array dy) {
         const DropoutMask* m = drops ? &mask : nullptr;
         if (sparse)
           weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, &c, m), op);
         else
-          weight.accumulate_grad(dense_backward(ids, dy, weight.shape(), pad, by_freq, &c, m), op);
+          weight.accumulate_grad(
+              dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, &c, m), op);
       });
   return result;
 }

@@ -1,134 +1,23 @@
 // src/ops/layer_norm.cpp
 //
-// Layer normalisation as one fused op: a forward kernel that makes two passes over each row (the
-// statistics, then the output) and a backward kernel that makes two more (two row sums, then dx),
-// instead of the ten or so recorded ops (mean, sub, pow, mean, sqrt, add, div, mul, add) the
-// formula would take. x is viewed as (rows, N) with N = prod(normalized_shape); rows are contiguous.
-// Row statistics are summed in double, in four interleaved lanes (element i in lane i % 4, the lanes
-// added at the end): a fixed order that vectorises, where one running double sum waits for the
-// previous addition at every element. Saved for backward: x, weight, and per row the mean, r = 1/d
-// and the coefficient k of the formula below (three floats per row).
-// Threads: rows are split over the pool in blocks of kBlockRows fixed by the shape; the sums over
-// rows that dweight and dbias need are made per block, then added block by block in order, so the
-// result does not depend on the thread count.
+// Layer normalisation as one fused op: the checks, the forward kernel, and a recorded backward
+// kernel, instead of the ten or so recorded ops (mean, sub, pow, mean, sqrt, add, div, mul, add)
+// the formula would take. The maths is in the kernels: layer_norm_reference.cpp (read it first)
+// and layer_norm_fast.cpp, picked for the CPU by kernels::layer_norm_kernels() (docs/kernels.md).
+// x is viewed as (rows, N) with N = prod(normalized_shape); rows are contiguous. Saved for
+// backward: x, weight, and per row the mean, rstd = 1/d and the coefficient k of the formula
+// (three floats per row).
 #include "tapegrad/ops/layer_norm.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <sstream>
 #include <vector>
 
-#include "../parallel.hpp"
+#include "layer_norm_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
-// Per-row values the backward needs besides x itself.
-struct RowStats {
-  std::vector<float> mean, r, k;
-};
-
-constexpr std::size_t kBlockRows =
-    64;  // rows per block of the backward's column sums (and a thread's least share)
-
-double lane_sum(const float* x, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += x[i + l];
-  for (; i < n; ++i) lane[i % 4] += x[i];
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-double lane_centred_squares(const float* x, double mean, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += (x[i + l] - mean) * (x[i + l] - mean);
-  for (; i < n; ++i) lane[i % 4] += (x[i] - mean) * (x[i] - mean);
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-
-// mean = sum(x) / N                               c = x - mean
-// pytorch:    d = sqrt(sum(c^2) / N + eps)        annotated:  s = sqrt(sum(c^2) / (N - 1)),  d = s + eps
-// xhat = c / d  (computed as c * r, r = 1 / d)    y = w * xhat + b
-// k is dd/dc_i divided by c_i / d: 1 / N for pytorch, d / ((N - 1) s) for annotated (see backward).
-void layer_norm_forward(const float* x, const float* w, const float* b, float* y, RowStats& st,
-                        std::size_t rows, std::size_t N, double eps, LayerNormVariant variant) {
-  detail::parallel_for(rows, kBlockRows, [&](std::size_t first, std::size_t last) {
-    for (std::size_t row = first; row < last; ++row) {
-      const float* xr = x + row * N;
-      float* yr = y + row * N;
-      const double mean = lane_sum(xr, N) / double(N);
-      const double sq = lane_centred_squares(xr, mean, N);
-      double d, k;
-      if (variant == LayerNormVariant::pytorch) {
-        d = std::sqrt(sq / double(N) + eps);
-        k = 1.0 / double(N);
-      } else {
-        const double s = std::sqrt(sq / double(N - 1));  // N == 1: 0/0, NaN like torch.std
-        d = s + eps;
-        k = d / (double(N - 1) * s);
-      }
-      const auto m = static_cast<float>(mean), r = static_cast<float>(1.0 / d);
-      st.mean[row] = m;
-      st.r[row] = r;
-      st.k[row] = static_cast<float>(k);
-      for (std::size_t i = 0; i < N; ++i) {
-        const float xhat = (xr[i] - m) * r;
-        yr[i] = (w ? w[i] * xhat : xhat) + (b ? b[i] : 0.0f);
-      }
-    }
-  });
-}
-
-// Forward, per row:  xhat = (x - mean) * r,  y = w * xhat + b.  With g = dy * w (= dL/dxhat):
-//   dx_i = r * (g_i - mean(g) - xhat_i * k * sum_j(g_j * xhat_j))
-//   dw_i = sum over rows of dy_i * xhat_i            db_i = sum over rows of dy_i
-// dx follows from xhat depending on x through c = x - mean (the mean(g) term) and through d
-// (the k term, dd/dc_i = k * c_i / d). dx, dw, db may each be null (not needed). The row sums of
-// dw and db are made per block of kBlockRows rows (dw_blocks, db_blocks: (blocks, N)).
-void layer_norm_backward(const float* dy, const float* x, const float* w, const RowStats& st,
-                         float* dx, double* dw_blocks, double* db_blocks, std::size_t rows,
-                         std::size_t N) {
-  const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  detail::parallel_for(blocks, 1, [&](std::size_t first_block, std::size_t last_block) {
-    std::vector<float> g(N), xhat(N);
-    for (std::size_t blk = first_block; blk < last_block; ++blk) {
-      double* dw = dw_blocks ? dw_blocks + blk * N : nullptr;
-      double* db = db_blocks ? db_blocks + blk * N : nullptr;
-      if (dw) std::fill_n(dw, N, 0.0);
-      if (db) std::fill_n(db, N, 0.0);
-      for (std::size_t row = blk * kBlockRows, end = std::min(rows, row + kBlockRows); row < end;
-           ++row) {
-        const float* dyr = dy + row * N;
-        const float* xr = x + row * N;
-        const float m = st.mean[row], r = st.r[row];
-        for (std::size_t i = 0; i < N; ++i) {
-          xhat[i] = (xr[i] - m) * r;
-          g[i] = w ? dyr[i] * w[i] : dyr[i];
-        }
-        if (dw)
-          for (std::size_t i = 0; i < N; ++i) dw[i] += double(dyr[i]) * xhat[i];
-        if (db)
-          for (std::size_t i = 0; i < N; ++i) db[i] += dyr[i];
-        if (!dx) continue;
-        const double sum_g = lane_sum(g.data(), N);
-        double lane[4] = {0.0, 0.0, 0.0, 0.0};
-        std::size_t i = 0;
-        for (; i + 4 <= N; i += 4)
-          for (std::size_t l = 0; l < 4; ++l) lane[l] += double(g[i + l]) * xhat[i + l];
-        for (; i < N; ++i) lane[i % 4] += double(g[i]) * xhat[i];
-        const double sum_gx = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-        const auto mean_g = static_cast<float>(sum_g / double(N));
-        const auto kg = static_cast<float>(st.k[row] * sum_gx);
-        float* dxr = dx + row * N;
-        for (std::size_t j = 0; j < N; ++j) dxr[j] = r * (g[j] - mean_g - xhat[j] * kg);
-      }
-    }
-  });
-}
-
 std::string list_str(const std::vector<std::int64_t>& v) {
   std::ostringstream os;
   os << '[';
@@ -181,11 +70,15 @@ Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_s
   std::size_t N = 1;
   for (std::size_t n : norm) N *= n;
   const std::size_t rows = N == 0 ? 0 : x.numel() / N;
-  RowStats st{std::vector<float>(rows), std::vector<float>(rows), std::vector<float>(rows)};
+  // The set in use's kernels (a static table): backward runs the same set's backward.
+  const kernels::LayerNormKernels* kernel = &kernels::layer_norm_kernels();
+  std::vector<float> stats(3 * rows);  // per row: mean, rstd, k
+  float *mean = stats.data(), *rstd = mean + rows, *k = rstd + rows;
   Array out = Array::from_shape(sx);
   const float* w = weight.defined() ? weight.data().data() : nullptr;
   const float* b = bias.defined() ? bias.data().data() : nullptr;
-  layer_norm_forward(x.data().data(), w, b, out.data(), st, rows, N, eps, options.variant());
+  kernel->forward(x.data().data(), w, b, out.data(), mean, rstd, k, rows, N, eps,
+                  options.variant() == LayerNormVariant::annotated);
   Tensor y(std::move(out));
 
   std::vector<Tensor> inputs{x}, saved{x};
@@ -194,30 +87,21 @@ Tensor layer_norm(const Tensor& x, const std::vector<std::int64_t>& normalized_s
     saved.push_back(weight);
   }
   if (bias.defined()) inputs.push_back(bias);
-  autograd::record(
-      "layer_norm", y, inputs, saved, [x, weight, bias, st = std::move(st), rows, N](Array dy) {
-        const bool want_w = weight.defined() && weight.requires_grad();
-        const bool want_b = bias.defined() && bias.requires_grad();
-        const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-        Array dx = x.requires_grad() ? Array::from_shape(x.shape()) : Array();
-        std::vector<double> dw(want_w ? blocks * N : 0), db(want_b ? blocks * N : 0);
-        layer_norm_backward(dy.data(), x.data().data(),
-                            weight.defined() ? weight.data().data() : nullptr, st,
-                            x.requires_grad() ? dx.data() : nullptr, want_w ? dw.data() : nullptr,
-                            want_b ? db.data() : nullptr, rows, N);
-        if (x.requires_grad()) x.accumulate_grad(std::move(dx), "layer_norm");
-        for (auto& [t, sums, want] :
-             {std::tuple{weight, &dw, want_w}, std::tuple{bias, &db, want_b}}) {
-          if (!want) continue;
-          Array d = Array::from_shape(t.shape());
-          for (std::size_t i = 0; i < N; ++i) {  // the blocks' sums, block by block
-            double total = 0.0;
-            for (std::size_t blk = 0; blk < blocks; ++blk) total += (*sums)[blk * N + i];
-            d.data()[i] = static_cast<float>(total);
-          }
-          t.accumulate_grad(std::move(d), "layer_norm");
-        }
-      });
+  auto backward = [x, weight, bias, stats = std::move(stats), kernel, rows, N](Array dy) {
+    const bool want_x = x.requires_grad(), want_w = weight.defined() && weight.requires_grad(),
+               want_b = bias.defined() && bias.requires_grad();
+    Array dx = want_x ? Array::from_shape(x.shape()) : Array();
+    Array dw = want_w ? Array::from_shape(weight.shape()) : Array();
+    Array db = want_b ? Array::from_shape(bias.shape()) : Array();
+    const float* st = stats.data();  // mean, rstd, k
+    kernel->backward(dy.data(), x.data().data(), weight.defined() ? weight.data().data() : nullptr,
+                     st, st + rows, st + 2 * rows, want_x ? dx.data() : nullptr,
+                     want_w ? dw.data() : nullptr, want_b ? db.data() : nullptr, rows, N);
+    if (want_x) x.accumulate_grad(std::move(dx), "layer_norm");
+    if (want_w) weight.accumulate_grad(std::move(dw), "layer_norm");
+    if (want_b) bias.accumulate_grad(std::move(db), "layer_norm");
+  };
+  autograd::record("layer_norm", y, inputs, saved, std::move(backward));
   return y;
 }
 

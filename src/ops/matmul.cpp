@@ -1,7 +1,8 @@
 // src/ops/matmul.cpp
 //
-// Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only
-// file that includes cblas; other ops reach sgemm through detail::gemm (src/ops/gemm.hpp).
+// Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only op
+// that includes cblas (src/blas.cpp asks OpenBLAS about itself); other ops reach sgemm through
+// detail::gemm (src/ops/gemm.hpp).
 // Transposes are never materialised: sgemm's transpose flags read B^T or A^T in place.
 // Shapes (row-major, contiguous):
 //   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
@@ -22,6 +23,7 @@
 
 #include <cblas.h>
 
+#include "../blas.hpp"
 #include "../parallel.hpp"
 #include "gemm.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -42,9 +44,9 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX &&
                         ldb <= INT_MAX && ldc <= INT_MAX,
                     "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
-  // One pool of threads: ours (threads.hpp). OpenBLAS's own would compete with it for the cores.
-  static const bool blas_single_threaded = (openblas_set_num_threads(1), true);
-  (void)blas_single_threaded;
+  // Once: OpenBLAS's default thread count (threads.hpp) and the warning about its core (cpu.hpp).
+  static const bool blas_ready = (::tapegrad::detail::blas_first_use(), true);
+  (void)blas_ready;
   const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans,
                         op_b = trans_b ? CblasTrans : CblasNoTrans;
   // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on

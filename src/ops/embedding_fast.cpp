@@ -1,0 +1,191 @@
+// src/ops/embedding_fast.cpp
+//
+// The embedding lookup's fast kernels, compiled once per kernel set (namespace
+// tapegrad::kernels::<set>, docs/kernels.md). The maths is embedding_reference.cpp's, the same
+// terms added in the same order, so the same bits; what differs is how it runs:
+// - The dense backward sorts the positions by id once (a counting sort), then writes each row of
+//   the gradient exactly once, untouched rows as zeros: no zero-fill pass before the scatter.
+//   Threads own blocks of gradient rows, each row summed over its positions in position order,
+//   so the thread count changes nothing.
+// - A gradient (or a gather output) too large to stay in the caches is written with
+//   non-temporal stores: a plain store to memory first reads the cache line it writes into
+//   (write-allocate), which for a 64 MiB gradient is 64 MiB of reads for nothing. A row with
+//   several positions is summed in a small buffer that stays in L1, then streamed out once.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../parallel.hpp"
+#include "dropout_mask.hpp"
+#include "embedding_kernels.hpp"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "embedding_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// Outputs from this size on bypass the caches: beyond what a core can expect to keep of a shared
+// last-level cache, so the lines would be evicted before anything read them again anyway.
+constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
+
+// Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
+std::size_t rows_per_thread(std::size_t dim) {
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+}
+
+// dst[0, n) = src[0, n), or zeros when src is null, with non-temporal stores where the CPU has
+// them (the unaligned ends with plain ones). Values are copied, never computed: the same bits.
+void stream_out(float* dst, const float* src, std::size_t n) {
+  std::size_t j = 0;
+#if defined(__SSE2__)
+  for (; j < n && reinterpret_cast<std::uintptr_t>(dst + j) % 16 != 0; ++j)
+    dst[j] = src ? src[j] : 0.0f;
+  if (src)
+    for (; j + 4 <= n; j += 4) _mm_stream_ps(dst + j, _mm_loadu_ps(src + j));
+  else
+    for (; j + 4 <= n; j += 4) _mm_stream_ps(dst + j, _mm_setzero_ps());
+#endif
+  for (; j < n; ++j) dst[j] = src ? src[j] : 0.0f;
+}
+
+// Makes the non-temporal stores of this thread visible before it reports its work done.
+void end_streaming() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// The formula: embedding_reference.cpp's forward.
+void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
+             const float* scale, float* y) {
+  const bool stream = n * dim * sizeof(float) >= kStreamBytes;
+  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    std::vector<float> row(scale && stream ? dim : 0);
+    for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
+      const float* src = weight + static_cast<std::size_t>(ids[p]) * dim;
+      float* dst = y + p * dim;
+      if (scale) {
+        const float s = *scale;
+        float* out = stream ? row.data() : dst;
+        for (std::size_t j = 0; j < dim; ++j) out[j] = src[j] * s;
+        src = out;
+      }
+      if (stream)
+        stream_out(dst, src, dim);
+      else if (src != dst)
+        std::memcpy(dst, src, dim * sizeof(float));
+    }
+    if (stream) end_streaming();
+  });
+}
+
+// The positions of each id, in position order, pad positions left out (a counting sort):
+// order[first[k] .. first[k + 1]) are id k's. With by_freq, inv_count[k] = 1 / count_k.
+void sort_positions(const std::int64_t* ids, std::size_t n, std::size_t num, std::int64_t pad,
+                    bool by_freq, std::vector<std::size_t>& first, std::vector<std::size_t>& order,
+                    std::vector<float>& inv_count) {
+  if (by_freq) {
+    std::vector<std::size_t> count(num, 0);
+    for (std::size_t p = 0; p < n; ++p) ++count[static_cast<std::size_t>(ids[p])];
+    inv_count.resize(num);
+    for (std::size_t k = 0; k < num; ++k)
+      inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
+  }
+  first.assign(num + 1, 0);
+  for (std::size_t p = 0; p < n; ++p)
+    if (ids[p] != pad) ++first[static_cast<std::size_t>(ids[p]) + 1];
+  for (std::size_t k = 0; k < num; ++k) first[k + 1] += first[k];
+  order.resize(first[num]);
+  std::vector<std::size_t> next(first.begin(), first.end() - 1);
+  for (std::size_t p = 0; p < n; ++p)
+    if (ids[p] != pad) order[next[static_cast<std::size_t>(ids[p])]++] = p;
+}
+
+// What every row of the dense backward shares.
+struct Scatter {
+  const float* dy;
+  std::size_t dim;
+  const std::size_t *first, *order;
+  const float* inv_count;  // null: no scaling by frequency
+  const float* scale;      // null: no scale
+  const EmbeddingDropout* drop;
+};
+
+// row = the sum of row k's terms: its first position's term stored as 0 + term (exactly what
+// adding it to a zero-filled row gives, -0 included), then the others added in position order.
+// The dy row of the next position is prefetched: those rows are scattered across dy.
+void sum_row(const Scatter& s, std::size_t k, float* row, float* masked) {
+  const std::size_t dim = s.dim, begin = s.first[k], end = s.first[k + 1];
+  const bool plain = !s.inv_count && !s.scale;
+  const float f = s.inv_count ? s.inv_count[k] : 1.0f, sc = s.scale ? *s.scale : 1.0f;
+  for (std::size_t q = begin; q < end; ++q) {
+    if (q + 1 < end) __builtin_prefetch(s.dy + s.order[q + 1] * dim);
+    const std::size_t p = s.order[q];
+    const float* gp = s.dy + p * dim;
+    if (s.drop) {  // dz = dy * m, rounded, in dy's place
+      const ops::DropoutMask mask{s.drop->seed, s.drop->call, s.drop->p};
+      mask.chunks(p * dim, (p + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
+        for (std::size_t j = 0; j < len; ++j) masked[e - p * dim + j] = gp[e - p * dim + j] * m[j];
+      });
+      gp = masked;
+    }
+    if (q == begin) {
+      if (plain)
+        for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + gp[j];
+      else
+        for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + f * (gp[j] * sc);
+    } else {
+      if (plain)
+        for (std::size_t j = 0; j < dim; ++j) row[j] += gp[j];
+      else
+        for (std::size_t j = 0; j < dim; ++j) row[j] += f * (gp[j] * sc);
+    }
+  }
+}
+
+// The formula: embedding_reference.cpp's dense_backward. Each thread owns the gradient rows
+// [lo, hi) and writes each once: zeros for a row no position holds, else its sum (sum_row), made
+// in place, or, when streaming, in an L1 buffer then streamed out.
+void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std::size_t num,
+                    std::size_t dim, std::int64_t pad, bool by_freq, const float* scale,
+                    const EmbeddingDropout* drop, float* dweight) {
+  std::vector<std::size_t> first, order;
+  std::vector<float> inv_count;
+  sort_positions(ids, n, num, pad, by_freq, first, order, inv_count);
+  const Scatter s{dy,    dim, first.data(), order.data(), by_freq ? inv_count.data() : nullptr,
+                  scale, drop};
+  const bool stream = num * dim * sizeof(float) >= kStreamBytes;
+  detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
+    std::vector<float> masked(drop ? dim : 0), sum(stream ? dim : 0);
+    for (std::size_t k = lo; k < hi;) {
+      if (first[k] == first[k + 1]) {  // a run of untouched rows: zeros, in one piece
+        std::size_t end = k + 1;
+        while (end < hi && first[end] == first[end + 1]) ++end;
+        if (stream)
+          stream_out(dweight + k * dim, nullptr, (end - k) * dim);
+        else
+          std::fill_n(dweight + k * dim, (end - k) * dim, 0.0f);
+        k = end;
+        continue;
+      }
+      sum_row(s, k, stream ? sum.data() : dweight + k * dim, masked.data());
+      if (stream) stream_out(dweight + k * dim, sum.data(), dim);
+      ++k;
+    }
+    if (stream) end_streaming();
+  });
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const EmbeddingKernels embedding{forward, dense_backward};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

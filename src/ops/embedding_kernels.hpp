@@ -1,0 +1,41 @@
+// src/ops/embedding_kernels.hpp (private to src/ops)
+//
+// The embedding lookup's kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
+// reference in embedding_reference.cpp, the fast ones compiled from embedding_fast.cpp. The op
+// (embedding.cpp) checks the ids and options, renormalises (max_norm), allocates, calls
+// kernels::embedding_kernels().forward and records a backward that calls .dense_backward of the
+// same table. ids hold n positions, each in [0, num); weight and dweight are (num, dim), y and dy
+// (n, dim), all contiguous.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../kernels/kernel_sets.hpp"
+
+namespace tapegrad::kernels {
+
+/// The dropout mask applied to dy before the scatter (embedding_add_rows_dropout's backward): the
+/// mask of the stream (seed, call) with probability p, element e of dy taking multiplier e.
+struct EmbeddingDropout {
+  std::uint64_t seed, call;
+  double p;
+};
+
+struct EmbeddingKernels {
+  /// y[p, :] = weight[ids[p], :], times *scale when scale is not null (a copy otherwise).
+  void (*forward)(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
+                  const float* scale, float* y);
+  /// dweight (every element written): for each row k, the sum over the positions p with
+  /// ids[p] == k != pad, in position order, of f_k * (g[p, :] * c) added to 0, where g = dy, or
+  /// dy times the multipliers of `drop` when it is not null (rounded to float first);
+  /// f_k = 1 / count_k (count_k: k's occurrences among all n ids) when by_freq; c = *scale when
+  /// scale is not null. A factor that is absent is not multiplied by. pad < 0: no padding id.
+  void (*dense_backward)(const std::int64_t* ids, std::size_t n, const float* dy, std::size_t num,
+                         std::size_t dim, std::int64_t pad, bool by_freq, const float* scale,
+                         const EmbeddingDropout* drop, float* dweight);
+};
+
+TAPEGRAD_KERNEL_TABLES(EmbeddingKernels, embedding)
+
+}  // namespace tapegrad::kernels

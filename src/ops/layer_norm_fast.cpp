@@ -1,0 +1,135 @@
+// src/ops/layer_norm_fast.cpp
+//
+// Layer norm's fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
+// docs/kernels.md). The maths is layer_norm_reference.cpp's; what differs is how it runs:
+// - Row statistics are summed in double in four interleaved lanes (element i in lane i % 4, the
+//   lanes added at the end): a fixed order that vectorises, where one running double sum waits for
+//   the previous addition at every element.
+// - The forward makes two passes over each row (the statistics, then the output), the backward
+//   two more (two row sums, then dx), instead of the ten or so recorded ops the formula would take.
+// - Threads: rows are split over the pool in blocks of kBlockRows fixed by the shape; the sums over
+//   rows that dweight and dbias need are made per block, then added block by block in order, so
+//   the result does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../parallel.hpp"
+#include "layer_norm_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "layer_norm_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// rows per block of the backward's column sums (and a thread's least share)
+constexpr std::size_t kBlockRows = 64;
+
+double lane_sum(const float* x, std::size_t n) {
+  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t l = 0; l < 4; ++l) lane[l] += x[i + l];
+  for (; i < n; ++i) lane[i % 4] += x[i];
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+double lane_centred_squares(const float* x, double mean, std::size_t n) {
+  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t l = 0; l < 4; ++l) lane[l] += (x[i + l] - mean) * (x[i + l] - mean);
+  for (; i < n; ++i) lane[i % 4] += (x[i] - mean) * (x[i] - mean);
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
+
+// The formula: layer_norm_reference.cpp's forward.
+void forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+             float* k, std::size_t rows, std::size_t N, double eps, bool annotated) {
+  detail::parallel_for(rows, kBlockRows, [&](std::size_t first, std::size_t last) {
+    for (std::size_t row = first; row < last; ++row) {
+      const float* xr = x + row * N;
+      float* yr = y + row * N;
+      const double m = lane_sum(xr, N) / double(N);
+      const double sq = lane_centred_squares(xr, m, N);
+      double d, kk;
+      if (!annotated) {
+        d = std::sqrt(sq / double(N) + eps);
+        kk = 1.0 / double(N);
+      } else {
+        const double s = std::sqrt(sq / double(N - 1));  // N == 1: 0/0, NaN like torch.std
+        d = s + eps;
+        kk = d / (double(N - 1) * s);
+      }
+      const auto mf = static_cast<float>(m), r = static_cast<float>(1.0 / d);
+      mean[row] = mf;
+      rstd[row] = r;
+      k[row] = static_cast<float>(kk);
+      for (std::size_t i = 0; i < N; ++i) {
+        const float xhat = (xr[i] - mf) * r;
+        yr[i] = (w ? w[i] * xhat : xhat) + (b ? b[i] : 0.0f);
+      }
+    }
+  });
+}
+
+// One block of rows [row, end): dx, and the block's column sums added into dw_block, db_block.
+void backward_block(const float* dy, const float* x, const float* w, const float* mean,
+                    const float* rstd, const float* k, float* dx, double* dw, double* db,
+                    std::size_t row, std::size_t end, std::size_t N, float* g, float* xhat) {
+  for (; row < end; ++row) {
+    const float* dyr = dy + row * N;
+    const float* xr = x + row * N;
+    const float m = mean[row], r = rstd[row];
+    for (std::size_t i = 0; i < N; ++i) {
+      xhat[i] = (xr[i] - m) * r;
+      g[i] = w ? dyr[i] * w[i] : dyr[i];
+    }
+    if (dw)
+      for (std::size_t i = 0; i < N; ++i) dw[i] += double(dyr[i]) * xhat[i];
+    if (db)
+      for (std::size_t i = 0; i < N; ++i) db[i] += dyr[i];
+    if (!dx) continue;
+    const double sum_g = lane_sum(g, N);
+    double lane[4] = {0.0, 0.0, 0.0, 0.0};
+    std::size_t i = 0;
+    for (; i + 4 <= N; i += 4)
+      for (std::size_t l = 0; l < 4; ++l) lane[l] += double(g[i + l]) * xhat[i + l];
+    for (; i < N; ++i) lane[i % 4] += double(g[i]) * xhat[i];
+    const double sum_gx = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    const auto mean_g = static_cast<float>(sum_g / double(N));
+    const auto kg = static_cast<float>(k[row] * sum_gx);
+    float* dxr = dx + row * N;
+    for (std::size_t j = 0; j < N; ++j) dxr[j] = r * (g[j] - mean_g - xhat[j] * kg);
+  }
+}
+
+// The formula: layer_norm_reference.cpp's backward.
+void backward(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
+              const float* k, float* dx, float* dw, float* db, std::size_t rows, std::size_t N) {
+  const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  std::vector<double> dw_blocks(dw ? blocks * N : 0), db_blocks(db ? blocks * N : 0);
+  detail::parallel_for(blocks, 1, [&](std::size_t first_block, std::size_t last_block) {
+    std::vector<float> g(N), xhat(N);
+    for (std::size_t blk = first_block; blk < last_block; ++blk)
+      backward_block(dy, x, w, mean, rstd, k, dx, dw ? &dw_blocks[blk * N] : nullptr,
+                     db ? &db_blocks[blk * N] : nullptr, blk * kBlockRows,
+                     std::min(rows, (blk + 1) * kBlockRows), N, g.data(), xhat.data());
+  });
+  for (auto [out, sums] : {std::pair{dw, &dw_blocks}, std::pair{db, &db_blocks}}) {
+    if (!out) continue;
+    for (std::size_t i = 0; i < N; ++i) {  // the blocks' sums, block by block
+      double total = 0.0;
+      for (std::size_t blk = 0; blk < blocks; ++blk) total += (*sums)[blk * N + i];
+      out[i] = static_cast<float>(total);
+    }
+  }
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const LayerNormKernels layer_norm{forward, backward};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

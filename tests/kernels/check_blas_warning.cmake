@@ -1,0 +1,58 @@
+# tests/kernels/check_blas_warning.cmake: cmake -DTOOL=<blas_warning> -P this file
+#
+# OpenBLAS forced onto its Prescott (SSE3) kernels on a CPU with AVX2 or AVX-512: the first matrix
+# product warns, once, naming the core and the fix; TAPEGRAD_QUIET_BLAS=1 and
+# set_blas_warning(false) silence it; the best core for the CPU gets no warning.
+function(run_tool out err)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ARGN} ${TOOL} ${tool_args}
+                  OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "blas_warning exited with ${rc}: ${stderr}")
+  endif()
+  set(${out} "${stdout}" PARENT_SCOPE)
+  set(${err} "${stderr}" PARENT_SCOPE)
+endfunction()
+function(count_warnings text var)
+  string(REGEX MATCHALL "tapegrad: warning: OpenBLAS" found "${text}")
+  list(LENGTH found n)
+  set(${var} ${n} PARENT_SCOPE)
+endfunction()
+
+run_tool(out err OPENBLAS_CORETYPE=Prescott --unset=TAPEGRAD_QUIET_BLAS)
+if(out MATCHES "best set: (reference|baseline)")
+  message("skipped: this CPU has neither AVX2 nor AVX-512, so Prescott's kernels are not a fallback")
+  return()
+endif()
+string(REGEX MATCH "best set: ([a-z0-9]+)" _ "${out}")
+set(best ${CMAKE_MATCH_1})
+if(best STREQUAL "avx512")
+  set(fix SkylakeX)
+else()
+  set(fix Haswell)
+endif()
+count_warnings("${err}" n)
+if(NOT n EQUAL 1 OR NOT err MATCHES "runs its Prescott kernels" OR NOT err MATCHES "OPENBLAS_CORETYPE=${fix}")
+  message(FATAL_ERROR "expected one warning naming Prescott and OPENBLAS_CORETYPE=${fix}, got:\n${err}")
+endif()
+message("warned once: ${err}")
+
+run_tool(out err OPENBLAS_CORETYPE=Prescott TAPEGRAD_QUIET_BLAS=1)
+count_warnings("${err}" n)
+if(NOT n EQUAL 0)
+  message(FATAL_ERROR "TAPEGRAD_QUIET_BLAS=1 did not silence the warning:\n${err}")
+endif()
+
+set(tool_args --quiet)
+run_tool(out err OPENBLAS_CORETYPE=Prescott --unset=TAPEGRAD_QUIET_BLAS)
+set(tool_args "")
+count_warnings("${err}" n)
+if(NOT n EQUAL 0)
+  message(FATAL_ERROR "set_blas_warning(false) did not silence the warning:\n${err}")
+endif()
+
+run_tool(out err OPENBLAS_CORETYPE=${fix} --unset=TAPEGRAD_QUIET_BLAS)
+count_warnings("${err}" n)
+if(NOT n EQUAL 0)
+  message(FATAL_ERROR "OPENBLAS_CORETYPE=${fix} suits this CPU, yet tapegrad warned:\n${err}")
+endif()
+message("silenced by TAPEGRAD_QUIET_BLAS=1 and set_blas_warning(false); no warning on ${fix}")
