@@ -101,7 +101,7 @@ cable_down() { ip -n "$HOST_A" link set "$CABLE_A" down; }
 # knows the other's MAC address for good (a permanent neighbour entry; taking the link down
 # deletes host A's): on a cable there is nothing else to learn. Without them, an ARP resolution
 # the cut had made fail outlived the mending, and a daemon started then could not reach mpirun
-# (EHOSTUNREACH) in about 1 start in 10 here.
+# (EHOSTUNREACH; with the race of netns_agent.sh, 7 of about 120 starts after a cut failed here).
 cable_up() {
   ip -n "$HOST_A" link set "$CABLE_A" up || return 1
   local i
@@ -130,13 +130,13 @@ cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statisti
 #                          (with HOSTS_RANKFILE: --rankfile, which names each rank's host and core)
 #   plm_rsh_agent netns_agent.sh  instead of ssh: enters the host's namespace (see the agent)
 #   plm_rsh_no_tree_spawn 1  mpirun starts both daemons itself (no daemon starts another)
-#   orte_leave_session_attached 1  each daemon stays the agent's child, not a daemon in a session of
-#                          its own: mpirun learns from the agent's exit status that a daemon failed
-#                          to start (a detached one that died left mpirun waiting, once in about 60
-#                          starts), its messages reach the job's output, and its rank shares the
-#                          CPU with the rest of the job on a busy machine (Linux groups a session's
-#                          processes for CPU shares: detached, the two hosts' ranks got two shares
-#                          and ran faster than the one host's, which got one)
+#   orte_leave_session_attached 1  each daemon stays the agent's child, not a daemon in a session
+#                          of its own: mpirun learns from the agent's exit status that a daemon
+#                          failed to start (a detached one that died left mpirun waiting, seen once
+#                          in about 100 starts), its messages reach the job's output, and its rank
+#                          shares the CPU with the rest of the job on a busy machine (Linux groups
+#                          a session's processes for CPU shares: detached, the two hosts' ranks got
+#                          two shares and ran faster than the one host's, which got one)
 #   btl tcp,self           ranks talk over TCP only: no shared memory between "hosts", though
 #                          they share the machine's /dev/shm
 #   btl_tcp_if_include, oob_tcp_if_include  the cable's subnet, for the ranks' data and for the
