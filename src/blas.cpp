@@ -8,8 +8,6 @@
 // correct but slow: sgemm at 17-30 GFLOP/s instead of 135-155 on such a Xeon, and Haswell's AVX2
 // kernels reach about half of SkylakeX's on an AVX-512 CPU. OPENBLAS_CORETYPE=<core> overrides
 // the choice; the warning says so.
-#include <cpuid.h>
-
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -20,6 +18,9 @@
 #include <vector>
 
 #include <cblas.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "blas.hpp"
 #include "tapegrad/cpu.hpp"
