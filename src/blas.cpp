@@ -4,12 +4,10 @@
 // warning when its kernel core is below what the CPU can run, and its thread count.
 // OpenBLAS picks its core when the library loads, from CPUID; a CPU newer than the OpenBLAS
 // release may get an old fallback core (OpenBLAS 0.3.21 runs Prescott's SSE3 kernels on some
-// Sapphire Rapids Xeons, and Haswell's on some AVX-512 AMD CPUs), silently. The fallback is
-// correct but slow: sgemm at 17-30 GFLOP/s instead of 135-155 on such a Xeon, and Haswell's AVX2
-// kernels reach about half of SkylakeX's on an AVX-512 CPU. OPENBLAS_CORETYPE=<core> overrides
-// the choice; the warning says so.
-#include <cpuid.h>
-
+// recent Xeons, and Haswell's on some AVX-512 AMD CPUs), silently. The fallback is correct but
+// slow: Prescott's SSE3 kernels are several times slower than the AVX-512 ones, and Haswell's
+// 256-bit kernels use half of each AVX-512 register, so an AVX-512 CPU on Haswell's core is
+// warned about too. OPENBLAS_CORETYPE=<core> overrides the choice; the warning says so.
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -20,6 +18,9 @@
 #include <vector>
 
 #include <cblas.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "blas.hpp"
 #include "tapegrad/cpu.hpp"
