@@ -55,22 +55,26 @@ bool same_shapes(const Array& dy, const Tensor& a, const Tensor& b) {
   return dy.shape() == a.shape() && dy.shape() == b.shape();
 }
 
+// What a unary op's backward reads: its derivative is a function of the input a (log, pow,
+// rdiv), of the output y (exp, sqrt, tanh, relu, sigmoid), or of neither.
+enum class Saves { nothing, input, output };
+
 // y = op(a, c), elementwise, recorded with a backward that computes dy * dy/da in dy's buffer
-// through the same kernels. The backward reads the forward's input a when the derivative needs it
-// (save_input), its output y when save_output.
-Tensor unary(const char* name, UnaryOp op, const Tensor& a, float c = 0.0f, bool save_input = false,
-             bool save_output = false) {
+// through the same kernels.
+Tensor unary(const char* name, UnaryOp op, const Tensor& a, float c = 0.0f,
+             Saves saves = Saves::nothing) {
   const ElementwiseKernels* kernel = kernels_in_use();
   Array out = Array::from_shape(a.shape());
   kernel->unary(op, a.data().data(), c, out.data(), a.numel());
   Tensor y(std::move(out));
   std::vector<Tensor> saved;
-  if (save_input) saved.push_back(a);
-  if (save_output) saved.push_back(y);
-  const Tensor kept = save_output ? y.detach() : Tensor();  // a copy of y would make a cycle
+  if (saves == Saves::input) saved.push_back(a);
+  if (saves == Saves::output) saved.push_back(y);
+  const Tensor kept = saves == Saves::output ? y.detach() : Tensor();  // not y: a cycle
   autograd::record(name, y, {a}, saved, [=](Array dy) {
-    kernel->unary_backward(op, save_input ? a.data().data() : nullptr,
-                           save_output ? kept.data().data() : nullptr, c, dy.data(), dy.size());
+    kernel->unary_backward(op, saves == Saves::input ? a.data().data() : nullptr,
+                           saves == Saves::output ? kept.data().data() : nullptr, c, dy.data(),
+                           dy.size());
     a.accumulate_grad(std::move(dy), name);
   });
   return y;
@@ -146,11 +150,11 @@ Tensor mul(const Tensor& a, double s) { return unary("mul", UnaryOp::mul, a, flo
 Tensor div(const Tensor& a, double s) { return unary("div", UnaryOp::div, a, float(s)); }
 // y = s / a        da = -dy * s / a^2
 Tensor rdiv(const Tensor& a, double s) {
-  return unary("rdiv", UnaryOp::rdiv, a, float(s), /*save_input=*/true);
+  return unary("rdiv", UnaryOp::rdiv, a, float(s), Saves::input);
 }
 // y = a^e          da = dy * e * a^(e - 1)
 Tensor pow(const Tensor& a, double exponent) {
-  return unary("pow", UnaryOp::pow, a, float(exponent), /*save_input=*/true);
+  return unary("pow", UnaryOp::pow, a, float(exponent), Saves::input);
 }
 
 // ---- unary ops -------------------------------------------------------------------------------------
@@ -158,17 +162,19 @@ Tensor pow(const Tensor& a, double exponent) {
 // y = -a           da = -dy
 Tensor neg(const Tensor& a) { return unary("neg", UnaryOp::neg, a); }
 // y = e^a          da = dy * y
-Tensor exp(const Tensor& a) { return unary("exp", UnaryOp::exp, a, 0.0f, false, true); }
+Tensor exp(const Tensor& a) { return unary("exp", UnaryOp::exp, a, 0.0f, Saves::output); }
 // y = ln a         da = dy / a
-Tensor log(const Tensor& a) { return unary("log", UnaryOp::log, a, 0.0f, true); }
+Tensor log(const Tensor& a) { return unary("log", UnaryOp::log, a, 0.0f, Saves::input); }
 // y = sqrt(a)      da = dy / (2 y)
-Tensor sqrt(const Tensor& a) { return unary("sqrt", UnaryOp::sqrt, a, 0.0f, false, true); }
+Tensor sqrt(const Tensor& a) { return unary("sqrt", UnaryOp::sqrt, a, 0.0f, Saves::output); }
 // y = tanh(a)      da = dy * (1 - y^2)
-Tensor tanh(const Tensor& a) { return unary("tanh", UnaryOp::tanh, a, 0.0f, false, true); }
+Tensor tanh(const Tensor& a) { return unary("tanh", UnaryOp::tanh, a, 0.0f, Saves::output); }
 // y = max(a, 0)    da = dy where a > 0, else 0
-Tensor relu(const Tensor& a) { return unary("relu", UnaryOp::relu, a, 0.0f, false, true); }
+Tensor relu(const Tensor& a) { return unary("relu", UnaryOp::relu, a, 0.0f, Saves::output); }
 // y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
-Tensor sigmoid(const Tensor& a) { return unary("sigmoid", UnaryOp::sigmoid, a, 0.0f, false, true); }
+Tensor sigmoid(const Tensor& a) {
+  return unary("sigmoid", UnaryOp::sigmoid, a, 0.0f, Saves::output);
+}
 
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
   // y = mask ? value : a       da = mask ? 0 : dy        (mask broadcasts to a's shape)
