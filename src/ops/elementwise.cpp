@@ -190,15 +190,13 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
                     where, ": mask of shape ", m, " does not broadcast to the tensor's shape ", s);
   const float v = static_cast<float>(value);
   const auto full_mask = std::make_shared<const xt::xarray<bool>>(xt::broadcast(mask, s));
-  Array out = a.data();
-  for (std::size_t i = 0, n = out.size(); i < n; ++i)
-    if (full_mask->data()[i]) out.data()[i] = v;
+  const ElementwiseKernels* kernel = kernels_in_use();
+  Array out = Array::from_shape(s);
+  kernel->masked_fill(a.data().data(), full_mask->data(), v, out.data(), out.size());
   Tensor y(std::move(out));
-  autograd::record("masked_fill", y, {a}, {}, [a, full_mask](Array dy) {
-    Array da = dy;
-    for (std::size_t i = 0, n = da.size(); i < n; ++i)
-      if (full_mask->data()[i]) da.data()[i] = 0.0f;
-    a.accumulate_grad(std::move(da), "masked_fill");
+  autograd::record("masked_fill", y, {a}, {}, [a, full_mask, kernel](Array dy) {
+    kernel->masked_fill(dy.data(), full_mask->data(), 0.0f, dy.data(), dy.size());  // dy becomes da
+    a.accumulate_grad(std::move(dy), "masked_fill");
   });
   return y;
 }

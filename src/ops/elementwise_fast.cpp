@@ -106,9 +106,14 @@ void unary_backward(UnaryOp op, const float* a, const float* y, float c, float* 
   }
 }
 
+void masked_fill(const float* a, const bool* mask, float value, float* y, std::size_t n) {
+  for_each(n, [=](std::size_t i) { y[i] = mask[i] ? value : a[i]; });
+}
+
 }  // namespace
 
 // extern: a const at namespace scope would otherwise be private to this file.
-extern const ElementwiseKernels elementwise{binary, binary_backward, unary, unary_backward};
+extern const ElementwiseKernels elementwise{binary, binary_backward, unary, unary_backward,
+                                            masked_fill};
 
 }  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

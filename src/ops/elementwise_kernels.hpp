@@ -2,8 +2,7 @@
 //
 // The elementwise ops' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
 // reference in elementwise_reference.cpp, the fast ones compiled from elementwise_fast.cpp. Many
-// small ops share two loop shapes, so the table has four entries, each taking the op to run as
-// an enum. The ops (elementwise.cpp) check, allocate, call them, and record backwards that call
+// small ops share two loop shapes, so four of the table's entries take the op to run as an enum. The ops (elementwise.cpp) check, allocate, call them, and record backwards that call
 // the same table. Binary kernels see operands of one shape (the op broadcasts other shapes
 // itself); every pointer holds n floats.
 #pragma once
@@ -48,6 +47,8 @@ struct ElementwiseKernels {
   /// read only by the ops whose derivative needs it, may be null otherwise).
   void (*unary_backward)(UnaryOp op, const float* a, const float* y, float c, float* dy,
                          std::size_t n);
+  /// y = mask ? value : a (y may be a). Its backward is the same with value 0, on dy.
+  void (*masked_fill)(const float* a, const bool* mask, float value, float* y, std::size_t n);
 };
 
 TAPEGRAD_KERNEL_TABLES(ElementwiseKernels, elementwise)

@@ -93,9 +93,15 @@ void unary_backward(UnaryOp op, const float* a, const float* y, float c, float* 
   for (std::size_t i = 0; i < n; ++i) dy[i] = chain(op, dy[i], a ? a[i] : 0.0f, y ? y[i] : 0.0f, c);
 }
 
+// y = mask ? value : a        da = mask ? 0 : dy
+void masked_fill(const float* a, const bool* mask, float value, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = mask[i] ? value : a[i];
+}
+
 }  // namespace
 
 // extern: a const at namespace scope would otherwise be private to this file.
-extern const ElementwiseKernels elementwise{binary, binary_backward, unary, unary_backward};
+extern const ElementwiseKernels elementwise{binary, binary_backward, unary, unary_backward,
+                                            masked_fill};
 
 }  // namespace tapegrad::kernels::reference

@@ -36,6 +36,13 @@ Array values(std::uint64_t seed, bool positive) {
   return positive ? Array(xt::abs(x)) : x;
 }
 
+// A mask of shape (1, 1000), broadcast over the rows: every third column.
+Mask column_mask() {
+  Mask m = xt::zeros<bool>({std::size_t{1}, std::size_t{1000}});
+  for (std::size_t j = 0; j < 1000; j += 3) m(0, j) = true;
+  return m;
+}
+
 const std::vector<std::pair<std::string, Unary>> kUnary = {
     {"neg", [](const Tensor& a) { return -a; }},
     {"exp", [](const Tensor& a) { return ops::exp(a); }},
@@ -53,6 +60,7 @@ const std::vector<std::pair<std::string, Unary>> kUnary = {
     {"a * s", [](const Tensor& a) { return a * 0.3; }},
     {"a / s", [](const Tensor& a) { return a / 0.3; }},
     {"s / a", [](const Tensor& a) { return 0.3 / a; }},
+    {"masked_fill", [](const Tensor& a) { return ops::masked_fill(a, column_mask(), -1e9); }},
 };
 const std::vector<std::pair<std::string, Binary>> kBinary = {
     {"a + b", [](const Tensor& a, const Tensor& b) { return a + b; }},
