@@ -1,6 +1,6 @@
 // src/erf_f32.hpp (private)
 //
-// erf_f32(x): the error function in float32, for GELU (ops/activation.cpp). Why not std::erf:
+// erf_f32(x): the error function in float32, for GELU (ops/gelu_fast.cpp). Why not std::erf:
 // glibc's erff is a library call that no loop around it can vectorise, and GELU evaluates it
 // once per element of the largest activations of a Transformer (4 x d_model per position, in
 // forward and again in backward). erf_f32 is inline, branch-free arithmetic, so a loop over it

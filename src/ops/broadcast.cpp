@@ -1,8 +1,7 @@
 // src/ops/broadcast.cpp: NumPy broadcasting rules, checked, and their adjoint.
 #include "tapegrad/ops/broadcast.hpp"
 
-#include <xtensor/xbuilder.hpp>
-
+#include "reduce_kernels.hpp"
 #include "tapegrad/sizes.hpp"
 
 namespace tapegrad::ops {
@@ -32,15 +31,8 @@ Array sum_axis_keepdim(const Array& g, std::size_t ax) {
   const std::size_t n = s[ax];
   Shape out_shape = s;
   out_shape[ax] = 1;
-  Array out = xt::zeros<float>(out_shape);
-  const float* src = g.data();
-  float* dst = out.data();
-  for (std::size_t o = 0; o < outer; ++o)
-    for (std::size_t k = 0; k < n; ++k) {
-      const float* row = src + (o * n + k) * inner;
-      float* acc = dst + o * inner;
-      for (std::size_t i = 0; i < inner; ++i) acc[i] += row[i];
-    }
+  Array out = Array::from_shape(out_shape);
+  kernels::reduce_kernels().sum_axis(g.data(), outer, n, inner, out.data());  // in float
   return out;
 }
 }  // namespace

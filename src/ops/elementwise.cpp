@@ -1,69 +1,83 @@
 // src/ops/elementwise.cpp
 //
-// Elementwise ops, each with its formula, forward and backward side by side. Binary ops
-// broadcast like NumPy; a value repeated k times in forward receives the SUM of its k incoming
-// gradients in backward, which sum_to_shape() computes. Inputs that need no gradient are skipped.
-// Same-shape operands (the common case) take a plain loop, split over the threads when large;
-// other shapes go through xtensor's broadcasting after broadcast_shapes() has checked them with a
-// readable message.
+// Elementwise ops: the checks and the recording, each with its formula, forward and backward side
+// by side. The loops are in the kernels: elementwise_reference.cpp (read it first) and
+// elementwise_fast.cpp, picked for the CPU by kernels::elementwise_kernels() (docs/kernels.md);
+// each backward calls the table its forward used. Binary ops broadcast like NumPy; a value
+// repeated k times in forward receives the SUM of its k incoming gradients in backward, which
+// sum_to_shape() computes. Inputs that need no gradient are skipped. Same-shape operands (the
+// common case) go through the kernels; other shapes go through xtensor's broadcasting after
+// broadcast_shapes() has checked them with a readable message.
 #include "tapegrad/ops/elementwise.hpp"
-
-#include <cmath>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 
-#include "../exp_f32.hpp"
-#include "../parallel.hpp"
+#include "elementwise_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
-// Elements worth a thread in these loops: each costs about a nanosecond or less, waking a thread
-// several microseconds. Every element is computed by one thread in the same way, so the results
-// do not depend on the thread count.
-constexpr std::size_t kGrain = std::size_t{1} << 15;
+using kernels::BinaryOp;
+using kernels::ElementwiseKernels;
+using kernels::UnaryOp;
 
-// out = f(a, b) elementwise with broadcasting; f works on floats and on xtensor expressions.
+// The set in use's kernels (a static table): a backward runs the same set's kernels.
+const ElementwiseKernels* kernels_in_use() { return &kernels::elementwise_kernels(); }
+
+// out = a op b, elementwise with broadcasting; f computes it on xtensor expressions.
 template <class F>
-Array binary(const char* op, const Array& a, const Array& b, F f) {
+Array binary(const char* name, BinaryOp op, const Array& a, const Array& b, F f) {
   if (a.shape() == b.shape()) {
     Array out = Array::from_shape(a.shape());
-    const float *pa = a.data(), *pb = b.data();
-    float* po = out.data();
-    detail::parallel_for(a.size(), kGrain, [&](std::size_t first, std::size_t last) {
-      for (std::size_t i = first; i < last; ++i) po[i] = f(pa[i], pb[i]);
-    });
+    kernels_in_use()->binary(op, a.data(), b.data(), out.data(), a.size());
     return out;
   }
-  broadcast_shapes(op, a.shape(), b.shape());
+  broadcast_shapes(name, a.shape(), b.shape());
   return f(a, b);
 }
 
-// out = f(a) elementwise, one pass.
-template <class F>
-Array unary(const Array& a, F f) {
-  Array out = Array::from_shape(a.shape());
-  const float* pa = a.data();
-  float* po = out.data();
-  detail::parallel_for(a.size(), kGrain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) po[i] = f(pa[i]);
-  });
-  return out;
+// The gradients of a binary op whose operands and output have one shape: dy's own buffer becomes
+// a's gradient (it is the output's pending gradient, which the tape drops afterwards).
+void same_shape_backward(const ElementwiseKernels* kernel, BinaryOp op, const char* name,
+                         const Tensor& a, const Tensor& b, Array dy) {
+  const bool want_a = a.requires_grad(), want_b = b.requires_grad();
+  Array db = want_b ? Array::from_shape(dy.shape()) : Array();
+  kernel->binary_backward(op, dy.data(), a.data().data(), b.data().data(),
+                          want_a ? dy.data() : nullptr, want_b ? db.data() : nullptr, dy.size());
+  if (want_a) a.accumulate_grad(std::move(dy), name);
+  if (want_b) b.accumulate_grad(std::move(db), name);
 }
 
-// dy = dy * f(i) for each element i, in dy's own buffer: the chain rule for the unary ops
-// below. dy is the output's pending gradient, which the tape drops afterwards (tape.hpp), so the
-// result is then moved on into the input's gradient without a new allocation.
-template <class F>
-Array&& chain_(Array& dy, F f) {
-  float* pd = dy.data();
-  detail::parallel_for(dy.size(), kGrain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) pd[i] = pd[i] * f(i);
+bool same_shapes(const Array& dy, const Tensor& a, const Tensor& b) {
+  return dy.shape() == a.shape() && dy.shape() == b.shape();
+}
+
+// What a unary op's backward reads: its derivative is a function of the input a (log, pow,
+// rdiv), of the output y (exp, sqrt, tanh, relu, sigmoid), or of neither.
+enum class Saves { nothing, input, output };
+
+// y = op(a, c), elementwise, recorded with a backward that computes dy * dy/da in dy's buffer
+// through the same kernels.
+Tensor unary(const char* name, UnaryOp op, const Tensor& a, float c = 0.0f,
+             Saves saves = Saves::nothing) {
+  const ElementwiseKernels* kernel = kernels_in_use();
+  Array out = Array::from_shape(a.shape());
+  kernel->unary(op, a.data().data(), c, out.data(), a.numel());
+  Tensor y(std::move(out));
+  std::vector<Tensor> saved;
+  if (saves == Saves::input) saved.push_back(a);
+  if (saves == Saves::output) saved.push_back(y);
+  const Tensor kept = saves == Saves::output ? y.detach() : Tensor();  // not y: a cycle
+  autograd::record(name, y, {a}, saved, [=](Array dy) {
+    kernel->unary_backward(op, saves == Saves::input ? a.data().data() : nullptr,
+                           saves == Saves::output ? kept.data().data() : nullptr, c, dy.data(),
+                           dy.size());
+    a.accumulate_grad(std::move(dy), name);
   });
-  return std::move(dy);
+  return y;
 }
 }  // namespace
 
@@ -71,7 +85,8 @@ Array&& chain_(Array& dy, F f) {
 
 Tensor add(const Tensor& a, const Tensor& b) {
   // y = a + b        da = dy        db = dy        (each summed back to its input's shape)
-  Tensor y(binary("add", a.data(), b.data(), [](const auto& x, const auto& z) { return x + z; }));
+  Tensor y(binary("add", BinaryOp::add, a.data(), b.data(),
+                  [](const auto& x, const auto& z) { return x + z; }));
   autograd::record("add", y, {a, b}, {}, [a, b](Array dy) {
     // b gets a copy (or its broadcast sum); a then takes dy's own buffer when the shapes agree.
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
@@ -84,8 +99,10 @@ Tensor add(const Tensor& a, const Tensor& b) {
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   // y = a - b        da = dy        db = -dy
-  Tensor y(binary("sub", a.data(), b.data(), [](const auto& x, const auto& z) { return x - z; }));
-  autograd::record("sub", y, {a, b}, {}, [a, b](Array dy) {
+  Tensor y(binary("sub", BinaryOp::sub, a.data(), b.data(),
+                  [](const auto& x, const auto& z) { return x - z; }));
+  autograd::record("sub", y, {a, b}, {}, [a, b, kernel = kernels_in_use()](Array dy) {
+    if (same_shapes(dy, a, b)) return same_shape_backward(kernel, BinaryOp::sub, "sub", a, b, dy);
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "sub");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(-dy), b.shape()), "sub");
   });
@@ -94,8 +111,10 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   // y = a * b        da = dy * b        db = dy * a
-  Tensor y(binary("mul", a.data(), b.data(), [](const auto& x, const auto& z) { return x * z; }));
-  autograd::record("mul", y, {a, b}, {a, b}, [a, b](Array dy) {
+  Tensor y(binary("mul", BinaryOp::mul, a.data(), b.data(),
+                  [](const auto& x, const auto& z) { return x * z; }));
+  autograd::record("mul", y, {a, b}, {a, b}, [a, b, kernel = kernels_in_use()](Array dy) {
+    if (same_shapes(dy, a, b)) return same_shape_backward(kernel, BinaryOp::mul, "mul", a, b, dy);
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(Array(dy * b.data()), a.shape()), "mul");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(dy * a.data()), b.shape()), "mul");
   });
@@ -104,8 +123,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Tensor& b) {
   // y = a / b        da = dy / b        db = -dy * a / b^2
-  Tensor y(binary("div", a.data(), b.data(), [](const auto& x, const auto& z) { return x / z; }));
-  autograd::record("div", y, {a, b}, {a, b}, [a, b](Array dy) {
+  Tensor y(binary("div", BinaryOp::div, a.data(), b.data(),
+                  [](const auto& x, const auto& z) { return x / z; }));
+  autograd::record("div", y, {a, b}, {a, b}, [a, b, kernel = kernels_in_use()](Array dy) {
+    if (same_shapes(dy, a, b)) return same_shape_backward(kernel, BinaryOp::div, "div", a, b, dy);
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(Array(dy / b.data()), a.shape()), "div");
     if (b.requires_grad())
       b.accumulate_grad(sum_to_shape(Array(-dy * a.data() / (b.data() * b.data())), b.shape()),
@@ -115,154 +136,44 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 // ---- with a scalar (cast to float once, where it meets the data) ------------------------------------
+// (the formulas of forward and backward: elementwise_reference.cpp)
 
-Tensor add(const Tensor& a, double s) {
-  // y = a + s        da = dy
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return x + c; }));
-  autograd::record("add", y, {a}, {}, [a](Array dy) { a.accumulate_grad(std::move(dy), "add"); });
-  return y;
-}
-
-Tensor sub(const Tensor& a, double s) {
-  // y = a - s        da = dy
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return x - c; }));
-  autograd::record("sub", y, {a}, {}, [a](Array dy) { a.accumulate_grad(std::move(dy), "sub"); });
-  return y;
-}
-
-Tensor rsub(const Tensor& a, double s) {
-  // y = s - a        da = -dy
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return c - x; }));
-  autograd::record("rsub", y, {a}, {}, [a](Array dy) {
-    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }),
-                      "rsub");  // dy * -1 is exactly -dy
-  });
-  return y;
-}
-
-Tensor mul(const Tensor& a, double s) {
-  // y = a * s        da = dy * s
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return x * c; }));
-  autograd::record("mul", y, {a}, {}, [a, c](Array dy) {
-    a.accumulate_grad(chain_(dy, [c](std::size_t) { return c; }), "mul");
-  });
-  return y;
-}
-
-Tensor div(const Tensor& a, double s) {
-  // y = a / s        da = dy / s
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return x / c; }));
-  autograd::record("div", y, {a}, {}, [a, c](Array dy) {
-    float* g = dy.data();
-    for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / c;
-    a.accumulate_grad(std::move(dy), "div");
-  });
-  return y;
-}
-
+// y = a + s        da = dy
+Tensor add(const Tensor& a, double s) { return unary("add", UnaryOp::add, a, float(s)); }
+// y = a - s        da = dy
+Tensor sub(const Tensor& a, double s) { return unary("sub", UnaryOp::sub, a, float(s)); }
+// y = s - a        da = -dy
+Tensor rsub(const Tensor& a, double s) { return unary("rsub", UnaryOp::rsub, a, float(s)); }
+// y = a * s        da = dy * s
+Tensor mul(const Tensor& a, double s) { return unary("mul", UnaryOp::mul, a, float(s)); }
+// y = a / s        da = dy / s
+Tensor div(const Tensor& a, double s) { return unary("div", UnaryOp::div, a, float(s)); }
+// y = s / a        da = -dy * s / a^2
 Tensor rdiv(const Tensor& a, double s) {
-  // y = s / a        da = -dy * s / a^2
-  const float c = static_cast<float>(s);
-  Tensor y(unary(a.data(), [c](float x) { return c / x; }));
-  autograd::record("rdiv", y, {a}, {a}, [a, c](Array dy) {
-    const float* x = a.data().data();
-    a.accumulate_grad(chain_(dy, [x, c](std::size_t i) { return -c / (x[i] * x[i]); }), "rdiv");
-  });
-  return y;
+  return unary("rdiv", UnaryOp::rdiv, a, float(s), Saves::input);
+}
+// y = a^e          da = dy * e * a^(e - 1)
+Tensor pow(const Tensor& a, double exponent) {
+  return unary("pow", UnaryOp::pow, a, float(exponent), Saves::input);
 }
 
 // ---- unary ops -------------------------------------------------------------------------------------
 
-Tensor neg(const Tensor& a) {
-  // y = -a           da = -dy
-  Tensor y(unary(a.data(), [](float x) { return -x; }));
-  autograd::record("neg", y, {a}, {}, [a](Array dy) {
-    a.accumulate_grad(chain_(dy, [](std::size_t) { return -1.0f; }),
-                      "neg");  // dy * -1 is exactly -dy
-  });
-  return y;
-}
-
-Tensor exp(const Tensor& a) {
-  // y = e^a          da = dy * y
-  Tensor y(unary(a.data(), [](float x) { return detail::exp_f32(x); }));
-  autograd::record("exp", y, {a}, {y}, [a, out = y.detach()](Array dy) {
-    const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i]; }), "exp");
-  });
-  return y;
-}
-
-Tensor log(const Tensor& a) {
-  // y = ln a         da = dy / a
-  Tensor y(unary(a.data(), [](float x) { return std::log(x); }));
-  autograd::record("log", y, {a}, {a}, [a](Array dy) {
-    float* g = dy.data();
-    const float* x = a.data().data();
-    for (std::size_t i = 0, n = dy.size(); i < n; ++i) g[i] = g[i] / x[i];
-    a.accumulate_grad(std::move(dy), "log");
-  });
-  return y;
-}
-
-Tensor sqrt(const Tensor& a) {
-  // y = sqrt(a)      da = dy / (2 y)
-  Tensor y(unary(a.data(), [](float x) { return std::sqrt(x); }));
-  autograd::record("sqrt", y, {a}, {y}, [a, out = y.detach()](Array dy) {
-    a.accumulate_grad(Array(dy / (2.0f * out.data())), "sqrt");
-  });
-  return y;
-}
-
-Tensor pow(const Tensor& a, double exponent) {
-  // y = a^e          da = dy * e * a^(e - 1)
-  const float e = static_cast<float>(exponent);
-  Tensor y(unary(a.data(), [e](float x) { return std::pow(x, e); }));
-  autograd::record("pow", y, {a}, {a}, [a, e](Array dy) {
-    const float* x = a.data().data();
-    a.accumulate_grad(
-        chain_(dy,
-               [x, e](std::size_t i) { return e == 0.0f ? 0.0f : e * std::pow(x[i], e - 1.0f); }),
-        "pow");
-  });
-  return y;
-}
-
-Tensor tanh(const Tensor& a) {
-  // y = tanh(a)      da = dy * (1 - y^2)
-  Tensor y(unary(a.data(), [](float x) { return std::tanh(x); }));
-  autograd::record("tanh", y, {a}, {y}, [a, out = y.detach()](Array dy) {
-    const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return 1.0f - py[i] * py[i]; }), "tanh");
-  });
-  return y;
-}
-
-Tensor relu(const Tensor& a) {
-  // y = max(a, 0)    da = dy where a > 0, else 0
-  Tensor y(unary(a.data(), [](float x) { return x > 0.0f ? x : 0.0f; }));
-  autograd::record("relu", y, {a}, {y}, [a, out = y.detach()](Array dy) {
-    const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] > 0.0f ? 1.0f : 0.0f; }),
-                      "relu");
-  });
-  return y;
-}
-
+// y = -a           da = -dy
+Tensor neg(const Tensor& a) { return unary("neg", UnaryOp::neg, a); }
+// y = e^a          da = dy * y
+Tensor exp(const Tensor& a) { return unary("exp", UnaryOp::exp, a, 0.0f, Saves::output); }
+// y = ln a         da = dy / a
+Tensor log(const Tensor& a) { return unary("log", UnaryOp::log, a, 0.0f, Saves::input); }
+// y = sqrt(a)      da = dy / (2 y)
+Tensor sqrt(const Tensor& a) { return unary("sqrt", UnaryOp::sqrt, a, 0.0f, Saves::output); }
+// y = tanh(a)      da = dy * (1 - y^2)
+Tensor tanh(const Tensor& a) { return unary("tanh", UnaryOp::tanh, a, 0.0f, Saves::output); }
+// y = max(a, 0)    da = dy where a > 0, else 0
+Tensor relu(const Tensor& a) { return unary("relu", UnaryOp::relu, a, 0.0f, Saves::output); }
+// y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
 Tensor sigmoid(const Tensor& a) {
-  // y = 1 / (1 + e^-a)    da = dy * y * (1 - y)
-  Tensor y(unary(a.data(), [](float x) { return 1.0f / (1.0f + detail::exp_f32(-x)); }));
-  autograd::record("sigmoid", y, {a}, {y}, [a, out = y.detach()](Array dy) {
-    const float* py = out.data().data();
-    a.accumulate_grad(chain_(dy, [py](std::size_t i) { return py[i] * (1.0f - py[i]); }),
-                      "sigmoid");
-  });
-  return y;
+  return unary("sigmoid", UnaryOp::sigmoid, a, 0.0f, Saves::output);
 }
 
 Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
@@ -279,15 +190,13 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
                     where, ": mask of shape ", m, " does not broadcast to the tensor's shape ", s);
   const float v = static_cast<float>(value);
   const auto full_mask = std::make_shared<const xt::xarray<bool>>(xt::broadcast(mask, s));
-  Array out = a.data();
-  for (std::size_t i = 0, n = out.size(); i < n; ++i)
-    if (full_mask->data()[i]) out.data()[i] = v;
+  const ElementwiseKernels* kernel = kernels_in_use();
+  Array out = Array::from_shape(s);
+  kernel->masked_fill(a.data().data(), full_mask->data(), v, out.data(), out.size());
   Tensor y(std::move(out));
-  autograd::record("masked_fill", y, {a}, {}, [a, full_mask](Array dy) {
-    Array da = dy;
-    for (std::size_t i = 0, n = da.size(); i < n; ++i)
-      if (full_mask->data()[i]) da.data()[i] = 0.0f;
-    a.accumulate_grad(std::move(da), "masked_fill");
+  autograd::record("masked_fill", y, {a}, {}, [a, full_mask, kernel](Array dy) {
+    kernel->masked_fill(dy.data(), full_mask->data(), 0.0f, dy.data(), dy.size());  // dy becomes da
+    a.accumulate_grad(std::move(dy), "masked_fill");
   });
   return y;
 }

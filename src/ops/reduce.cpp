@@ -6,6 +6,8 @@
 // them afterwards changes the shape, not the order of the data. Backward broadcasts dy back over
 // the reduced dimensions. max() over all elements shares its gradient evenly among tied maxima;
 // max(dim) sends it to the first index holding the maximum (what argmax returns), as PyTorch does.
+// The loops are in the kernels: reduce_reference.cpp (read it first) and reduce_fast.cpp, picked
+// for the CPU by kernels::reduce_kernels() (docs/kernels.md); they add in the same order.
 #include "tapegrad/ops/reduce.hpp"
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
+#include "reduce_kernels.hpp"
 #include "strided.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
@@ -21,8 +24,7 @@ namespace tapegrad::ops {
 
 Tensor sum(const Tensor& a) {
   // y = sum_i a_i            da_i = dy
-  double total = 0.0;
-  for (float v : a.data()) total += v;
+  const double total = kernels::reduce_kernels().sum(a.data().data(), a.numel());
   Array out = Array::from_shape({});
   out() = static_cast<float>(total);
   Tensor y(std::move(out));
@@ -36,8 +38,7 @@ Tensor sum(const Tensor& a) {
 
 Tensor mean(const Tensor& a) {
   // y = sum_i a_i / n        da_i = dy / n
-  double total = 0.0;
-  for (float v : a.data()) total += v;
+  const double total = kernels::reduce_kernels().sum(a.data().data(), a.numel());
   const double n = static_cast<double>(a.numel());
   Array out = Array::from_shape({});
   out() = static_cast<float>(total / n);
@@ -96,8 +97,9 @@ Reduction plan_reduction(const std::string& op, const Shape& in,
 // y = sum (or mean) of a over the planned dimensions.
 Array reduce_sum(const Array& a, const Reduction& r, bool mean) {
   std::vector<double> acc(r.out_size, 0.0);
-  const float* pa = a.data();
-  detail::walk(a.shape(), r.out_strides, [&](std::size_t i, std::size_t o) { acc[o] += pa[i]; });
+  const std::vector<std::size_t> shape(a.shape().begin(), a.shape().end());
+  kernels::reduce_kernels().sum_dims(a.data(), shape.data(), r.out_strides.data(), shape.size(),
+                                     acc.data());
   Array out = Array::from_shape(r.out_shape);
   for (std::size_t o = 0; o < r.out_size; ++o)
     out.data()[o] = static_cast<float>(mean ? acc[o] / r.count : acc[o]);
@@ -154,11 +156,10 @@ Tensor max(const Tensor& a) {
                     "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                     "the reduction dim with the 'dim' argument. | ",
                     autograd::where("max"), ": expected a non-empty tensor, got shape ", a.shape());
-  const float* pa = a.data().data();
   const std::size_t n = a.numel();
-  float best = pa[0];
-  for (std::size_t i = 1; i < n && !std::isnan(best); ++i)
-    if (pa[i] > best || std::isnan(pa[i])) best = pa[i];
+  float best;
+  std::int64_t at;
+  kernels::reduce_kernels().max_along(a.data().data(), 1, n, 1, &best, &at);
   Array out = Array::from_shape({});
   out() = best;
   Tensor y(std::move(out));
@@ -200,23 +201,6 @@ AlongDim plan_along(const char* op, const Shape& in, std::int64_t dim, bool keep
   return p;
 }
 
-// The largest value of each row and the first index holding it; a NaN wins (PyTorch propagates it).
-void max_along(const Array& a, const AlongDim& p, float* values, std::int64_t* indices) {
-  const float* pa = a.data();
-  for (std::size_t o = 0; o < p.outer; ++o)
-    for (std::size_t i = 0; i < p.inner; ++i) {
-      const float* x = pa + o * p.n * p.inner + i;
-      float best = x[0];
-      std::size_t at = 0;
-      for (std::size_t k = 1; k < p.n && !std::isnan(best); ++k)
-        if (x[k * p.inner] > best || std::isnan(x[k * p.inner])) {
-          best = x[k * p.inner];
-          at = k;
-        }
-      values[o * p.inner + i] = best;
-      indices[o * p.inner + i] = static_cast<std::int64_t>(at);
-    }
-}
 }  // namespace
 
 Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
@@ -225,7 +209,8 @@ Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
   const AlongDim p = plan_along("max", a.shape(), dim, keepdim);
   Array values = Array::from_shape(p.out_shape);
   IndexArray indices = IndexArray::from_shape(p.out_shape);
-  max_along(a.data(), p, values.data(), indices.data());
+  kernels::reduce_kernels().max_along(a.data().data(), p.outer, p.n, p.inner, values.data(),
+                                      indices.data());
   Tensor y(std::move(values));
   autograd::record("max", y, {a}, {}, [a, p, indices = std::move(indices)](Array dy) {
     Array da = xt::zeros<float>(a.shape());
@@ -243,7 +228,8 @@ IndexArray argmax(const Tensor& a, std::int64_t dim, bool keepdim) {
   const AlongDim p = plan_along("argmax", a.shape(), dim, keepdim);
   Array values = Array::from_shape(p.out_shape);
   IndexArray indices = IndexArray::from_shape(p.out_shape);
-  max_along(a.data(), p, values.data(), indices.data());
+  kernels::reduce_kernels().max_along(a.data().data(), p.outer, p.n, p.inner, values.data(),
+                                      indices.data());
   return indices;
 }
 

@@ -1,0 +1,56 @@
+// src/ops/elementwise_kernels.hpp (private to src/ops)
+//
+// The elementwise ops' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
+// reference in elementwise_reference.cpp, the fast ones compiled from elementwise_fast.cpp. Many
+// small ops share two loop shapes, so four of the table's entries take the op to run as an enum. The ops (elementwise.cpp) check, allocate, call them, and record backwards that call
+// the same table. Binary kernels see operands of one shape (the op broadcasts other shapes
+// itself); every pointer holds n floats.
+#pragma once
+
+#include <cstddef>
+
+#include "../kernels/kernel_sets.hpp"
+
+namespace tapegrad::kernels {
+
+enum class BinaryOp { add, sub, mul, div };  ///< y = a + b, a - b, a * b, a / b
+
+/// y = f(a) with an optional scalar c: the ops with a scalar (a + c, a - c, c - a, a * c, a / c,
+/// c / a, a ^ c) and the unary ops (c unused).
+enum class UnaryOp {
+  add,
+  sub,
+  rsub,
+  mul,
+  div,
+  rdiv,
+  pow,
+  neg,
+  exp,
+  log,
+  sqrt,
+  tanh,
+  relu,
+  sigmoid
+};
+
+struct ElementwiseKernels {
+  /// y = a op b.
+  void (*binary)(BinaryOp op, const float* a, const float* b, float* y, std::size_t n);
+  /// da and db from dy (each written, not added; a null one is not computed). da may be dy
+  /// itself: each dy[i] is read before da[i] is written. add has nothing to compute.
+  void (*binary_backward)(BinaryOp op, const float* dy, const float* a, const float* b, float* da,
+                          float* db, std::size_t n);
+  /// y = op(a, c).
+  void (*unary)(UnaryOp op, const float* a, float c, float* y, std::size_t n);
+  /// dy = dy * dy/da in place (dy becomes da), from the forward's input a and output y (each
+  /// read only by the ops whose derivative needs it, may be null otherwise).
+  void (*unary_backward)(UnaryOp op, const float* a, const float* y, float c, float* dy,
+                         std::size_t n);
+  /// y = mask ? value : a (y may be a). Its backward is the same with value 0, on dy.
+  void (*masked_fill)(const float* a, const bool* mask, float value, float* y, std::size_t n);
+};
+
+TAPEGRAD_KERNEL_TABLES(ElementwiseKernels, elementwise)
+
+}  // namespace tapegrad::kernels

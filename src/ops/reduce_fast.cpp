@@ -1,0 +1,88 @@
+// src/ops/reduce_fast.cpp
+//
+// The reductions' fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
+// docs/kernels.md). The maths and the order of every sum are reduce_reference.cpp's (a double sum
+// in the order of its elements in memory), so the results are the same bits; what differs is
+// the bookkeeping:
+// - sum_dims keeps the output offset up to date like an odometer (O(1) a step) instead of
+//   recomputing it from the index with a division per dimension.
+// - sum_axis adds whole rows of `inner` elements at a time (a loop that vectorises: each output
+//   still receives its terms in the order of k), and max_along compares along a row in place.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "reduce_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "reduce_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// The formulas: reduce_reference.cpp's.
+double sum(const float* x, std::size_t n) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) total += x[i];
+  return total;
+}
+
+void sum_dims(const float* x, const std::size_t* shape, const std::size_t* out_strides,
+              std::size_t rank, double* acc) {
+  std::size_t total = 1;
+  for (std::size_t d = 0; d < rank; ++d) total *= shape[d];
+  if (total == 0) return;
+  if (rank == 0) {
+    acc[0] += x[0];
+    return;
+  }
+  const std::size_t n_last = shape[rank - 1], s_last = out_strides[rank - 1];
+  std::vector<std::size_t> index(rank, 0);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < total; i += n_last) {
+    for (std::size_t j = 0; j < n_last; ++j) acc[offset + j * s_last] += x[i + j];
+    for (std::size_t d = rank - 1; d-- > 0;) {  // carry into the dimensions before the last
+      offset += out_strides[d];
+      if (++index[d] < shape[d]) break;
+      offset -= out_strides[d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+void sum_axis(const float* x, std::size_t outer, std::size_t n, std::size_t inner, float* out) {
+  for (std::size_t o = 0; o < outer; ++o) {
+    float* acc = out + o * inner;
+    for (std::size_t j = 0; j < inner; ++j) acc[j] = 0.0f;
+    for (std::size_t k = 0; k < n; ++k) {
+      const float* row = x + (o * n + k) * inner;
+      for (std::size_t j = 0; j < inner; ++j) acc[j] += row[j];
+    }
+  }
+}
+
+void max_along(const float* x, std::size_t outer, std::size_t n, std::size_t inner, float* values,
+               std::int64_t* indices) {
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t j = 0; j < inner; ++j) {
+      const float* row = x + o * n * inner + j;
+      float best = row[0];
+      std::size_t at = 0;
+      for (std::size_t k = 1; k < n && !std::isnan(best); ++k)
+        if (row[k * inner] > best || std::isnan(row[k * inner])) {
+          best = row[k * inner];
+          at = k;
+        }
+      values[o * inner + j] = best;
+      indices[o * inner + j] = static_cast<std::int64_t>(at);
+    }
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const ReduceKernels reduce{sum, sum_dims, sum_axis, max_along};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY
