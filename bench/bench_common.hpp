@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <tapegrad/memory.hpp>
 #include <tapegrad/threads.hpp>
 
 namespace bench {
@@ -60,6 +61,7 @@ inline Args parse_args(int argc, char** argv) {
     std::exit(2);
   }
   tapegrad::set_num_threads(a.threads);
+  tapegrad::keep_freed_memory(true);  // as a training program does (memory.hpp)
   return a;
 }
 

@@ -13,7 +13,8 @@
 //     copy_task                                  # d_model 128, d_ff 512: about 1.5 minutes on one core
 //     copy_task --d-model 512 --d-ff 2048        # the tutorial's model: about 16 times the work
 //
-// Exit status: 0 when the loss fell (and, with --expect-copy, the decode is an exact copy).
+// Exit status: 0 when the loss fell (and, with --expect-copy, the decode is an exact copy), 1
+// otherwise, 2 for a bad flag or file, with one line saying which.
 #include <chrono>
 #include <ctime>
 #include <cstdlib>
@@ -25,6 +26,9 @@
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
+
+#include "common/checked_main.hpp"
+#include "common/flag_checks.hpp"
 
 using namespace tapegrad;
 
@@ -105,55 +109,154 @@ double flops_per_target_token(const Settings& s) {
   return 6.0 * (double(s.layers) * (encoder + self_and_ff + source) + generator) / T;
 }
 
-std::string ids_str(const IndexArray& ids) {
+template <class Ids>
+std::string ids_str(const Ids& ids) {
   std::ostringstream os;
-  for (std::size_t i = 0; i < ids.size(); ++i) os << (i ? " " : "") << ids.data()[i];
+  for (auto it = ids.begin(); it != ids.end(); ++it) os << (it == ids.begin() ? "" : " ") << *it;
   return os.str();
 }
 
-}  // namespace
+// ---- the flags ---------------------------------------------------------------------------------
 
-int main(int argc, char** argv) {
-  std::cerr << tapegrad::environment_line() << '\n';
+// Upper bounds where a larger value could only exhaust memory or time: the tutorial's model is
+// d-model 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096
+// rows; the memory of a step is bounded as a whole by check_memory.
+Settings parse_settings(int argc, char** argv) {
+  using flags::integer_in;
+  using flags::number_in;
   Settings s;
   CLI::App app("The Annotated Transformer's copy task: train, then greedy-decode 0 1 2 ... 9");
-  app.add_option("--epochs", s.epochs, "training epochs")->check(CLI::PositiveNumber);
-  app.add_option("--batches", s.batches, "training batches per epoch")->check(CLI::PositiveNumber);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
+  app.add_option("--epochs", s.epochs, "training epochs")->check(integer_in(1, 100'000));
+  app.add_option("--batches", s.batches, "training batches per epoch")
+      ->check(integer_in(1, 1'000'000));
   app.add_option("--eval-batches", s.eval_batches, "evaluation batches per epoch")
-      ->check(CLI::NonNegativeNumber);
-  // Upper bounds where a larger value could only exhaust memory: the tutorial's model is d-model
-  // 512, d-ff 2048, 6 layers, 8 heads; these allow 8 times each, and batches of up to 4096 rows.
-  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(CLI::Range(1, 4096));
-  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(CLI::Range(1, 48));
+      ->check(integer_in(0, 1'000'000));
+  app.add_option("--batch-size", s.batch_size, "rows per batch")->check(integer_in(1, 4096));
+  app.add_option("--layers", s.layers, "encoder and decoder layers (N)")->check(integer_in(1, 48));
   app.add_option("--d-model", s.d_model, "model width (the tutorial: 512)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, 4096));
   app.add_option("--d-ff", s.d_ff, "feed-forward width (the tutorial: 2048)")
-      ->check(CLI::Range(1, 16384));
+      ->check(integer_in(1, 16384));
   app.add_option("--heads", s.heads, "attention heads (must divide d-model)")
-      ->check(CLI::Range(1, 64));
-  app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--warmup", s.warmup, "Noam warm-up steps")->check(CLI::PositiveNumber);
+      ->check(integer_in(1, 64));
+  app.add_option("--dropout", s.dropout, "dropout probability")->check(number_in(0, 1));
+  app.add_option("--warmup", s.warmup, "Noam warm-up steps")->check(integer_in(1, 10'000'000));
   app.add_option("--base-lr", s.base_lr, "Adam's lr, scaled by the Noam factor")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--smoothing", s.smoothing, "label smoothing")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", s.seed, "seed of the model's and the data's generators");
+      ->check(number_in(0, 100, flags::Ends::open_low));
+  app.add_option("--smoothing", s.smoothing, "label smoothing")->check(number_in(0, 1));
+  app.add_option("--seed", s.seed, "seed of the model's and the data's generators")
+      ->check(flags::unsigned_integer());
   app.add_option("--threads", s.threads, "threads of tapegrad's kernels (GEMMs included)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, 256));
   app.add_option("--checkpoint", s.checkpoint,
                  "where to save the trained model (empty: do not save)");
   app.add_option("--source", s.source, "the sequence to decode after training (ids in [0, vocab))")
-      ->expected(1, 1000);
-  app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding");
+      ->expected(1, 1000)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(integer_in(0, s.vocab - 1));
+  app.add_option("--start-symbol", s.start_symbol, "the first decoder input when decoding")
+      ->check(integer_in(0, s.vocab - 1));
   app.add_flag("--expect-copy", s.expect_copy,
                "exit with status 1 unless the decode is an exact copy");
-  CLI11_PARSE(app, argc, argv);
-  for (std::int64_t id : s.source)
-    if (id < 0 || id >= s.vocab) {
-      std::cerr << "--source: expected ids in [0, " << s.vocab << "), got " << id << '\n';
-      return 2;
-    }
-  set_num_threads(static_cast<int>(s.threads));  // tapegrad's pool; results do not depend on it
+  examples::parse_flags(app, argc, argv);
+  if (s.d_model % s.heads != 0)
+    throw examples::FlagError("--heads: expected a divisor of --d-model (" +
+                              std::to_string(s.d_model) + "), got " + std::to_string(s.heads));
+  return s;
+}
 
+// About the bytes a training step holds: 16 per parameter (weight, gradient, Adam's two moments),
+// 4 per activation the tape keeps (per position and layer about 40 of width d_model, 2 of width
+// d_ff and 4 attention rows per head). A step over 8 GiB is refused with the figure.
+void check_memory(const Settings& s) {
+  const double d = double(s.d_model), f = double(s.d_ff), N = double(s.layers),
+               L = double(s.seq_len), h = double(s.heads);
+  const double parameters = N * (12 * d * d + 4 * d * f) + 2 * double(s.vocab) * d;
+  const double activations = double(s.batch_size) * L * N * (40 * d + 2 * f + 4 * h * L);
+  const double gib = (16 * parameters + 4 * activations) / double(1ull << 30);
+  if (gib > 8)
+    throw examples::FlagError(
+        "--batch-size, --layers, --d-model, --d-ff: a training step would hold about " +
+        std::to_string(int(gib)) + " GiB, more than the 8 GiB this program allows itself");
+}
+
+// An epoch: `batches` training steps, then the mean loss of `eval_batches` fresh batches (eval
+// mode, no grad). Returns the training loss per token.
+double train_epoch(nn::transformer::EncoderDecoder& model,
+                   nn::transformer::LabelSmoothing& criterion, optim::Adam& opt,
+                   optim::LambdaLR& sched, const Settings& s, Generator& data_gen,
+                   std::int64_t epoch) {
+  using clock = std::chrono::steady_clock;
+  model.train();
+  double total = 0.0, tokens = 0.0;
+  const auto start = clock::now();
+  const std::clock_t cpu_start = std::clock();
+  for (std::int64_t i = 0; i < s.batches; ++i) {
+    const Batch b = random_batch(s, data_gen);
+    Tensor loss = loss_of(model, criterion, b);
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+    sched.step();
+    total += double(loss.item()) * double(b.ntokens);
+    tokens += double(b.ntokens);
+  }
+  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+  const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;  // all threads
+  const double train_loss = total / tokens;
+
+  model.eval();
+  double eval_total = 0.0, eval_tokens = 0.0;
+  {
+    autograd::NoGradGuard no_grad;
+    for (std::int64_t i = 0; i < s.eval_batches; ++i) {
+      const Batch b = random_batch(s, data_gen);
+      eval_total += double(loss_of(model, criterion, b).item()) * double(b.ntokens);
+      eval_tokens += double(b.ntokens);
+    }
+  }
+  std::cout << "epoch " << std::setw(3) << epoch + 1 << " | train loss " << std::fixed
+            << std::setprecision(4) << train_loss << " | eval loss "
+            << (eval_tokens > 0 ? eval_total / eval_tokens : 0.0) << " | tokens/s "
+            << std::setprecision(1) << tokens / seconds << " | cpu s " << std::setprecision(2)
+            << cpu_seconds << " | lr " << std::scientific << std::setprecision(2)
+            << sched.get_last_lr()[0] << std::defaultfloat << std::endl;
+  return train_loss;
+}
+
+// The tutorial decodes with an all-true source mask, even though 0 is the padding id.
+IndexArray decode(nn::transformer::EncoderDecoder& model, const Settings& s) {
+  model.eval();
+  const std::size_t L = s.source.size();
+  IndexArray src = IndexArray::from_shape({1, L});
+  std::copy(s.source.begin(), s.source.end(), src.begin());
+  const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, L});
+  return nn::transformer::greedy_decode(model, src, src_mask, static_cast<std::int64_t>(L),
+                                        s.start_symbol);
+}
+
+// Saves the state dict under PyTorch's keys (F32, written atomically), then proves that the file
+// holds the whole model: a fresh one (another seed) loads it and decodes exactly the same.
+bool save_and_reload(nn::transformer::EncoderDecoder& model,
+                     const nn::transformer::TransformerOptions& options, const Settings& s,
+                     const IndexArray& decoded) {
+  io::save(model, s.checkpoint);
+  auto reloaded = nn::transformer::make_model(s.vocab, s.vocab, options,
+                                              std::make_shared<Generator>(s.seed + 2));
+  io::load(*reloaded, s.checkpoint);  // strict: every key and shape must match
+  const bool same = decode(*reloaded, s) == decoded;
+  std::cout << "saved " << s.checkpoint
+            << (same ? "; a fresh model loaded from it decodes the same\n"
+                     : "; ERROR: the reloaded model decodes differently\n");
+  return same;
+}
+
+int run(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
+  const Settings s = parse_settings(argc, argv);
+  check_memory(s);
+  set_num_threads(static_cast<int>(s.threads));  // tapegrad's pool; results do not depend on it
   auto model_gen = std::make_shared<Generator>(s.seed);
   Generator data_gen(s.seed + 1);
   const auto options = nn::transformer::TransformerOptions()
@@ -177,75 +280,23 @@ int main(int argc, char** argv) {
             << std::setprecision(3) << flops_per_target_token(s) / 1e6 << std::defaultfloat
             << " MFLOP per target token\n";
 
-  using clock = std::chrono::steady_clock;
   double first_loss = 0.0, last_loss = 0.0;
   for (std::int64_t epoch = 0; epoch < s.epochs; ++epoch) {
-    model->train();
-    double total = 0.0, tokens = 0.0;
-    const auto start = clock::now();
-    const std::clock_t cpu_start = std::clock();
-    for (std::int64_t i = 0; i < s.batches; ++i) {
-      const Batch b = random_batch(s, data_gen);
-      Tensor loss = loss_of(*model, criterion, b);
-      loss.backward();
-      opt.step();
-      opt.zero_grad();
-      sched.step();
-      total += double(loss.item()) * double(b.ntokens);
-      tokens += double(b.ntokens);
-    }
-    const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-    const double cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;  // all threads
-    const double train_loss = total / tokens;
-
-    model->eval();
-    double eval_total = 0.0, eval_tokens = 0.0;
-    {
-      autograd::NoGradGuard no_grad;
-      for (std::int64_t i = 0; i < s.eval_batches; ++i) {
-        const Batch b = random_batch(s, data_gen);
-        eval_total += double(loss_of(*model, criterion, b).item()) * double(b.ntokens);
-        eval_tokens += double(b.ntokens);
-      }
-    }
-    if (epoch == 0) first_loss = train_loss;
-    last_loss = train_loss;
-    std::cout << "epoch " << std::setw(3) << epoch + 1 << " | train loss " << std::fixed
-              << std::setprecision(4) << train_loss << " | eval loss "
-              << (eval_tokens > 0 ? eval_total / eval_tokens : 0.0) << " | tokens/s "
-              << std::setprecision(1) << tokens / seconds << " | cpu s " << std::setprecision(2)
-              << cpu_seconds << " | lr " << std::scientific << std::setprecision(2)
-              << sched.get_last_lr()[0] << std::defaultfloat << std::endl;
+    last_loss = train_epoch(*model, criterion, opt, sched, s, data_gen, epoch);
+    if (epoch == 0) first_loss = last_loss;
   }
-
-  // The tutorial decodes with an all-true source mask, even though 0 is the padding id.
-  model->eval();
-  const std::size_t L = s.source.size();
-  IndexArray src = IndexArray::from_shape({1, L});
-  std::copy(s.source.begin(), s.source.end(), src.begin());
-  const Mask src_mask = xt::ones<bool>({std::size_t{1}, std::size_t{1}, L});
-  const IndexArray decoded = nn::transformer::greedy_decode(
-      *model, src, src_mask, static_cast<std::int64_t>(L), s.start_symbol);
-  const bool exact = decoded == src;
-  std::cout << "source : " << ids_str(src) << "\ndecoded: " << ids_str(decoded)
+  const IndexArray decoded = decode(*model, s);
+  const bool exact = std::equal(s.source.begin(), s.source.end(), decoded.begin(), decoded.end());
+  std::cout << "source : " << ids_str(s.source) << "\ndecoded: " << ids_str(decoded)
             << (exact ? "  (exact copy)" : "  (not a copy)") << '\n';
-  if (!s.checkpoint.empty()) {
-    io::save(*model, s.checkpoint);  // the state dict under PyTorch's keys, F32, written atomically
-    // Proof that the file holds the whole model: a fresh one (another seed) loads it and decodes
-    // exactly the same.
-    auto reloaded = nn::transformer::make_model(s.vocab, s.vocab, options,
-                                                std::make_shared<Generator>(s.seed + 2));
-    io::load(*reloaded, s.checkpoint);  // strict: every key and shape must match
-    reloaded->eval();
-    const bool same =
-        nn::transformer::greedy_decode(*reloaded, src, src_mask, static_cast<std::int64_t>(L),
-                                       s.start_symbol) == decoded;
-    std::cout << "saved " << s.checkpoint
-              << (same ? "; a fresh model loaded from it decodes the same\n"
-                       : "; ERROR: the reloaded model decodes differently\n");
-    if (!same) return 1;
-  }
+  if (!s.checkpoint.empty() && !save_and_reload(*model, options, s, decoded)) return 1;
   const bool fell = last_loss < first_loss;
   if (!fell) std::cerr << "the loss did not fall: " << first_loss << " -> " << last_loss << '\n';
   return fell && (exact || !s.expect_copy) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::checked_main("copy_task", [&] { return run(argc, argv); });
 }

@@ -14,6 +14,8 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 using namespace tapegrad;
 
 constexpr std::int64_t kVocab = 11, kDModel = 16, kPad = 0, kRows = 16, kLength = 12, kSteps = 200;
@@ -50,8 +52,8 @@ IndexArray random_batch(Generator& gen) {
   return ids;
 }
 
-int main() {
-  std::cerr << tapegrad::environment_line() << '\n';
+namespace {
+int run() {
   manual_seed(0);  // the same run, bit for bit, every time
   TinyLM model;
   std::cout << model << '\n';
@@ -109,3 +111,6 @@ int main() {
   std::printf("%s the loss fell below half of where it started\n", learned ? "ok  " : "FAIL");
   return every_word_moved && pad_is_zero && pe_unchanged && learned ? 0 : 1;
 }
+}  // namespace
+
+int main() { return examples::checked_main("first_training", run); }

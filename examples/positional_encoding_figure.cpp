@@ -13,25 +13,30 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+#include "common/flag_checks.hpp"
+
 using namespace tapegrad;
 
-int main(int argc, char** argv) {
-  std::cerr << tapegrad::environment_line() << '\n';
+namespace {
+int run(int argc, char** argv) {
   CLI::App app("Writes the tutorials' positional-encoding figure data as CSV");
   std::string out_path;
   std::int64_t d_model = 20, positions = 100, first_dim = 4, last_dim = 7;
   app.add_option("--out", out_path, "CSV file to write (default: standard output)");
-  app.add_option("--d-model", d_model, "width of the encoding")->check(CLI::PositiveNumber);
-  app.add_option("--positions", positions, "number of positions")->check(CLI::PositiveNumber);
+  app.add_option("--d-model", d_model, "width of the encoding")->check(flags::integer_in(1, 4096));
+  app.add_option("--positions", positions, "number of positions")
+      ->check(flags::integer_in(1, 10000));
   app.add_option("--first-dim", first_dim, "first dimension plotted")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--last-dim", last_dim, "last dimension plotted")->check(CLI::NonNegativeNumber);
-  CLI11_PARSE(app, argc, argv);
-  if (first_dim > last_dim || last_dim >= d_model) {
-    std::cerr << "expected first-dim <= last-dim < d-model, got " << first_dim << ", " << last_dim
-              << ", " << d_model << '\n';
-    return 2;
-  }
+      ->check(flags::integer_in(0, 100000));
+  app.add_option("--last-dim", last_dim, "last dimension plotted")
+      ->check(flags::integer_in(0, 100000));
+  examples::parse_flags(app, argc, argv);
+  if (first_dim > last_dim || last_dim >= d_model)
+    throw examples::FlagError(
+        "--first-dim, --last-dim: expected first-dim <= last-dim < d-model, got " +
+        std::to_string(first_dim) + ", " + std::to_string(last_dim) + ", " +
+        std::to_string(d_model));
 
   nn::PositionalEncoding pe(d_model, /*dropout=*/0.0, /*max_len=*/positions);
   pe.eval();
@@ -41,6 +46,8 @@ int main(int argc, char** argv) {
 
   std::ofstream file;
   if (!out_path.empty()) file.open(out_path);
+  if (!out_path.empty() && !file)
+    throw examples::FlagError("--out: cannot write '" + out_path + "'");
   std::ostream& csv = out_path.empty() ? std::cout : file;
   csv.precision(9);
   csv << "position";
@@ -58,4 +65,9 @@ int main(int argc, char** argv) {
             << ", fingerprint 0x" << std::hex << pe.fingerprint() << std::dec
             << ", verify() passed\n";
   return csv.good() ? 0 : 1;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::checked_main("positional_encoding_figure", [&] { return run(argc, argv); });
 }

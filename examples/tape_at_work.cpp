@@ -5,10 +5,12 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 using namespace tapegrad;
 
-int main() {
-  std::cerr << tapegrad::environment_line() << '\n';
+namespace {
+int run() {
   Parameter w(Array{0.5f, -1.0f, 2.0f});  // a leaf that requires grad
   Tensor x(Array{1.0f, 2.0f, 3.0f});      // data: no gradient
   Tensor y = ops::tanh(w * x);            // tape: #0 mul, #1 tanh
@@ -25,3 +27,6 @@ int main() {
   std::cout << check << '\n';  // "gradcheck passed (3 elements)"
   return check.ok && autograd::tape().empty() ? 0 : 1;
 }
+}  // namespace
+
+int main() { return examples::checked_main("tape_at_work", run); }

@@ -20,6 +20,8 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
+
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
 #include "toy_training/model.hpp"
@@ -53,8 +55,8 @@ void print_batch(const Language& lang, const Batch& batch) {
 
 }  // namespace
 
-int main() {
-  std::cerr << tapegrad::environment_line() << '\n';
+namespace {
+int run() {
   // A tiny version of toy_training's model, so that every shape fits on a line.
   const Language lang(/*vocab=*/7, /*synonyms=*/3);  // <pad>, A1 A2 A3, B1 B2 B3
   ToyModel model(
@@ -68,7 +70,8 @@ int main() {
   // ---- forward: every op records one entry, owned by the tensor it produced ----
   const Tensor logits = model.forward(batch.ids);
   const Tensor loss = criterion.forward(logits, flat(batch.targets));
-  std::cout << "\nThe forward recorded this tape; backward() will replay it from the bottom up:\n"
+  std::cout << "\nThe forward recorded this tape, printed newest entry first, the order in which "
+               "backward() will replay it:\n"
             << autograd::tape() << "loss = " << loss.item() << "\n";
   const std::size_t recorded = autograd::tape_of(loss).size();
 
@@ -122,3 +125,6 @@ int main() {
                    : "UNEXPECTED: see the tables above.\n");
   return ok ? 0 : 1;
 }
+}  // namespace
+
+int main() { return examples::checked_main("tape_of_a_training_step", run); }

@@ -34,6 +34,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "common/checked_main.hpp"
 #include "toy_training/checkpoint.hpp"
 #include "toy_training/language.hpp"
 #include "toy_training/measure.hpp"
@@ -181,6 +182,7 @@ void describe(const Settings& s, const Language& lang, const ToyModel& model,
 }
 
 int run(Settings s, const std::set<std::string>& given) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
   set_num_threads(s.threads);  // tapegrad's pool; results do not depend on it
   std::optional<io::SafetensorsFile> saved;
   if (!s.resume.empty()) saved = read_resume_file(s, given);
@@ -220,27 +222,19 @@ int run(Settings s, const std::set<std::string>& given) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::cerr << tapegrad::environment_line() << '\n';
-  CLI::App app(
-      "Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and "
-      "shows, with measured facts, that the embeddings learn while the positional encoding stays "
-      "fixed. Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
-  Settings settings;
-  add_flags(app, settings);
-  try {
-    app.parse(argc, argv);
+  return examples::checked_main("toy_training", [&] {
+    CLI::App app(
+        "Trains the tutorials' Embeddings -> PositionalEncoding -> Linear on a toy language and "
+        "shows, with measured facts, that the embeddings learn while the positional encoding "
+        "stays fixed. Exit status: 0 if every claim holds, 1 if one does not, 2 for an error.");
+    Settings settings;
+    add_flags(app, settings);
+    examples::parse_flags(app, argc, argv);
     check_settings(settings);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  if (settings.checkpoint.empty()) settings.checkpoint = settings.out + "/checkpoint.safetensors";
-  std::set<std::string> given;  // the flags on the command line, for --resume
-  for (const CLI::Option* option : app.get_options())
-    if (option->count() > 0) given.insert(option->get_name());
-  try {
+    if (settings.checkpoint.empty()) settings.checkpoint = settings.out + "/checkpoint.safetensors";
+    std::set<std::string> given;  // the flags on the command line, for --resume
+    for (const CLI::Option* option : app.get_options())
+      if (option->count() > 0) given.insert(option->get_name());
     return run(settings, given);
-  } catch (const std::exception& e) {
-    std::cerr << "toy_training: " << e.what() << '\n';
-    return 2;
-  }
+  });
 }

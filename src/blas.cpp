@@ -38,7 +38,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The CPU's name from CPUID ("AMD EPYC 9R14 96-Core Processor"), or "this CPU".
+// The CPU's name from CPUID ("AMD EPYC 9R14 96-Core Processor"), or "unknown".
 std::string cpu_name() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned int regs[12] = {};
@@ -52,7 +52,7 @@ std::string cpu_name() {
     if (first != std::string::npos) return name.substr(first, last - first + 1);
   }
 #endif
-  return "this CPU";
+  return "unknown";
 }
 
 bool one_of(const std::string& core, std::initializer_list<const char*> cores) {
@@ -87,7 +87,7 @@ std::string blas_core_warning() {
   if (fix == nullptr) return "";
   std::ostringstream os;
   os << "tapegrad: warning: OpenBLAS " << blas_info().version << " runs its " << core
-     << " kernels, but " << cpu_name() << " can run "
+     << " kernels, but this CPU (" << cpu_name() << ") can run its "
      << (best == CpuCapability::avx512 ? "AVX-512" : "AVX2")
      << " ones: matrix products may be several times slower. Run with OPENBLAS_CORETYPE=" << fix
      << " (silence this with TAPEGRAD_QUIET_BLAS=1 or tapegrad::set_blas_warning(false))";

@@ -11,12 +11,10 @@
 namespace tapegrad {
 
 namespace {
-std::atomic<bool> chosen{false};  // by keep_freed_memory() or by the default policy
 std::atomic<bool> keeping{false};
 }  // namespace
 
 void keep_freed_memory(bool keep) {
-  chosen = true;
 #if defined(__GLIBC__)
   if (keep) {
     mallopt(M_MMAP_MAX, 0);              // no block comes from (or goes back to) its own mmap
@@ -34,11 +32,5 @@ void keep_freed_memory(bool keep) {
 }
 
 bool keeps_freed_memory() { return keeping; }
-
-namespace detail {
-void apply_default_memory_policy() {
-  if (!chosen.exchange(true)) keep_freed_memory(true);
-}
-}  // namespace detail
 
 }  // namespace tapegrad

@@ -14,7 +14,6 @@
 
 #include "autograd/engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/memory.hpp"
 #include "tapegrad/sizes.hpp"
 #include "tensor_impl.hpp"
 
@@ -29,8 +28,6 @@ void check_defined(const std::shared_ptr<TensorImpl>& impl) {
 }  // namespace
 
 Tensor::Tensor(Array data, bool requires_grad) {
-  static const bool policy_applied = (detail::apply_default_memory_policy(), true);  // memory.hpp
-  (void)policy_applied;
   // An array made with sizes that multiply past 2^63 holds a wrapped-around number of elements
   // (xtensor does not check): refuse it before anything reads it.
   std::size_t numel = 0;
@@ -219,6 +216,22 @@ void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
   }
 }
 
+namespace autograd::detail {
+bool take_pending_dense(TensorImpl& t) {
+  if (t.sparse_grad) {
+    Array dense = t.sparse_grad->to_dense();
+    if (t.grad) dense += *t.grad;
+    t.grad = std::move(dense);
+    t.sparse_grad.reset();
+  }
+  return t.grad.has_value();
+}
+void drop_pending(TensorImpl& t) {
+  t.grad.reset();
+  t.sparse_grad.reset();
+}
+}  // namespace autograd::detail
+
 void Tensor::zero_grad(bool set_to_none) const {
   if (impl_ == nullptr) return;
   if (set_to_none) {
@@ -258,30 +271,6 @@ void Tensor::backward(Array grad_output, bool retain_graph) const {
   check<ShapeError>(grad_output.shape() == shape(), "backward: expected grad_output of shape ",
                     shape(), " (the tensor's), got ", grad_output.shape());
   autograd::detail::backward(*this, std::move(grad_output), retain_graph);
-}
-
-std::size_t Tensor::register_post_accumulate_grad_hook(
-    std::function<void(const Tensor&)> hook) const {
-  check_defined(impl_);
-  check<AutogradError>(impl_->is_leaf(),
-                       "post accumulate grad hooks cannot be registered on non-leaf tensors | "
-                       "register_post_accumulate_grad_hook: expected a leaf, got the output of '",
-                       impl_->producer(), "'");
-  check<ValueError>(static_cast<bool>(hook),
-                    "register_post_accumulate_grad_hook: expected a callable, got an empty one");
-  static std::atomic<std::size_t> next_id{1};
-  const std::size_t id = next_id++;
-  impl_->hooks.emplace_back(id, std::move(hook));
-  return id;
-}
-
-void Tensor::remove_hook(std::size_t id) const {
-  check_defined(impl_);
-  auto& hooks = impl_->hooks;
-  const auto it =
-      std::find_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; });
-  if (it == hooks.end()) fail<ValueError>("remove_hook: ", describe(), " has no hook with id ", id);
-  hooks.erase(it);
 }
 
 Tensor Tensor::clone() const {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/autograd/detail/entry.hpp"
+#include "tapegrad/autograd/record.hpp"
 #include "tapegrad/detail/object_cache.hpp"
 #include "tapegrad/tensor.hpp"
 

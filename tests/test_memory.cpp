@@ -30,8 +30,15 @@ long faults_of_a_buffer(std::size_t mib) {
 
 TEST_SUITE("memory") {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)  // ASan brings its own allocator
-  TEST_CASE("by default a freed large buffer is reused without faulting its pages in again") {
-    Tensor first(Array{1.f});  // the default policy applies at the first tensor
+  TEST_CASE("making tensors changes no allocator setting: glibc's defaults stay until asked") {
+    Tensor first(Array{1.f});
+    faults_of_a_buffer(96);
+    CHECK_FALSE(keeps_freed_memory());
+    CHECK(faults_of_a_buffer(96) > 96 * 128);  // mmap'ed afresh: its pages fault in again
+  }
+
+  TEST_CASE("after keep_freed_memory(true) a freed large buffer is reused without faulting") {
+    keep_freed_memory(true);
     CHECK(keeps_freed_memory());
     faults_of_a_buffer(64);               // the heap grows once
     CHECK(faults_of_a_buffer(64) < 256);  // then the same pages are reused

@@ -2,20 +2,24 @@
 // GPT" (4 layers, 4 heads, width 128, context 64) on Debian's fortunes, or on any UTF-8 text.
 //
 //     gpt                                      # the baby GPT, 2,000 steps, a few minutes on one core
-//     gpt --pos sinusoidal                     # the seeds' sinusoidal positions instead of learned ones
+//     gpt --pos rope --norm rmsnorm --mlp swiglu   # LLaMA's pieces in the same block
 //     gpt --data shakespeare.txt --out run2    # your own text
 //     gpt --resume                             # continue an interrupted run, bit for bit
 //     mpirun -np 2 gpt                         # data-parallel on 2 processes, 12 windows each
 //
-// The recipe (nanoGPT's train.py): random windows of the training text (text_data.hpp), the mean
+// The recipe (nanoGPT's train.py): random windows of the training text (tapegrad::data), the mean
 // cross-entropy of every next character, AdamW (betas 0.9, 0.99; weight decay 0.1 on the matrices
 // only, GPT::parameter_groups), gradients clipped to norm 1, the learning rate warmed up linearly
 // for 100 steps, then cosine-decayed from 1e-3 to 1e-4 (optim::cosine_with_warmup). Every
 // --eval-every steps it measures the loss on a fixed set of validation windows and writes the
-// checkpoint (OUT/last.safetensors, and OUT/best.safetensors when the validation loss is the
-// lowest yet): model, optimizer, schedule, generators and history, so --resume continues exactly.
-// At the end: the loss picture and the attention heatmaps (gnuplot), a sample of generated text
-// and one line "gpt result: ..." for bench/gpt_compare.
+// checkpoint (OUT/last.safetensors, and OUT/best.safetensors when the validation loss is lower than
+// the one best.safetensors holds, from this run or an earlier one): model, optimizer, schedule,
+// generators and history, so --resume continues exactly. At the end: the loss picture and the
+// attention heatmaps (gnuplot), a sample of generated text and one line "gpt result: ..." for
+// bench/gpt_compare.
+//
+// main() reads as train.py does, one named step after another: the flags, the data, the model and
+// its optimizer, the checkpoint to resume, the training loop, what the run shows.
 //
 // On several processes (`mpirun -np N gpt ...`, when tapegrad was built with MPI): every rank
 // holds the whole model and trains on its own --batch-size windows of each step's N * B, which
@@ -26,13 +30,17 @@
 // them (with N' ranks, each step then trains on N' * B windows).
 //
 // Exit status: 0 when the validation loss fell below its value before training, 1 otherwise;
-// 2 for bad flags or data.
+// 2 for bad flags, data or files, with one line saying which (examples/common/checked_main.hpp).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -43,13 +51,21 @@
 #include <tapegrad/distributed.hpp>
 #endif
 
+#include "../common/checked_main.hpp"
+#include "../common/flag_checks.hpp"
+#include "model_notes.hpp"
+#include "model_size.hpp"
 #include "run_files.hpp"
+#include "run_folder.hpp"
+#include "text_files.hpp"
 
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
 namespace fs = std::filesystem;
 
 namespace {
+
+// ---- the settings ------------------------------------------------------------------------------
 
 struct Settings {
   std::vector<std::string> data;
@@ -61,36 +77,275 @@ struct Settings {
          dropout = 0.0;
   double val_fraction = 0.1;
   std::uint64_t seed = 0, split_seed = 0;
-  std::string pos = "learned", gelu = "none", out = "gpt_out";
+  std::string pos = "learned", norm = "layernorm", mlp = "gelu", gelu = "none", out = "gpt_out";
   bool resume = false, quiet = false, check_in_sync = false;
 };
 
-std::string fixed(double x, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
+using flags::Ends;
+using flags::integer_in;
+using flags::number_in;
+using gpt::Limits;
+
+void add_model_flags(CLI::App& app, Settings& s) {
+  app.add_option("--block-size", s.block_size, "context length in characters")
+      ->check(integer_in(1, Limits::kMaxBlockSize));
+  app.add_option("--n-layer", s.n_layer, "Transformer blocks")
+      ->check(integer_in(1, Limits::kMaxLayers));
+  app.add_option("--n-head", s.n_head, "attention heads (must divide --n-embd)")
+      ->check(integer_in(1, Limits::kMaxHeads));
+  app.add_option("--n-embd", s.n_embd, "model width")->check(integer_in(1, Limits::kMaxWidth));
+  app.add_option("--dropout", s.dropout, "dropout probability")->check(number_in(0, 1));
+  app.add_option("--pos", s.pos, "positions: learned (GPT-2), sinusoidal, rope (rotary, LLaMA)")
+      ->check(flags::one_of({"learned", "sinusoidal", "rope"}));
+  app.add_option("--norm", s.norm, "the blocks' norm: layernorm (GPT-2) or rmsnorm (LLaMA)")
+      ->check(flags::one_of({"layernorm", "rmsnorm"}));
+  app.add_option("--mlp", s.mlp, "the blocks' MLP: gelu (GPT-2) or swiglu (LLaMA)")
+      ->check(flags::one_of({"gelu", "swiglu"}));
+  app.add_option("--gelu", s.gelu, "GELU form of --mlp gelu")
+      ->check(flags::one_of({"none", "tanh"}));
 }
 
-std::string duration(double seconds) {
-  if (seconds < 60) return fixed(seconds, seconds < 10 ? 1 : 0) + " s";
-  const auto s = static_cast<std::int64_t>(seconds + 0.5);
-  std::ostringstream os;
-  os << s / 60 << " min " << std::setw(2) << std::setfill('0') << s % 60 << " s";
-  return os.str();
+// The upper bounds stop values that could only exhaust memory or time; the memory a step needs
+// is bounded as a whole once the model's sizes are known (model_size.hpp).
+void add_training_flags(CLI::App& app, Settings& s) {
+  app.add_option("--steps", s.steps, "training steps (the schedule decays over them)")
+      ->check(integer_in(1, 10'000'000));
+  app.add_option("--batch-size", s.batch_size, "windows per step (per rank under mpirun)")
+      ->check(integer_in(1, 65536));
+  app.add_option("--lr", s.lr, "peak learning rate, after the warm-up")
+      ->check(number_in(0, 10, Ends::open_low));
+  app.add_option("--min-lr", s.min_lr, "learning rate at the end of the cosine decay (<= --lr)")
+      ->check(number_in(0, 10));
+  app.add_option("--warmup", s.warmup, "linear warm-up steps (at most --steps - 1 are used)")
+      ->check(integer_in(0, 10'000'000));
+  app.add_option("--beta1", s.beta1, "AdamW beta1")->check(number_in(0, 1, Ends::open_high));
+  app.add_option("--beta2", s.beta2, "AdamW beta2")->check(number_in(0, 1, Ends::open_high));
+  app.add_option("--weight-decay", s.weight_decay, "AdamW decoupled weight decay of the matrices")
+      ->check(number_in(0, 100));
+  app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")->check(number_in(0, 1e6));
+  app.add_option("--seed", s.seed, "seed of the initial weights, dropout and batches")
+      ->check(flags::unsigned_integer());
+  app.add_option("--threads", s.threads,
+                 "threads of tapegrad's kernels (results do not depend on it)")
+      ->check(integer_in(1, 256));
 }
+
+void add_run_flags(CLI::App& app, Settings& s) {
+  app.add_option("--data", s.data,
+                 "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
+      ->check(number_in(0, 1, Ends::open));
+  app.add_option("--split-seed", s.split_seed,
+                 "seed of the train/validation split and the validation windows")
+      ->check(flags::unsigned_integer());
+  app.add_option("--eval-every", s.eval_every,
+                 "steps between validations and checkpoints (default: 250, or --steps / 8 for "
+                 "shorter runs, so that the curve has points)")
+      ->check(integer_in(1, 10'000'000));
+  app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
+      ->check(integer_in(1, 100'000));
+  app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
+  app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
+  app.add_option("--stop-after", s.stop_after,
+                 "stop after this step (checkpoint saved), to --resume later")
+      ->check(integer_in(0, 10'000'000));
+  app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")
+      ->check(integer_in(0, 100'000));
+  app.add_flag("--quiet", s.quiet, "no progress lines");
+  app.add_flag(
+      "--check-in-sync", s.check_in_sync,
+      "under mpirun: after every backward, check that every rank holds the same bits (slower)");
+}
+
+// The flags, checked one by one and then together; a warm-up longer than the run is clamped.
+Settings parse_settings(int argc, char** argv) {
+  Settings s;
+  CLI::App app(
+      "Train a small GPT on real text, one character at a time (nanoGPT's baby GPT on Debian's "
+      "fortunes)");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
+  add_model_flags(app, s);
+  add_training_flags(app, s);
+  add_run_flags(app, s);
+  examples::parse_flags(app, argc, argv);
+  if (s.min_lr > s.lr)
+    throw examples::FlagError("--min-lr: expected at most --lr (" + flags::number_text(s.lr) +
+                              "), got " + flags::number_text(s.min_lr));
+  if (s.n_embd % s.n_head != 0)
+    throw examples::FlagError("--n-head: expected a divisor of --n-embd (" +
+                              std::to_string(s.n_embd) + "), got " + std::to_string(s.n_head));
+  if (s.pos == "rope" && (s.n_embd / s.n_head) % 2 != 0)
+    throw examples::FlagError("--pos rope: expected an even head size --n-embd / --n-head, got " +
+                              std::to_string(s.n_embd / s.n_head));
+  if (s.mlp == "swiglu" && s.gelu != "none")
+    throw examples::FlagError("--gelu: it chooses the GELU of --mlp gelu; --mlp swiglu has none");
+  if (s.warmup >= s.steps) {
+    std::cout << "note: --warmup " << s.warmup << " is not shorter than the run (--steps "
+              << s.steps << "): the learning rate warms up over " << s.steps - 1
+              << " steps and reaches --lr at the last one\n";
+    s.warmup = s.steps - 1;
+  }
+  if (app.get_option("--eval-every")->count() == 0)
+    s.eval_every = std::clamp<std::int64_t>(s.steps / 8, 1, s.eval_every);
+  return s;
+}
+
+// ---- the data ----------------------------------------------------------------------------------
+
+struct TextData {
+  std::vector<std::string> files;
+  data::Split split;
+  data::Vocabulary vocab;
+  std::vector<std::int64_t> train_ids, val_ids;
+  std::vector<std::size_t> val_starts;  // the fixed validation windows
+};
+
+// The files' entries (each followed by a "%" line), split by whole entries into training and
+// validation text, the vocabulary of the training text, and the fixed validation windows.
+TextData load_text(const Settings& s) {
+  TextData d;
+  d.files = s.data.empty() ? data::fortune_files() : s.data;
+  if (d.files.empty())
+    throw DataError(std::string("no text: ") + data::kFortunesDir +
+                    " has no fortune files; install Debian's fortunes (scripts/setup.sh does) or "
+                    "give --data FILE...");
+  gpt::check_text_files(d.files);
+  const std::vector<std::u32string> entries = data::read_entries(d.files);
+  if (entries.size() < 2)
+    throw DataError(
+        "--data: expected text of at least 2 entries (separated by '%' lines or "
+        "blank lines), got " +
+        std::to_string(entries.size()));
+  d.split = data::split_entries(entries, s.val_fraction, s.split_seed);
+  const std::u32string train_text = data::join_entries(d.split.train),
+                       val_text = data::join_entries(d.split.val);
+  d.vocab = data::Vocabulary(train_text);
+  d.train_ids = d.vocab.encode(train_text);
+  d.val_ids = d.vocab.encode(val_text);
+  const auto T = std::size_t(s.block_size);
+  if (d.train_ids.size() <= T || d.val_ids.size() <= T)
+    throw DataError("--block-size " + std::to_string(T) + ": the training text (" +
+                    std::to_string(d.train_ids.size()) + " characters) and the validation text (" +
+                    std::to_string(d.val_ids.size()) + ") must each be longer than one window");
+  Generator window_gen(s.split_seed + 1);
+  d.val_starts = data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
+  return d;
+}
+
+// ---- the model, its optimizer and schedule, the checkpoint -------------------------------------
+
+tt::GPTConfig model_config(const Settings& s, const data::Vocabulary& vocab) {
+  return tt::GPTConfig(vocab.size(), s.block_size)
+      .n_layer(s.n_layer)
+      .n_head(s.n_head)
+      .n_embd(s.n_embd)
+      .dropout(s.dropout)
+      .position(s.pos)
+      .norm(s.norm)
+      .mlp(s.mlp)
+      .gelu(s.gelu);
+}
+
+// Everything a training step changes, which the checkpoint saves. Built in place (the optimizer
+// holds the model's parameters, the checkpoint holds references to all of them).
+struct Trainer {
+  Trainer(const Settings& s, const tt::GPTConfig& config)
+      : model_gen(std::make_shared<Generator>(s.seed)),
+        data_gen(std::make_shared<Generator>(s.seed + 1)),
+        model(config, model_gen),
+        opt(optimizer_groups(s, model)),
+        sched(opt, schedule(s)),
+        ckpt(model, opt, &sched) {
+    ckpt.add_generator("model", model_gen).add_generator("data", data_gen);
+  }
+  // nanoGPT's AdamW: weight decay on the matrices only.
+  static std::vector<optim::AdamW::Group> optimizer_groups(const Settings& s, tt::GPT& model) {
+    const auto adamw =
+        optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).weight_decay(s.weight_decay);
+    const tt::ParameterGroups groups = model.parameter_groups();
+    return {{groups.decay, adamw}, {groups.no_decay, optim::AdamWOptions(adamw).weight_decay(0.0)}};
+  }
+  static optim::LambdaLR::LrLambda schedule(const Settings& s) {
+    const double min_ratio = s.min_lr / s.lr;
+    return [=, warmup = s.warmup, steps = s.steps](std::int64_t e) {
+      return optim::cosine_with_warmup(e, warmup, steps, min_ratio);
+    };
+  }
+
+  std::shared_ptr<Generator> model_gen, data_gen;
+  tt::GPT model;
+  optim::AdamW opt;
+  optim::LambdaLR sched;
+  io::TrainingCheckpoint ckpt;
+};
+
+std::unique_ptr<Trainer> build_trainer(const Settings& s, const tt::GPTConfig& config) {
+  tt::validate(config);
+  gpt::check_parameter_count(config, "--n-layer, --n-embd and the vocabulary");
+  gpt::check_training_memory(config, s.batch_size);
+  return std::make_unique<Trainer>(s, config);
+}
+
+// ---- the run's record: what the checkpoint adds to the trainer's state -------------------------
+
+struct RunRecord {
+  std::int64_t step = 0;  // steps done
+  std::vector<float> train_losses;
+  std::vector<std::pair<std::int64_t, float>> val_history;
+  double best_val = INFINITY;  // the validation loss best.safetensors holds
+  std::vector<float> step_seconds;
+  double train_seconds = 0.0;
+};
+
+void save(Trainer& t, const RunRecord& run, const std::map<std::string, std::string>& notes,
+          const gpt::RunFolder& folder, bool best) {
+  std::map<std::string, std::string> extra = notes;
+  extra["history.train"] = gpt::floats_text(run.train_losses);
+  std::vector<float> v;
+  for (const auto& [at, loss] : run.val_history) v.push_back(float(at)), v.push_back(loss);
+  extra["history.val"] = gpt::floats_text(v);
+  extra["best_val"] = gpt::best_val_text(run.best_val);
+  t.ckpt.save(folder.last.string(), {run.step, run.step, extra});
+  if (best) t.ckpt.save(folder.best.string(), {run.step, run.step, extra});
+}
+
+// --resume: the trainer's state and the run's record from OUT/last.safetensors, every part
+// checked: the notes must describe this model, the history must fit the step.
+void resume(Trainer& t, RunRecord& run, const std::map<std::string, std::string>& notes,
+            const fs::path& path) {
+  const std::string p = path.string();
+  const io::SafetensorsFile f = io::load_safetensors(p);
+  for (const auto& [key, value] : notes)
+    if (gpt::note_or_default(f, key, p) != value)
+      throw ValueError("--resume: the run in '" + p + "' was made with another " + key.substr(4) +
+                       (key == "gpt.vocab" ? " (other text)" : "") +
+                       "; start it again without --resume, or with another --out");
+  run.step = t.ckpt.restore(f, p).step;
+  run.train_losses = gpt::floats_from(gpt::note(f, "history.train", p), "'" + p + "': history");
+  if (std::int64_t(run.train_losses.size()) != run.step)
+    throw CheckpointError("'" + p + "': the note 'history.train' holds " +
+                              std::to_string(run.train_losses.size()) + " losses for " +
+                              std::to_string(run.step) + " steps",
+                          "InvalidCheckpoint");
+  run.val_history = gpt::val_history_from(gpt::note(f, "history.val", p), run.step, p);
+  run.best_val = std::min(run.best_val, gpt::best_val_from(gpt::note(f, "best_val", p), p));
+}
+
+// ---- the training loop -------------------------------------------------------------------------
 
 // The mean loss over the fixed validation windows (every target that is not <unk>), eval mode.
-double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids,
-                       const std::vector<std::size_t>& starts, std::size_t B, std::size_t T) {
+double validation_loss(tt::GPT& model, const TextData& d, std::size_t B, std::size_t T) {
   autograd::NoGradGuard no_grad;
   model.eval();
   double total = 0.0;
   std::size_t count = 0;
+  const auto& starts = d.val_starts;
   for (std::size_t i = 0; i < starts.size(); i += B) {
     const std::vector<std::size_t> chunk(
         starts.begin() + std::ptrdiff_t(i),
         starts.begin() + std::ptrdiff_t(std::min(i + B, starts.size())));
-    const data::Batch b = data::windows(val_ids, chunk, T);
+    const data::Batch b = data::windows(d.val_ids, chunk, T);
     IndexArray y = b.y;
     y.reshape({y.size()});
     const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
@@ -102,6 +357,83 @@ double validation_loss(tt::GPT& model, const std::vector<std::int64_t>& val_ids,
   model.train();
   return count ? total / double(count) : 0.0;
 }
+
+// Where and how the program speaks: rank 0 alone; lines rewritten in place (\r, ESC[K) only on a
+// terminal, plain lines in a log, a pipe or under mpirun.
+struct Console {
+  int rank = 0, world = 1;
+  bool in_place = false, quiet = false;
+  std::string clear_line() const { return in_place ? "\r\x1b[K" : ""; }
+};
+
+// One training step on this rank's windows; returns the loss of the whole step's batch.
+double train_step(Trainer& t, const TextData& d, const Settings& s, const Console& con) {
+  const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
+  // Every rank draws the step's B * world windows alike and trains on its own B of them.
+  const std::vector<std::size_t> starts =
+      data::random_starts(d.train_ids.size(), T, B * std::size_t(con.world), *t.data_gen);
+  const std::vector<std::size_t> mine(
+      starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
+      starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
+  const data::Batch b = data::windows(d.train_ids, mine, T);
+  Tensor loss = t.model.loss(b.x, b.y, data::Vocabulary::kUnk);
+  loss.backward();  // under mpirun, the gradients are averaged over the ranks here
+  if (s.clip > 0) optim::clip_grad_norm_(t.model.parameters(), s.clip);
+  t.opt.step();
+  t.opt.zero_grad();
+  t.sched.step();
+  double step_loss = loss.item();
+#ifdef TAPEGRAD_GPT_MPI
+  if (con.world > 1) step_loss = distributed::all_reduce(step_loss, distributed::ReduceOp::average);
+#endif
+  return step_loss;
+}
+
+void show_progress(const RunRecord& run, const Settings& s, const Console& con, double lr) {
+  const double per_step = run.train_seconds / double(run.step_seconds.size());
+  const std::size_t tokens = std::size_t(s.batch_size * con.world * s.block_size);
+  std::ostringstream line;
+  line << "step " << std::setw(int(std::to_string(s.steps).size())) << run.step << "/" << s.steps
+       << "  loss " << gpt::fixed(run.train_losses.back(), 4) << "  " << std::setw(7)
+       << std::int64_t(double(tokens) / per_step) << " tokens/s  lr " << std::scientific
+       << std::setprecision(2) << lr << std::defaultfloat << "  ETA "
+       << gpt::duration(per_step * double(s.steps - run.step));
+  std::cout << con.clear_line() << line.str() << (con.in_place ? "" : "\n") << std::flush;
+}
+
+void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, const Console& con,
+           const std::map<std::string, std::string>& notes, const gpt::RunFolder& folder) {
+  const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
+  const std::int64_t stop = s.stop_after > 0 ? std::min(s.stop_after, s.steps) : s.steps;
+  double shown_at = -1.0;
+  t.model.train();
+  while (run.step < stop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double lr = t.sched.get_last_lr()[0];
+    const double loss = train_step(t, d, s, con);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.train_seconds += dt;
+    run.step_seconds.push_back(float(dt));
+    run.train_losses.push_back(float(loss));
+    const std::int64_t done = ++run.step;
+    const bool show =
+        done == stop || (con.in_place ? run.train_seconds - shown_at >= 0.1
+                                      : done % std::max<std::int64_t>(1, s.steps / 10) == 0);
+    if (!con.quiet && show) shown_at = run.train_seconds, show_progress(run, s, con, lr);
+    if (con.rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
+      const double v = validation_loss(t.model, d, B, T);
+      run.val_history.emplace_back(done, float(v));
+      const bool best = v < run.best_val;
+      if (best) run.best_val = v;
+      save(t, run, notes, folder, best);
+      if (!con.quiet)
+        std::cout << con.clear_line() << "step " << done << ": validation loss " << gpt::fixed(v, 4)
+                  << (best ? " (best so far, saved)" : "") << std::endl;
+    }
+  }
+}
+
+// ---- what the run shows ------------------------------------------------------------------------
 
 // The first validation line of at least 24 characters, cut to the context (for the heatmaps).
 std::u32string attention_line(const std::vector<std::u32string>& val_entries, std::size_t T) {
@@ -117,368 +449,208 @@ std::u32string attention_line(const std::vector<std::u32string>& val_entries, st
              : val_entries.front().substr(0, std::min(val_entries.front().size(), T));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::cerr << tapegrad::environment_line() << '\n';
-#ifdef TAPEGRAD_GPT_MPI
-  // MPI only when mpirun started us: alone, the program runs as it does without MPI.
-  std::optional<distributed::Environment> mpi;
-  if (distributed::launched_by_mpirun()) mpi.emplace(argc, argv);
-  const int rank = mpi ? distributed::rank() : 0, world = mpi ? distributed::world_size() : 1;
-#else
-  const int rank = 0, world = 1;
-#endif
-  // Rank 0 speaks for the job: the other ranks' std::cout has no buffer, so what they would print
-  // is dropped (their errors, on std::cerr, still show).
-  if (rank != 0) std::cout.rdbuf(nullptr);
-  Settings s;
-  CLI::App app(
-      "Train a small GPT on real text, one character at a time (nanoGPT's baby GPT on Debian's "
-      "fortunes)");
-  app.add_option("--data", s.data,
-                 "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)");
-  app.add_option("--steps", s.steps, "training steps (the schedule decays over them)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", s.batch_size, "windows per step (per rank under mpirun)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--block-size", s.block_size, "context length in characters")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--n-layer", s.n_layer, "Transformer blocks")->check(CLI::PositiveNumber);
-  app.add_option("--n-head", s.n_head, "attention heads (must divide --n-embd)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--n-embd", s.n_embd, "model width")->check(CLI::PositiveNumber);
-  app.add_option("--dropout", s.dropout, "dropout probability")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--pos", s.pos, "position information")
-      ->check(CLI::IsMember({"learned", "sinusoidal"}));
-  app.add_option("--gelu", s.gelu, "GELU form of the MLPs")->check(CLI::IsMember({"none", "tanh"}));
-  app.add_option("--lr", s.lr, "peak learning rate, after the warm-up")->check(CLI::PositiveNumber);
-  app.add_option("--min-lr", s.min_lr, "learning rate at the end of the cosine decay")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", s.warmup, "linear warm-up steps")->check(CLI::NonNegativeNumber);
-  app.add_option("--beta1", s.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--beta2", s.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--weight-decay", s.weight_decay, "AdamW decoupled weight decay of the matrices")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-every", s.eval_every, "steps between validations and checkpoints")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", s.seed, "seed of the initial weights, dropout and batches");
-  app.add_option("--split-seed", s.split_seed,
-                 "seed of the train/validation split and the validation windows");
-  app.add_option("--threads", s.threads,
-                 "threads of tapegrad's kernels (results do not depend on it)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
-  app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
-  app.add_option("--stop-after", s.stop_after,
-                 "stop after this step (checkpoint saved), to --resume later")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--quiet", s.quiet, "no progress lines");
-  app.add_flag(
-      "--check-in-sync", s.check_in_sync,
-      "under mpirun: after every backward, check that every rank holds the same bits (slower)");
-  CLI11_PARSE(app, argc, argv);
-  if (s.warmup >= s.steps) {
-    std::cerr << "--warmup: expected fewer warm-up steps than --steps (" << s.steps << "), got "
-              << s.warmup << '\n';
-    return 2;
-  }
-  set_num_threads(static_cast<int>(s.threads));
-  const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
-  const std::size_t global_B =
-      B * std::size_t(world);  // the windows of one step, all ranks together
-
-  // ---- the data ----
-  const std::vector<std::string> files = s.data.empty() ? data::fortune_files() : s.data;
-  if (files.empty()) {
-    std::cerr << "gpt: no text: " << data::kFortunesDir
-              << " has no fortune files; install Debian's fortunes "
-              << "(scripts/setup.sh does) or give --data FILE...\n";
-    return 2;
-  }
-  data::Split split;
-  std::vector<std::int64_t> train_ids, val_ids;
-  data::Vocabulary vocab;
-  std::vector<std::size_t> val_starts;
-  try {
-    split = data::split_entries(data::read_entries(files), s.val_fraction, s.split_seed);
-    const std::u32string train_text = data::join_entries(split.train),
-                         val_text = data::join_entries(split.val);
-    vocab = data::Vocabulary(train_text);
-    train_ids = vocab.encode(train_text);
-    val_ids = vocab.encode(val_text);
-    Generator window_gen(s.split_seed + 1);
-    val_starts = data::random_starts(val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
-    if (train_ids.size() <= T)
-      throw std::runtime_error("the training text is shorter than one window");
-  } catch (const std::exception& e) {
-    std::cerr << "gpt: " << e.what() << '\n';
-    return 2;
-  }
-  const auto unknown = std::count(val_ids.begin(), val_ids.end(), data::Vocabulary::kUnk);
-
-  // ---- the model, the optimizer, the schedule, the checkpoint ----
-  const auto config = tt::GPTConfig(vocab.size(), s.block_size)
-                          .n_layer(s.n_layer)
-                          .n_head(s.n_head)
-                          .n_embd(s.n_embd)
-                          .dropout(s.dropout)
-                          .position(s.pos)
-                          .gelu(s.gelu);
-  auto model_gen = std::make_shared<Generator>(s.seed),
-       data_gen = std::make_shared<Generator>(s.seed + 1);
-  std::unique_ptr<tt::GPT> model;
-  try {
-    model = std::make_unique<tt::GPT>(config, model_gen);
-  } catch (const std::exception& e) {
-    std::cerr << "gpt: " << e.what() << '\n';
-    return 2;
-  }
-  const auto adamw =
-      optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).weight_decay(s.weight_decay);
-  const tt::ParameterGroups groups = model->parameter_groups();  // nanoGPT's: decay the matrices
-  optim::AdamW opt(
-      {{groups.decay, adamw}, {groups.no_decay, optim::AdamWOptions(adamw).weight_decay(0.0)}});
-  const double min_ratio = std::min(1.0, s.min_lr / s.lr);
-  const std::int64_t warmup = s.warmup, steps = s.steps;
-  optim::LambdaLR sched(
-      opt, [=](std::int64_t e) { return optim::cosine_with_warmup(e, warmup, steps, min_ratio); });
-  io::TrainingCheckpoint ckpt(*model, opt, &sched);
-  ckpt.add_generator("model", model_gen).add_generator("data", data_gen);
-
-  const fs::path dir(s.out);
-  fs::create_directories(dir);
-  const fs::path last_path = dir / "last.safetensors", best_path = dir / "best.safetensors";
-  std::vector<float> train_losses;
-  std::vector<std::pair<std::int64_t, float>> val_history;
-  std::vector<float> step_seconds;
-  double best_val = INFINITY;
-  std::int64_t step = 0;
-  const auto notes = gpt::model_notes(config, vocab);
-  if (s.resume && fs::exists(last_path)) {
-    try {
-      const io::SafetensorsFile f = io::load_safetensors(last_path.string());
-      for (const auto& [key, value] : notes)
-        if (gpt::note(f, key, last_path.string()) != value)
-          throw std::runtime_error(
-              "the run in '" + last_path.string() + "' was made with another " + key.substr(4) +
-              (key == "gpt.vocab" ? " (other text)" : "") + "; start it again without --resume");
-      step = ckpt.restore(f, last_path.string()).step;
-      train_losses = gpt::floats_from(gpt::note(f, "history.train", last_path.string()));
-      const std::vector<float> v =
-          gpt::floats_from(gpt::note(f, "history.val", last_path.string()));
-      for (std::size_t i = 0; i + 1 < v.size(); i += 2)
-        val_history.emplace_back(std::int64_t(v[i]), v[i + 1]);
-      best_val = std::strtod(gpt::note(f, "best_val", last_path.string()).c_str(), nullptr);
-    } catch (const std::exception& e) {
-      std::cerr << "gpt: cannot resume: " << e.what() << '\n';
-      return 2;
-    }
-  } else if (s.resume) {
-    std::cout << "no " << last_path.string() << " to resume from: starting from scratch\n";
-  }
-#ifdef TAPEGRAD_GPT_MPI
-  // Every rank has read the checkpoint (or built the same model from the same seed); constructing
-  // DDP is a collective, so rank 0 cannot overwrite the file before the others have read it.
-  std::optional<distributed::DistributedDataParallel> ddp;
-  if (mpi)
-    ddp.emplace(*model,
-                distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
-  // Dropout: each rank its own masks (the same masks for different windows would be a weaker
-  // regulariser). A Dropout's masks are the stream {seed, call number} (nn/dropout.hpp), and its
-  // calls advance alike on every rank (one training forward a step). So every layer takes its seed
-  // now, from the generator all ranks hold alike, and rank r uses that seed mixed with r: rank r's
-  // streams are a function of rank 0's, which the checkpoint saves, and a run stopped and resumed
-  // on the same number of ranks continues every rank's masks where they were.
-  if (mpi && world > 1 && s.dropout > 0)  // (on one rank: as without MPI)
-    for (const auto& [name, m] : model->named_modules())
-      if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
-        if (d->reseed_pending()) d->set_stream_state(model_gen->next_u64(), 0);
-        if (rank > 0)
-          d->set_stream_state(d->seed() ^ (std::uint64_t(rank) * 0x9E3779B97F4A7C15ULL),
-                              d->calls());
-      }
-#endif
-
-  const std::int64_t n_params = model->num_params();
-  std::cout << "gpt: " << files.size() << " files, " << split.train.size() << " training and "
-            << split.val.size() << " validation entries (" << train_ids.size() << " and "
-            << val_ids.size() << " characters; " << unknown
-            << " validation characters are <unk>), vocabulary " << vocab.size()
-            << "\n     n_layer=" << s.n_layer << " n_head=" << s.n_head << " n_embd=" << s.n_embd
-            << " block_size=" << s.block_size << " pos=" << s.pos << " gelu=" << s.gelu
-            << " dropout=" << s.dropout << ", " << n_params << " parameters (" << std::fixed
-            << std::setprecision(2) << model->flops_per_token() / 1e6 << std::defaultfloat
-            << " MFLOP per token); batch " << B
-            << (world > 1 ? " per rank x " + std::to_string(world) + " ranks" : "") << ", "
-            << s.steps << " steps, threads=" << s.threads
-            << (step > 0 ? ", resumed at step " + std::to_string(step) : std::string())
-            << std::endl;
-
-  auto save = [&](std::int64_t done, bool best) {
-    std::map<std::string, std::string> extra = notes;
-    extra["history.train"] = gpt::floats_text(train_losses);
-    std::vector<float> v;
-    for (const auto& [at, loss] : val_history) v.push_back(float(at)), v.push_back(loss);
-    extra["history.val"] = gpt::floats_text(v);
-    std::ostringstream b;
-    b << std::hexfloat << best_val;
-    extra["best_val"] = b.str();
-    ckpt.save(last_path.string(), {done, done, extra});
-    if (best) ckpt.save(best_path.string(), {done, done, extra});
-  };
-
-  if (step == 0 && rank == 0) {
-    const double v = validation_loss(*model, val_ids, val_starts, B, T);
-    val_history.emplace_back(0, float(v));
-    std::cout << "step 0: validation loss " << fixed(v, 4) << " (ln " << vocab.size() << " = "
-              << fixed(std::log(double(vocab.size())), 4) << ")" << std::endl;
-  }
-  const std::int64_t stop = s.stop_after > 0 ? std::min(s.stop_after, s.steps) : s.steps;
-  const bool in_place = isatty(fileno(stdout)) != 0;
-  using clock = std::chrono::steady_clock;
-  double shown_at = -1.0, train_seconds = 0.0;
-  model->train();
-  for (; step < stop; ++step) {
-    const auto t0 = clock::now();
-    // Every rank draws the step's global_B windows alike and trains on its own B of them.
-    const std::vector<std::size_t> starts =
-        data::random_starts(train_ids.size(), T, global_B, *data_gen);
-    const std::vector<std::size_t> mine(starts.begin() + std::ptrdiff_t(std::size_t(rank) * B),
-                                        starts.begin() + std::ptrdiff_t(std::size_t(rank + 1) * B));
-    const data::Batch b = data::windows(train_ids, mine, T);
-    Tensor loss = model->loss(b.x, b.y, data::Vocabulary::kUnk);
-    loss.backward();  // under mpirun, the gradients are averaged over the ranks here
-    if (s.clip > 0) optim::clip_grad_norm_(model->parameters(), s.clip);
-    opt.step();
-    opt.zero_grad();
-    sched.step();
-    const double dt = std::chrono::duration<double>(clock::now() - t0).count();
-    train_seconds += dt;
-    step_seconds.push_back(float(dt));
-    double step_loss = loss.item();
-#ifdef TAPEGRAD_GPT_MPI
-    if (mpi)
-      step_loss =
-          distributed::all_reduce(step_loss, distributed::ReduceOp::average);  // the global batch's
-#endif
-    train_losses.push_back(float(step_loss));
-    const std::int64_t done = step + 1;
-    if (!s.quiet) {
-      const bool shown_now =
-          in_place ? (train_seconds - shown_at >= 0.1 || done == stop)
-                   : (done % std::max<std::int64_t>(1, s.steps / 10) == 0 || done == stop);
-      if (shown_now) {
-        shown_at = train_seconds;
-        const double per_step = train_seconds / double(step_seconds.size());
-        std::ostringstream line;
-        line << "step " << std::setw(int(std::to_string(s.steps).size())) << done << "/" << s.steps
-             << "  loss " << fixed(train_losses.back(), 4) << "  " << std::setw(7)
-             << std::int64_t(double(global_B * T) / per_step) << " tokens/s  lr " << std::scientific
-             << std::setprecision(2) << sched.get_last_lr()[0] << std::defaultfloat << "  ETA "
-             << duration(per_step * double(s.steps - done));
-        if (in_place)
-          std::cout << '\r' << line.str() << "\x1b[K" << std::flush;
-        else
-          std::cout << line.str() << '\n' << std::flush;
-      }
-    }
-    if (rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
-      const double v = validation_loss(*model, val_ids, val_starts, B, T);
-      val_history.emplace_back(done, float(v));
-      const bool best = v < best_val;
-      if (best) best_val = v;
-      save(done, best);
-      if (!s.quiet)
-        std::cout << (in_place ? "\r\x1b[K" : "") << "step " << done << ": validation loss "
-                  << fixed(v, 4) << (best ? " (best so far, saved)" : "") << std::endl;
-    }
-  }
-  if (in_place && !s.quiet) std::cout << '\n';
-  if (stop < s.steps) {
-    std::cout << "stopped after step " << stop << "; continue with --resume (checkpoint "
-              << last_path.string() << ")\n";
-    return 0;
-  }
-  double exposed_ms = 0.0;  // communication backward waited for at its end, per step
-#ifdef TAPEGRAD_GPT_MPI
-  if (ddp && ddp->total().steps > 0) {
-    const distributed::SyncStats& t = ddp->total();
-    exposed_ms = 1e3 * t.exposed_seconds / double(t.steps);
-    std::cout << "communication: " << t.buckets / t.steps << " buckets of gradients per step ("
-              << fixed(double(t.bytes) / double(t.steps) / 1e6, 2) << " MB), "
-              << fixed(exposed_ms, 3)
-              << " ms per step exposed (waited for at the end of backward), "
-              << fixed(1e3 * t.communication_seconds / double(t.steps), 3)
-              << " ms from the first bucket's start "
-              << "to the last one's end\n";
-  }
-#endif
-  if (rank != 0) return 0;  // rank 0 alone draws, samples and reports
-
-  // ---- what the run shows ----
-  const std::u32string line = attention_line(split.val, T);
+// loss.png and attention.png (through gnuplot, when installed), from data files in OUT.
+void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, const Settings& s,
+                   const gpt::RunFolder& folder) {
+  const std::u32string line = attention_line(d.split.val, std::size_t(s.block_size));
   std::vector<Array> weights;
-  {
+  if (!line.empty()) {
     autograd::NoGradGuard no_grad;
-    model->eval();
+    model.eval();
     IndexArray ids = IndexArray::from_shape({1, line.size()});
-    const std::vector<std::int64_t> enc = vocab.encode(line);
+    const std::vector<std::int64_t> enc = d.vocab.encode(line);
     std::copy(enc.begin(), enc.end(), ids.begin());
-    if (!line.empty()) model->features(ids, &weights);
+    model.features(ids, &weights);
   }
-  gpt::write_loss_data(dir, train_losses, val_history);
-  gpt::write_attention_data(dir, weights);
-  gpt::write_plot_script(dir,
+  gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
+  gpt::write_attention_data(folder.dir, weights);
+  gpt::write_plot_script(folder.dir,
                          "GPT on " + std::string(s.data.empty() ? "the fortunes" : "your text") +
                              ": " + std::to_string(s.n_layer) + " layers, width " +
                              std::to_string(s.n_embd) + ", " + s.pos + " positions",
                          weights.size(), std::size_t(s.n_head), line);
-  std::cout << gpt::draw(dir) << "\nattention line: \"" << data::encode_utf8(line) << "\"\n";
+  std::cout << gpt::draw(folder.dir) << "\nattention line: \"" << data::encode_utf8(line) << "\"\n";
+}
 
-  if (s.sample_tokens > 0) {
-    Generator sample_gen(s.seed + 2);
-    IndexArray prompt = IndexArray::from_shape({1, 2});
-    prompt(0, 0) = vocab.id(U'%');
-    prompt(0, 1) = vocab.id(U'\n');
-    const auto options = tt::GenerateOptions(s.sample_tokens).temperature(0.8).top_k(200);
-    const auto t0 = clock::now();
-    const IndexArray out = model->generate(prompt, options, sample_gen);
-    const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    std::cout << "sample (temperature 0.8, top-k 200, " << s.sample_tokens << " characters, "
-              << fixed(double(s.sample_tokens) / seconds, 0) << " characters/s with the cache):\n"
-              << vocab.decode(out.data() + 2, out.size() - 2) << "\n";
-  }
+void print_sample(tt::GPT& model, const data::Vocabulary& vocab, const Settings& s) {
+  if (s.sample_tokens == 0) return;
+  Generator sample_gen(s.seed + 2);
+  IndexArray prompt = IndexArray::from_shape({1, 2});
+  prompt(0, 0) = vocab.id(U'%');
+  prompt(0, 1) = vocab.id(U'\n');
+  const auto options = tt::GenerateOptions(s.sample_tokens).temperature(0.8).top_k(200);
+  const auto t0 = std::chrono::steady_clock::now();
+  const IndexArray out = model.generate(prompt, options, sample_gen);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "sample (temperature 0.8, top-k 200, " << s.sample_tokens << " characters, "
+            << gpt::fixed(double(s.sample_tokens) / seconds, 0)
+            << " characters/s with the cache):\n"
+            << vocab.decode(out.data() + 2, out.size() - 2) << "\n";
+}
 
-  std::vector<float> sorted(
-      step_seconds.begin() + std::min<std::ptrdiff_t>(10, std::ptrdiff_t(step_seconds.size()) - 1),
-      step_seconds.end());
+// The closing line for bench/gpt_compare; the exit status: did the validation loss fall?
+int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const Console& con,
+                  double exposed_ms) {
+  // The median step time, the first 10 steps (warming the caches) left out when there are more.
+  const std::size_t skipped = run.step_seconds.size() > 10 ? 10 : 0;
+  std::vector<float> sorted(run.step_seconds.begin() + std::ptrdiff_t(skipped),
+                            run.step_seconds.end());
   float median = 0.0f;
   if (!sorted.empty()) {
     std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(sorted.size() / 2),
                      sorted.end());
     median = sorted[sorted.size() / 2];
   }
-  const double final_val = val_history.back().second, first_val = val_history.front().second;
-  std::cout << "gpt result: steps=" << s.steps << " val_loss=" << fixed(final_val, 4)
-            << " best_val_loss=" << fixed(best_val, 4)
-            << " train_loss=" << fixed(train_losses.back(), 4)
-            << " step_ms_median=" << fixed(median * 1e3, 3)
-            << " tokens_per_s=" << fixed(median > 0 ? double(global_B * T) / median : 0.0, 1)
-            << " ranks=" << world << " comm_exposed_ms=" << fixed(exposed_ms, 3)
-            << " flops_per_token=" << std::int64_t(model->flops_per_token())
-            << " seconds=" << fixed(train_seconds, 1) << std::endl;
+  const double tokens = double(s.batch_size * con.world * s.block_size);
+  const double final_val = run.val_history.back().second,
+               first_val = run.val_history.front().second;
+  std::cout << "gpt result: steps=" << s.steps << " val_loss=" << gpt::fixed(final_val, 4)
+            << " best_val_loss=" << gpt::fixed(run.best_val, 4)
+            << " train_loss=" << gpt::fixed(run.train_losses.back(), 4)
+            << " step_ms_median=" << gpt::fixed(median * 1e3, 3)
+            << " tokens_per_s=" << gpt::fixed(median > 0 ? tokens / median : 0.0, 1)
+            << " ranks=" << con.world << " comm_exposed_ms=" << gpt::fixed(exposed_ms, 3)
+            << " flops_per_token=" << std::int64_t(model.flops_per_token())
+            << " seconds=" << gpt::fixed(run.train_seconds, 1) << std::endl;
   if (!(final_val < first_val)) {
     std::cerr << "the validation loss did not fall: " << first_val << " -> " << final_val << '\n';
     return 1;
   }
   return 0;
+}
+
+void describe(const Trainer& t, const RunRecord& run, const TextData& d, const Settings& s,
+              const Console& con) {
+  const auto unknown = std::count(d.val_ids.begin(), d.val_ids.end(), data::Vocabulary::kUnk);
+  std::cout << "gpt: " << d.files.size() << " files, " << d.split.train.size() << " training and "
+            << d.split.val.size() << " validation entries (" << d.train_ids.size() << " and "
+            << d.val_ids.size() << " characters; " << unknown
+            << " validation characters are <unk>), vocabulary " << d.vocab.size()
+            << "\n     n_layer=" << s.n_layer << " n_head=" << s.n_head << " n_embd=" << s.n_embd
+            << " block_size=" << s.block_size << " pos=" << s.pos << " norm=" << s.norm
+            << " mlp=" << s.mlp << " gelu=" << s.gelu << " dropout=" << s.dropout << ", "
+            << t.model.num_params() << " parameters ("
+            << gpt::fixed(t.model.flops_per_token() / 1e6, 2) << " MFLOP per token); batch "
+            << s.batch_size
+            << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "") << ", "
+            << s.steps << " steps, eval every " << s.eval_every << ", threads=" << s.threads
+            << (run.step > 0 ? ", resumed at step " + std::to_string(run.step) : std::string())
+            << std::endl;
+}
+
+// ---- the program -------------------------------------------------------------------------------
+
+#ifdef TAPEGRAD_GPT_MPI
+// Every rank has read the checkpoint (or built the same model from the same seed); constructing
+// DDP is a collective, so rank 0 cannot overwrite the file before the others have read it.
+// Dropout: each rank its own masks (the same masks for different windows would be a weaker
+// regulariser). A Dropout's masks are the stream {seed, call number} (nn/dropout.hpp), and its
+// calls advance alike on every rank (one training forward a step). So every layer takes its seed
+// now, from the generator all ranks hold alike, and rank r uses that seed mixed with r: rank r's
+// streams are a function of rank 0's, which the checkpoint saves, and a run stopped and resumed
+// on the same number of ranks continues every rank's masks where they were.
+void start_data_parallel(std::optional<distributed::DistributedDataParallel>& ddp, Trainer& t,
+                         const Settings& s, const Console& con) {
+  if (!distributed::launched_by_mpirun()) return;
+  ddp.emplace(t.model,
+              distributed::DistributedDataParallelOptions().check_in_sync(s.check_in_sync));
+  if (con.world > 1 && s.dropout > 0)  // (on one rank: as without MPI)
+    for (const auto& [name, m] : t.model.named_modules())
+      if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
+        if (d->reseed_pending()) d->set_stream_state(t.model_gen->next_u64(), 0);
+        if (con.rank > 0)
+          d->set_stream_state(d->seed() ^ (std::uint64_t(con.rank) * 0x9E3779B97F4A7C15ULL),
+                              d->calls());
+      }
+}
+
+// What backward waited for at its end, per step, in ms (printed), or 0 without DDP.
+double report_communication(const std::optional<distributed::DistributedDataParallel>& ddp) {
+  if (!ddp || ddp->total().steps == 0) return 0.0;
+  const distributed::SyncStats& t = ddp->total();
+  const double exposed_ms = 1e3 * t.exposed_seconds / double(t.steps);
+  std::cout << "communication: " << t.buckets / t.steps << " buckets of gradients per step ("
+            << gpt::fixed(double(t.bytes) / double(t.steps) / 1e6, 2) << " MB), "
+            << gpt::fixed(exposed_ms, 3) << " ms per step exposed (waited for at the end of "
+            << "backward), " << gpt::fixed(1e3 * t.communication_seconds / double(t.steps), 3)
+            << " ms from the first bucket's start to the last one's end\n";
+  return exposed_ms;
+}
+#endif
+
+// Rank 0 speaks for the job: the other ranks' standard output, std::cout and printf alike, goes
+// to /dev/null (their errors, on standard error, still show).
+Console console(int rank, int world) {
+  if (rank != 0) {
+    std::cout.flush();
+    std::cout.rdbuf(nullptr);
+    if (!std::freopen("/dev/null", "w", stdout)) std::fclose(stdout);
+  }
+  return {rank, world, world == 1 && isatty(fileno(stdout)) != 0};
+}
+
+int train_gpt(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
+#ifdef TAPEGRAD_GPT_MPI
+  // MPI only when mpirun started us: alone, the program runs as it does without MPI.
+  std::optional<distributed::Environment> mpi;
+  if (distributed::launched_by_mpirun()) mpi.emplace(argc, argv);
+  Console con = console(mpi ? distributed::rank() : 0, mpi ? distributed::world_size() : 1);
+#else
+  Console con = console(0, 1);
+#endif
+  const Settings s = parse_settings(argc, argv);
+  con.quiet = s.quiet;
+  set_num_threads(static_cast<int>(s.threads));
+  const TextData text = load_text(s);
+  const tt::GPTConfig config = model_config(s, text.vocab);
+  const std::unique_ptr<Trainer> trainer = build_trainer(s, config);
+  const auto notes = gpt::model_notes(config, text.vocab);
+
+  const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
+  RunRecord run;
+  run.best_val = gpt::best_val_on_disk(folder.best);  // never replaced by a worse model
+  if (s.resume && folder.has_last) resume(*trainer, run, notes, folder.last);
+  if (s.resume && !folder.has_last)
+    std::cout << "no " << folder.last.string() << " to resume from: starting from scratch"
+              << (std::isfinite(run.best_val)
+                      ? " (" + folder.best.string() + ", validation " +
+                            gpt::fixed(run.best_val, 4) + ", is kept unless this run does better)"
+                      : std::string())
+              << "\n";
+  gpt::check_step_fits(run.step, s.steps, folder.last);
+#ifdef TAPEGRAD_GPT_MPI
+  std::optional<distributed::DistributedDataParallel> ddp;  // (a collective: every rank builds it)
+  start_data_parallel(ddp, *trainer, s, con);
+#endif
+  describe(*trainer, run, text, s, con);
+  if (run.step == 0 && con.rank == 0) {
+    const double v =
+        validation_loss(trainer->model, text, std::size_t(s.batch_size), std::size_t(s.block_size));
+    run.val_history.emplace_back(0, float(v));
+    std::cout << "step 0: validation loss " << gpt::fixed(v, 4) << " (ln " << text.vocab.size()
+              << " = " << gpt::fixed(std::log(double(text.vocab.size())), 4) << ")" << std::endl;
+  }
+  train(*trainer, run, text, s, con, notes, folder);
+  if (con.in_place && !s.quiet) std::cout << '\n';
+  if (s.stop_after > 0 && s.stop_after < s.steps) {
+    std::cout << "stopped after step " << run.step << "; continue with --resume (checkpoint "
+              << folder.last.string() << ")\n";
+    return 0;
+  }
+  double exposed_ms = 0.0;
+#ifdef TAPEGRAD_GPT_MPI
+  exposed_ms = report_communication(ddp);
+#endif
+  if (con.rank != 0) return 0;  // rank 0 alone draws, samples and reports
+  draw_pictures(trainer->model, run, text, s, folder);
+  print_sample(trainer->model, text.vocab, s);
+  return report_result(trainer->model, run, s, con, exposed_ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::checked_main("gpt", [&] { return train_gpt(argc, argv); });
 }

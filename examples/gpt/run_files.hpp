@@ -1,13 +1,14 @@
 // examples/gpt/run_files.hpp: what the GPT programs write and read besides the weights.
 //
-//   the model's settings and vocabulary    stored in the checkpoint's metadata (the TrainingProgress
-//                                          notes "gpt.*"), so gpt_sample rebuilds the same model
+//   the model's settings and vocabulary    the notes "gpt.*" (model_notes.hpp)
 //   the loss history                       also in the notes, so a resumed run draws the whole curve
 //   pictures                               loss.dat, val.dat, attention_l{L}_h{H}.dat and plots.gp in
 //                                          the output folder; gnuplot (if installed) draws loss.png
 //                                          and attention.png from them
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,55 +27,82 @@ namespace gpt {
 
 namespace tt = tapegrad::nn::transformer;
 
-/// The notes that describe the model: its config and its vocabulary.
-inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
-                                                      const tapegrad::data::Vocabulary& vocab) {
-  return {{"gpt.vocab", vocab.to_text()},
-          {"gpt.block_size", std::to_string(c.block_size())},
-          {"gpt.n_layer", std::to_string(c.n_layer())},
-          {"gpt.n_head", std::to_string(c.n_head())},
-          {"gpt.n_embd", std::to_string(c.n_embd())},
-          {"gpt.dropout", tapegrad::py_float(c.dropout())},
-          {"gpt.position", c.position()},
-          {"gpt.gelu", c.gelu()}};
-}
-
-/// A checkpoint's metadata value `progress.extra.<key>`; std::runtime_error naming the file if absent.
-inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::string& key,
-                        const std::string& path) {
-  const auto v = f.metadata_value("progress.extra." + key);
-  if (!v)
-    throw std::runtime_error("'" + path + "' holds no '" + key +
-                             "': not a checkpoint of examples/gpt");
-  return *v;
-}
-
-/// The config and vocabulary a checkpoint of examples/gpt was trained with.
-inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
-    const tapegrad::io::SafetensorsFile& f, const std::string& path) {
-  tapegrad::data::Vocabulary vocab =
-      tapegrad::data::Vocabulary::from_text(note(f, "gpt.vocab", path));
-  tt::GPTConfig c(vocab.size(), std::stoll(note(f, "gpt.block_size", path)));
-  c.n_layer(std::stoll(note(f, "gpt.n_layer", path)))
-      .n_head(std::stoll(note(f, "gpt.n_head", path)))
-      .n_embd(std::stoll(note(f, "gpt.n_embd", path)))
-      .dropout(std::stod(note(f, "gpt.dropout", path)))
-      .position(note(f, "gpt.position", path))
-      .gelu(note(f, "gpt.gelu", path));
-  return {c, std::move(vocab)};
-}
-
 /// Floats as text with every bit kept (hex floats), for the loss history in the notes.
 inline std::string floats_text(const std::vector<float>& v) {
   std::ostringstream os;
   for (std::size_t i = 0; i < v.size(); ++i) os << (i ? " " : "") << std::hexfloat << v[i];
   return os.str();
 }
-inline std::vector<float> floats_from(const std::string& text) {
+/// The inverse of floats_text; CheckpointError naming `what` for a word that is not a number.
+inline std::vector<float> floats_from(const std::string& text, const std::string& what) {
   std::vector<float> v;
   std::istringstream is(text);
-  for (std::string word; is >> word;) v.push_back(std::strtof(word.c_str(), nullptr));
+  for (std::string word; is >> word;) {
+    char* end = nullptr;
+    v.push_back(std::strtof(word.c_str(), &end));
+    if (end != word.c_str() + word.size())
+      throw tapegrad::CheckpointError(what + ": expected numbers, got '" + word.substr(0, 40) + "'",
+                                      "InvalidCheckpoint");
+  }
   return v;
+}
+
+/// The loss history's validation part: "step loss step loss ...", steps rising within [0, step],
+/// starting with the validation before training (step 0). CheckpointError naming the file.
+inline std::vector<std::pair<std::int64_t, float>> val_history_from(const std::string& text,
+                                                                    std::int64_t step,
+                                                                    const std::string& path) {
+  const std::vector<float> v = floats_from(text, "'" + path + "': history.val");
+  std::vector<std::pair<std::int64_t, float>> history;
+  for (std::size_t i = 0; i + 1 < v.size(); i += 2) {
+    const float at = v[i];
+    const bool rising = history.empty() ? at == 0 : at > float(history.back().first);
+    if (!(rising && at <= float(step) && at == std::floor(at)) || v.size() % 2 != 0)
+      throw tapegrad::CheckpointError("'" + path +
+                                          "': the note 'history.val': expected (step, loss) "
+                                          "pairs from step 0 rising to the run's step " +
+                                          std::to_string(step),
+                                      "InvalidCheckpoint");
+    history.emplace_back(std::int64_t(at), v[i + 1]);
+  }
+  if (history.empty())
+    throw tapegrad::CheckpointError("'" + path + "': the note 'history.val' holds no validation",
+                                    "InvalidCheckpoint");
+  return history;
+}
+
+/// The best validation loss as text with every bit kept, and back: a number >= 0 or "inf" (none
+/// yet). CheckpointError naming the file for anything else ("abc" is not 0).
+inline std::string best_val_text(double v) {
+  std::ostringstream b;
+  b << std::hexfloat << v;
+  return b.str();
+}
+inline double best_val_from(const std::string& text, const std::string& path) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(v >= 0))
+    throw tapegrad::CheckpointError("'" + path +
+                                        "': the note 'best_val': expected a loss >= 0, got '" +
+                                        text.substr(0, 40) + "'",
+                                    "InvalidCheckpoint");
+  return v;
+}
+
+/// x with `digits` decimals.
+inline std::string fixed(double x, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << x;
+  return os.str();
+}
+
+/// "4.2 s", "38 s", "3 min 05 s".
+inline std::string duration(double seconds) {
+  if (seconds < 60) return fixed(seconds, seconds < 10 ? 1 : 0) + " s";
+  const auto s = static_cast<std::int64_t>(seconds + 0.5);
+  std::ostringstream os;
+  os << s / 60 << " min " << std::setw(2) << std::setfill('0') << s % 60 << " s";
+  return os.str();
 }
 
 /// The program `name` if an executable of that name is in a folder of $PATH, else "".
@@ -150,27 +178,30 @@ inline void write_plot_script(const std::filesystem::path& dir, const std::strin
        "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title "
        "'validation windows'\n\n";
   if (layers > 0 && !line.empty()) {
+    // At most 16 labelled characters per axis, in a font that stays legible when 16 panels or
+    // more share the picture; the panels grow with the context a little.
+    const std::size_t every = (line.size() + 15) / 16, panel = 300 + 2 * line.size();
     std::string tics = "(";
-    for (std::size_t i = 0; i < line.size(); ++i)
+    for (std::size_t i = 0; i < line.size(); i += every)
       tics += (i ? ", \"" : "\"") + tic_label(line[i]) + "\" " + std::to_string(i);
     tics += ")";
-    f << "set terminal pngcairo size " << 360 * heads << "," << 340 * layers + 60
-      << " font 'sans,8'\n"
+    f << "set terminal pngcairo size " << panel * heads << "," << panel * layers + 60
+      << " font 'sans,10'\n"
          "set output 'attention.png'\nunset grid\nunset key\nunset xlabel\nunset ylabel\n"
          "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset "
          "colorbox\n"
          "set size ratio -1\nset xrange [-0.5:"
       << line.size() - 0.5 << "]\nset yrange [" << line.size() - 0.5 << ":-0.5]\nset xtics " << tics
-      << " font ',5' rotate by 90 right\nset ytics " << tics
-      << " font ',5'\n"
+      << " font ',9'\nset ytics " << tics
+      << " font ',9'\n"
          "set multiplot layout "
       << layers << "," << heads
       << " title 'Attention of each head on a validation line (row: the position attending; "
          "column: the position it reads)'\n";
     for (std::size_t l = 0; l < layers; ++l)
       for (std::size_t h = 0; h < heads; ++h)
-        f << "set title 'block " << l << ", head " << h << "'\nplot 'attention_l" << l << "_h" << h
-          << ".dat' matrix with image\n";
+        f << "set title 'block " << l << ", head " << h << "' font ',11'\nplot 'attention_l" << l
+          << "_h" << h << ".dat' matrix with image\n";
     f << "unset multiplot\n";
   }
   if (!f) throw std::runtime_error("cannot write '" + (dir / "plots.gp").string() + "'");

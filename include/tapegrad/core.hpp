@@ -16,6 +16,7 @@
 #include "tapegrad/random.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/profiler.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/reduce.hpp"

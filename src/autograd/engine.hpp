@@ -1,16 +1,16 @@
-// src/autograd/engine.hpp (private)
-//
-// What the rest of the library needs from the engine: backward itself (Tensor::backward calls
-// it), the check that a gradient lands only where the running backward expects one, and the
-// per-thread registry that autograd::tape() reads.
+// src/autograd/engine.hpp (private): what the files of src/autograd offer each other and the
+// Tensor. The record and replay path is record.cpp and engine.cpp; the other files hold what it
+// needs but a learner can skip.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
-#include "tapegrad/autograd/detail/entry.hpp"
+#include "tapegrad/autograd/record.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad {
@@ -19,20 +19,110 @@ struct TensorImpl;
 
 namespace tapegrad::autograd::detail {
 
-/// Backpropagates d(root) = seed through every entry `root` reaches (engine.cpp).
+// ---- engine.cpp ------------------------------------------------------------------------------
+/// Backpropagates d(root) = seed through every entry `root` reaches.
 void backward(const Tensor& root, Array seed, bool retain_graph);
 
+// ---- checks.cpp: what the engine refuses, with PyTorch's messages ----------------------------
+/// attach: `output` is a tensor the op just computed, and none of its inputs.
+void check_can_record(const char* op, const Tensor& output, const Tensor* inputs,
+                      std::size_t n_inputs);
+/// backward: the loss requires grad.
+void check_can_backward(const Tensor& root);
+/// backward: every tensor `e` saved is at the version it was saved at.
+void check_saved_versions(const EntryBase& e);
+/// backward: refuses to run through `consumed`, which an earlier backward freed.
+[[noreturn]] void fail_second_backward(const EntryBase& consumed);
 /// Throws AutogradError unless the running backward (on this thread) has reached the entry that
 /// produced `t`: a closure may add only into the inputs its op recorded.
 void expect_reached(const TensorImpl& t, const char* op);
+/// Marks backward number `walk` as running on this thread while alive (for expect_reached).
+class WalkScope {
+ public:
+  explicit WalkScope(std::uint64_t walk);
+  ~WalkScope();
+  WalkScope(const WalkScope&) = delete;
+  WalkScope& operator=(const WalkScope&) = delete;
 
+ private:
+  std::uint64_t previous_;
+};
+
+// ---- src/tensor.cpp: a tensor's pending gradient during a backward --------------------------
+/// Whether `t` received a gradient in this backward; a row-sparse one (an intermediate used as an
+/// embedding table) is made dense, since an entry's closure takes a dense gradient.
+bool take_pending_dense(TensorImpl& t);
+/// Drops what `t` received (a backward that failed).
+void drop_pending(TensorImpl& t);
+
+// ---- record.cpp ------------------------------------------------------------------------------
+/// The number the next recorded entry will get (for messages).
+std::uint64_t peek_next_seq();
+
+// ---- free_entries.cpp ------------------------------------------------------------------------
 /// Deletes an entry and, without recursion, every entry that only it kept alive.
 void destroy_entry(EntryBase* entry);
 
+// ---- listing.cpp: this thread's list of live entries, for autograd::tape() -------------------
+void list_entry(EntryBase* entry);
+void unlist_entry(EntryBase* entry);
+/// Calls f(entry) for each entry of this thread's list, oldest first, under its lock.
+void for_each_listed(const std::function<void(const EntryBase&)>& f);
+
+// ---- names.cpp -------------------------------------------------------------------------------
+/// The one copy of `s` that lives as long as the program.
+const std::string* intern_name(const std::string& s);
+
+// ---- module_scope.cpp ------------------------------------------------------------------------
 /// The path of the module whose forward is running on this thread (interned), or null.
 const std::string* module_stack_top();
 
-/// Calls f(entry) for each entry of this thread's registry, oldest first, under its lock.
-void for_each_registered(const std::function<void(const EntryBase&)>& f);
+// ---- anomaly.cpp -----------------------------------------------------------------------------
+/// Under AnomalyGuard: throws AutogradError if backward of `e` left NaN/Inf in an input's grad.
+void check_input_gradients(const EntryBase& e);
+
+// ---- hooks.cpp: post-accumulate hooks and queue_callback (data-parallel training) -----------
+/// The hooked leaves one backward reaches, and when each one's gradient is complete.
+class LeafHooks {
+ public:
+  /// `leaf` (which has hooks) is an input of entry `seq`.
+  void note(const std::shared_ptr<TensorImpl>& leaf, std::uint64_t seq);
+  /// After entry `e` (ran: whether it ran): fires the hooks of the leaves it completed.
+  void after(const EntryBase& e, bool ran);
+  /// Fires the hooks of a leaf that is itself the loss.
+  static void fire(const Tensor& leaf);
+  bool empty() const { return leaves_.empty(); }
+
+ private:
+  struct Leaf {
+    std::shared_ptr<TensorImpl> leaf;
+    std::uint64_t last_seq;  // the smallest entry number that adds into it
+    bool fed = false;
+  };
+  std::vector<Leaf> leaves_;
+};
+/// The callbacks queued (autograd::queue_callback) during the backward it spans, run by run().
+class CallbackScope {
+ public:
+  CallbackScope();
+  ~CallbackScope();
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  void run();
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
+
+// ---- profiler.cpp: autograd::Profiler's hooks; each call site costs one branch when it is off --
+struct ProfileData;
+inline thread_local ProfileData* active_profile = nullptr;  // this thread's Profiler's data
+/// After attach: the op's forward ended now.
+void profile_forward(const EntryBase& e);
+/// Runs `e` with `doutput`, timed as its backward.
+void profile_backward(EntryBase& e, Array&& doutput);
+/// Something that is no op's forward ended or began now (a backward, a module's forward).
+void profile_mark();
 
 }  // namespace tapegrad::autograd::detail

@@ -1,9 +1,9 @@
 // src/autograd/tape_view.cpp
 //
-// The tape as people see it: autograd::tape() (this thread's entries that a backward could still
-// run) and autograd::tape_of(loss) (what a backward from loss would replay), printed as a table or
-// exported as Graphviz text. Both are snapshots: copying the facts out of the entries means a
-// printed tape never keeps a tensor alive.
+// The tape as people see it, newest first: autograd::tape() (this thread's entries that a
+// backward could still run) and autograd::tape_of(loss) (what a backward from loss would
+// replay), printed as a table or exported as Graphviz text. Both are snapshots: copying the
+// facts out of the entries means a printed tape never keeps a tensor alive.
 #include <algorithm>
 #include <array>
 #include <iomanip>
@@ -48,10 +48,11 @@ Tape tape() {
   // The registry lists entries, not their outputs; an entry's output is found through the next
   // entry's inputs only, so the Graphviz export names an output by its entry ("out#seq").
   std::vector<TapeEntry> entries;
-  detail::for_each_registered([&](const detail::EntryBase& e) {
+  detail::for_each_listed([&](const detail::EntryBase& e) {
     if (!e.consumed) entries.push_back(describe(e, 0));
   });
-  return Tape(std::move(entries), Tape::Order::recording);
+  std::reverse(entries.begin(), entries.end());  // newest first, as backward replays them
+  return Tape(std::move(entries), Tape::Order::replay);
 }
 
 Tape tape_of(const Tensor& loss) {
@@ -79,8 +80,8 @@ Tape tape_of(const Tensor& loss) {
 std::ostream& operator<<(std::ostream& os, const Tape& tape) {
   os << "tape: " << tape.size() << (tape.size() == 1 ? " entry" : " entries")
      << (tape.order() == Tape::Order::recording
-             ? " (backward replays them bottom-up; * = requires grad)\n"
-             : " (in replay order, newest first; * = requires grad)\n");
+             ? " (oldest first; backward replays them bottom-up; * = requires grad)\n"
+             : " (newest first, the order backward replays them; * = requires grad)\n");
   if (tape.empty()) return os;
   // One row of cells per entry; each column is as wide as its longest cell plus two spaces (at
   // least its usual width), so long op names and module paths never run into the next column.

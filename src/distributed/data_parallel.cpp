@@ -248,8 +248,18 @@ struct DistributedDataParallel::State {
   void launch_ready(bool in_backward);
   void launch(Bucket& b);
   void launch_sparse(Bucket& b);
+  void launch_sparse_dense(Bucket& b);
+  void launch_sparse_gather(Bucket& b, std::int64_t mine, const std::vector<std::int64_t>& counts);
   void finalize();
   void reset_round();
+
+  // construction, in its steps
+  void check_same_tensors(const std::vector<const TensorImpl*>& sparse);
+  void broadcast_states();
+  void make_buckets(const DistributedDataParallelOptions& options,
+                    const std::vector<const TensorImpl*>& sparse);
+  void close_bucket(std::vector<std::size_t>& open, bool is_sparse);
+  void install_hooks();
 };
 
 // Marks the state broken if the end-of-backward callback it belongs to is dropped without running.
@@ -348,9 +358,7 @@ void DistributedDataParallel::State::launch(Bucket& b) {
 }
 
 void DistributedDataParallel::State::launch_sparse(Bucket& b) {
-  Slot& slot = slots[b.slots.front()];
-  const Parameter& p = slot.param;
-  const std::size_t dim = p.shape()[1];
+  const Parameter& p = slots[b.slots.front()].param;
   // What this rank has: -2 no gradient, -1 a dense one, n >= 0 a row-sparse one of n rows.
   std::int64_t mine = -2;
   if (p.has_grad())
@@ -366,29 +374,41 @@ void DistributedDataParallel::State::launch_sparse(Bucket& b) {
     b.requests = 0;
     return;
   }
-  if (any_dense) {
-    // A rank turned this gradient dense (a dense gradient added to it): all-reduce it densely.
-    b.mode = Bucket::SparseMode::dense_fallback;
-    b.buffer.assign(slot.numel + 1, 0.0f);
-    if (p.has_grad()) {
-      const Array dense = p.grad_dense();
-      for (std::size_t k = 0; k < slot.numel; ++k) b.buffer[k] = dense.data()[k] * inv_size;
-      b.buffer[slot.numel] = 1.0f;
-    }
-    b.requests = 1;
-    b.bytes = b.buffer.size() * sizeof(float);
-    MPI_Request request = MPI_REQUEST_NULL;
-    {
-      std::lock_guard lock(detail::mpi_mutex());
-      detail::check_mpi(
-          MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()),
-                         MPI_FLOAT, MPI_SUM, comm, &request),
-          where.c_str());
-    }
-    progress->add(request, &b.completions[0].done);
-    return;
+  if (any_dense) return launch_sparse_dense(b);
+  launch_sparse_gather(b, mine, counts);
+}
+
+// A rank turned this gradient dense (a dense gradient added to it): all-reduce it densely.
+void DistributedDataParallel::State::launch_sparse_dense(Bucket& b) {
+  const Slot& slot = slots[b.slots.front()];
+  const Parameter& p = slot.param;
+  b.mode = Bucket::SparseMode::dense_fallback;
+  b.buffer.assign(slot.numel + 1, 0.0f);
+  if (p.has_grad()) {
+    const Array dense = p.grad_dense();
+    for (std::size_t k = 0; k < slot.numel; ++k) b.buffer[k] = dense.data()[k] * inv_size;
+    b.buffer[slot.numel] = 1.0f;
   }
-  // Gather: every rank's ids, then every rank's rows (divided by N), in rank order.
+  b.requests = 1;
+  b.bytes = b.buffer.size() * sizeof(float);
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    std::lock_guard lock(detail::mpi_mutex());
+    detail::check_mpi(
+        MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
+                       MPI_SUM, comm, &request),
+        where.c_str());
+  }
+  progress->add(request, &b.completions[0].done);
+}
+
+// Every rank's ids, then every rank's rows (divided by N), in rank order. `mine` is this rank's
+// row count (-2 none, -1 dense), `counts` every rank's.
+void DistributedDataParallel::State::launch_sparse_gather(Bucket& b, std::int64_t mine,
+                                                          const std::vector<std::int64_t>& counts) {
+  const Slot& slot = slots[b.slots.front()];
+  const Parameter& p = slot.param;
+  const std::size_t dim = p.shape()[1];
   b.mode = Bucket::SparseMode::gather;
   const std::size_t n = mine > 0 ? static_cast<std::size_t>(mine) : 0;
   b.local_ids = xt::xarray<std::int64_t>::from_shape({n});
@@ -538,13 +558,23 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module,
   s.size = world_size();
   s.inv_size = static_cast<float>(1.0 / s.size);
 
-  // 1. Every rank must hold the same tensors: compare each rank's description with rank 0's.
   const std::vector<const TensorImpl*> sparse = sparse_parameters(module);
+  s.check_same_tensors(sparse);
+  s.broadcast_states();
+  s.make_buckets(options, sparse);
+  s.install_hooks();
+  std::lock_guard lock(wrapped_mutex);
+  wrapped.push_back(&module);
+}
+
+// 1. Every rank must hold the same tensors: compare each rank's description with rank 0's.
+void DistributedDataParallel::State::check_same_tensors(
+    const std::vector<const TensorImpl*>& sparse) {
   const std::vector<std::string> texts =
-      gather_texts(describe_module(module, sparse), s.comm, s.size, where);
+      gather_texts(describe_module(*module, sparse), comm, size, where.c_str());
   const std::vector<TensorLine> first = parse(texts[0]);
   std::string problems;
-  for (int r = 1; r < s.size; ++r) {
+  for (int r = 1; r < size; ++r) {
     const std::string d = differences(first, parse(texts[static_cast<std::size_t>(r)]), r);
     if (!d.empty()) problems += (problems.empty() ? "" : "; ") + d;
   }
@@ -553,50 +583,27 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module,
                            ": expected the same parameters and buffers on every rank (every rank "
                            "must build the same model), got: ",
                            problems);
+}
 
-  // 2. Every rank starts from rank 0's values (PyTorch's _sync_module_states).
-  for (const Parameter& p : module.parameters())
-    broadcast_in_place(p.mutable_data().data(), p.numel(), s.comm, where);
-  for (const Buffer& b : module.buffers())
-    broadcast_in_place(b.mutable_data().data(), b.numel(), s.comm, where);
+// 2. Every rank starts from rank 0's values (PyTorch's _sync_module_states).
+void DistributedDataParallel::State::broadcast_states() {
+  for (const Parameter& p : module->parameters())
+    broadcast_in_place(p.mutable_data().data(), p.numel(), comm, where.c_str());
+  for (const Buffer& b : module->buffers())
+    broadcast_in_place(b.mutable_data().data(), b.numel(), comm, where.c_str());
+}
 
-  // 3. Buckets, in the reverse order of named_parameters(): roughly the order in which backward
-  // produces the gradients. A bucket is closed once it reaches its cap (so it may pass it by one
-  // parameter, as PyTorch's); a row-sparse parameter is a bucket of its own.
+// 3. Buckets, in the reverse order of named_parameters(): roughly the order in which backward
+// produces the gradients. A bucket is closed once it reaches its cap (so it may pass it by one
+// parameter, as PyTorch's); a row-sparse parameter is a bucket of its own.
+void DistributedDataParallel::State::make_buckets(const DistributedDataParallelOptions& options,
+                                                  const std::vector<const TensorImpl*>& sparse) {
   const std::size_t first_cap =
       static_cast<std::size_t>(options.first_bucket_cap_mb() * 1024 * 1024);
   const std::size_t cap = static_cast<std::size_t>(options.bucket_cap_mb() * 1024 * 1024);
-  const auto named = module.named_parameters();
+  const auto named = module->named_parameters();
   std::vector<std::size_t> open;  // the slots of the bucket being filled
   std::size_t open_bytes = 0;
-  auto close_bucket = [&](bool is_sparse) {
-    Bucket b;
-    b.sparse = is_sparse;
-    b.slots = open;
-    BucketInfo info;
-    info.sparse = is_sparse;
-    for (std::size_t j = 0; j < open.size(); ++j) {
-      Slot& slot = s.slots[open[j]];
-      slot.bucket = s.buckets.size();
-      slot.position = j;
-      slot.offset = b.numel;
-      b.numel += slot.numel;
-      info.params.push_back(slot.name);
-    }
-    info.numel = b.numel;
-    if (!is_sparse) {
-      check<DistributedError>(b.numel + open.size() < static_cast<std::size_t>(INT_MAX), where,
-                              ": a bucket of ", b.numel,
-                              " elements is more than MPI can reduce at once; lower bucket_cap_mb");
-      b.buffer.assign(b.numel + open.size(), 0.0f);
-    }
-    b.completions = std::vector<Completion>(is_sparse ? 2 : 1);
-    b.pending = open.size();
-    s.buckets.push_back(std::move(b));
-    s.info.push_back(std::move(info));
-    open.clear();
-    open_bytes = 0;
-  };
   for (auto it = named.rbegin(); it != named.rend(); ++it) {
     const auto& [name, p] = *it;
     if (!p.requires_grad()) continue;  // frozen: never has a gradient to average
@@ -604,26 +611,60 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module,
     slot.param = p;
     slot.name = name;
     slot.numel = p.numel();
-    s.slots.push_back(std::move(slot));
-    const std::size_t i = s.slots.size() - 1;
+    slots.push_back(std::move(slot));
+    const std::size_t i = slots.size() - 1;
     if (std::find(sparse.begin(), sparse.end(), p.impl()) != sparse.end()) {
-      if (!open.empty()) close_bucket(false);
+      if (!open.empty()) close_bucket(open, false);
       open.push_back(i);
-      close_bucket(true);
+      close_bucket(open, true);
+      open_bytes = 0;
       continue;
     }
     open.push_back(i);
     open_bytes += p.numel() * sizeof(float);
-    if (open_bytes >= (s.buckets.empty() ? first_cap : cap)) close_bucket(false);
+    if (open_bytes >= (buckets.empty() ? first_cap : cap)) {
+      close_bucket(open, false);
+      open_bytes = 0;
+    }
   }
-  if (!open.empty()) close_bucket(false);
+  if (!open.empty()) close_bucket(open, false);
+}
 
-  s.progress = std::make_unique<detail::Progress>();
-  for (std::size_t i = 0; i < s.slots.size(); ++i)
-    s.slots[i].hook = s.slots[i].param.register_post_accumulate_grad_hook(
-        [&s, i](const Tensor&) { s.on_ready(i); });
-  std::lock_guard lock(wrapped_mutex);
-  wrapped.push_back(&module);
+// Makes a bucket of the slots in `open` and empties it.
+void DistributedDataParallel::State::close_bucket(std::vector<std::size_t>& open, bool is_sparse) {
+  Bucket b;
+  b.sparse = is_sparse;
+  b.slots = open;
+  BucketInfo bucket_info;
+  bucket_info.sparse = is_sparse;
+  for (std::size_t j = 0; j < open.size(); ++j) {
+    Slot& slot = slots[open[j]];
+    slot.bucket = buckets.size();
+    slot.position = j;
+    slot.offset = b.numel;
+    b.numel += slot.numel;
+    bucket_info.params.push_back(slot.name);
+  }
+  bucket_info.numel = b.numel;
+  if (!is_sparse) {
+    check<DistributedError>(b.numel + open.size() < static_cast<std::size_t>(INT_MAX), where,
+                            ": a bucket of ", b.numel,
+                            " elements is more than MPI can reduce at once; lower bucket_cap_mb");
+    b.buffer.assign(b.numel + open.size(), 0.0f);
+  }
+  b.completions = std::vector<Completion>(is_sparse ? 2 : 1);
+  b.pending = open.size();
+  buckets.push_back(std::move(b));
+  info.push_back(std::move(bucket_info));
+  open.clear();
+}
+
+// 4. Each parameter's post-accumulate hook tells the state its gradient is ready.
+void DistributedDataParallel::State::install_hooks() {
+  progress = std::make_unique<detail::Progress>();
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    slots[i].hook = slots[i].param.register_post_accumulate_grad_hook(
+        [this, i](const Tensor&) { on_ready(i); });
 }
 
 DistributedDataParallel::~DistributedDataParallel() {

@@ -1,51 +1,27 @@
 // src/ops/rotary.cpp
 //
-// Rotary position embeddings, forward and backward side by side (the convention and the
-// references: include/tapegrad/ops/rotary.hpp). x is viewed as (outer, T, W): each row of W
+// Rotary position embeddings: the checks, the forward kernel and a recorded backward kernel (the
+// convention and the references: include/tapegrad/ops/rotary.hpp). The maths is in the kernels:
+// rotary_reference.cpp (read it first) and rotary_fast.cpp, picked for the CPU by
+// kernels::rotary_kernels() (docs/kernels.md). x is viewed as (outer, T, W): each row of W
 // columns sits at position m = offset + t; its first `rotated` columns are heads of head_dim
-// columns, the rest (the values of a packed qkv) are copied. For pair p of a head, c = cos[m, p],
-// s = sin[m, p]:
-//   forward   y0 = x0 c - x1 s          y1 = x0 s + x1 c          (y = R x, R a rotation)
-//   backward  dx0 = dy0 c + dy1 s       dx1 = -dy0 s + dy1 c      (dx = R^T dy: the inverse turn)
-// so backward is the same loop with the angle negated. Nothing is saved but the tables.
+// columns, the rest (the values of a packed qkv) are copied. Nothing is saved but the tables.
 #include "tapegrad/ops/rotary.hpp"
 
-#include <algorithm>
 #include <cmath>
 
+#include "rotary_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
-struct Layout {
-  std::size_t outer, T, W, rotated, half, offset;
-};
-
-// out = R x (inverse false) or R^T x (inverse true), for every row.
-void rotate(const float* x, float* out, const Layout& l, const float* cos, const float* sin,
-            bool inverse) {
-  const float sign = inverse ? -1.0f : 1.0f;
-  for (std::size_t o = 0; o < l.outer; ++o)
-    for (std::size_t t = 0; t < l.T; ++t) {
-      const float* c = cos + (l.offset + t) * l.half;
-      const float* s = sin + (l.offset + t) * l.half;
-      const float* a = x + (o * l.T + t) * l.W;
-      float* b = out + (o * l.T + t) * l.W;
-      for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
-        for (std::size_t p = 0; p < l.half; ++p) {
-          const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
-          b[head + 2 * p] = x0 * c[p] - x1 * sp;
-          b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
-        }
-      std::copy(a + l.rotated, a + l.W, b + l.rotated);
-    }
-}
+using kernels::RotaryLayout;
 
 // Checks the tables and the offset, and returns the layout of x (*, T, W) with the first
 // `rotated_parts` of `parts` equal parts of W rotated.
-Layout layout(const std::string& where, const Tensor& x, const Tensor& cos, const Tensor& sin,
-              std::int64_t offset, std::size_t parts, std::size_t rotated_parts) {
+RotaryLayout layout(const std::string& where, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                    std::int64_t offset, std::size_t parts, std::size_t rotated_parts) {
   check<ShapeError>(cos.dim() == 2 && cos.shape()[1] >= 1 && sin.shape() == cos.shape(), where,
                     ": expected cos and sin tables of the same shape (max_len, head_dim / 2), got ",
                     cos.shape(), " and ", sin.shape());
@@ -65,17 +41,19 @@ Layout layout(const std::string& where, const Tensor& x, const Tensor& cos, cons
                     " of the tables, got ", std::size_t(offset) + T,
                     "; build the tables with a larger max_len");
   const std::size_t outer = T * W == 0 ? 0 : x.numel() / (T * W);
-  return Layout{outer, T, W, rotated_parts * C, half, std::size_t(offset)};
+  return RotaryLayout{outer, T, W, rotated_parts * C, half, std::size_t(offset)};
 }
 
 Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
-             const Layout& l) {
+             const RotaryLayout& l) {
+  // The set in use's kernels (a static table): backward runs the same set's backward.
+  const kernels::RotaryKernels* kernel = &kernels::rotary_kernels();
   Array out = Array::from_shape(x.shape());
-  rotate(x.data().data(), out.data(), l, cos.data().data(), sin.data().data(), false);
+  kernel->forward(x.data().data(), cos.data().data(), sin.data().data(), out.data(), l);
   Tensor y(std::move(out));
-  autograd::record(op, y, {x}, /*saved=*/{cos, sin}, [x, cos, sin, l, op](Array dy) {
+  autograd::record(op, y, {x}, /*saved=*/{cos, sin}, [x, cos, sin, l, op, kernel](Array dy) {
     Array dx = Array::from_shape(dy.shape());
-    rotate(dy.data(), dx.data(), l, cos.data().data(), sin.data().data(), true);
+    kernel->backward(dy.data(), cos.data().data(), sin.data().data(), dx.data(), l);
     x.accumulate_grad(std::move(dx), op);
   });
   return y;
@@ -104,7 +82,7 @@ RotaryTable rotary_table(std::int64_t head_dim, std::int64_t max_len, double bas
 
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin,
                         std::int64_t offset) {
-  const Layout l = layout(autograd::where("rotary_embedding"), x, cos, sin, offset, 1, 1);
+  const RotaryLayout l = layout(autograd::where("rotary_embedding"), x, cos, sin, offset, 1, 1);
   return apply("rotary_embedding", x, cos, sin, l);
 }
 
@@ -112,7 +90,7 @@ Tensor rotary_embedding_qkv(const Tensor& qkv, const Tensor& cos, const Tensor& 
                             std::int64_t offset) {
   const std::string where = autograd::where("rotary_embedding_qkv");
   check<ShapeError>(qkv.dim() == 3, where, ": expected qkv of shape (B, T, 3C), got ", qkv.shape());
-  const Layout l = layout(where, qkv, cos, sin, offset, 3, 2);
+  const RotaryLayout l = layout(where, qkv, cos, sin, offset, 3, 2);
   return apply("rotary_embedding_qkv", qkv, cos, sin, l);
 }
 

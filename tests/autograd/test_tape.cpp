@@ -1,4 +1,4 @@
-// tests/autograd/test_tape.cpp: the tape as a learner sees it: entries in recording order, what
+// tests/autograd/test_tape.cpp: the tape as a learner sees it: entries newest first, what
 // backward replays and consumes, printing. The engine's ownership rules: test_engine.cpp.
 #include <doctest/doctest.h>
 
@@ -12,7 +12,8 @@ using namespace tapegrad;
 using tapegrad::testing::all_close;
 
 TEST_SUITE("autograd.tape") {
-  TEST_CASE("each op run with an input that requires grad appends one entry, in execution order") {
+  TEST_CASE(
+      "each op run with an input that requires grad adds one entry; tape() lists newest first") {
     REQUIRE(autograd::tape().empty());
     Tensor w(Array{1.f, 2.f, 3.f}, true);
     Tensor c(Array{1.f, 1.f, 1.f});
@@ -20,10 +21,13 @@ TEST_SUITE("autograd.tape") {
     Tensor z = ops::add(y, 1.0);
     Tensor loss = ops::sum(z);
     REQUIRE(autograd::tape().size() == 3);
-    CHECK(autograd::tape().entries()[0].op == "mul");
+    CHECK(autograd::tape().entries()[0].op == "sum");
     CHECK(autograd::tape().entries()[1].op == "add");
-    CHECK(autograd::tape().entries()[2].op == "sum");
-    CHECK(autograd::tape().entries()[0].seq < autograd::tape().entries()[1].seq);
+    CHECK(autograd::tape().entries()[2].op == "mul");
+    CHECK(autograd::tape().entries()[0].seq > autograd::tape().entries()[1].seq);
+    std::ostringstream os;
+    os << autograd::tape();
+    CHECK(os.str().find("tape: 3 entries (newest first, the order backward replays them") == 0);
     CHECK_FALSE(y.is_leaf());
     CHECK(y.requires_grad());
     loss.backward();
@@ -270,7 +274,7 @@ TEST_SUITE("autograd.tape") {
     CHECK(autograd::tape().size() == 4);  // this thread's tape has the other graph too
     std::ostringstream os;
     os << replay;
-    CHECK(os.str().find("tape: 3 entries (in replay order, newest first") == 0);
+    CHECK(os.str().find("tape: 3 entries (newest first, the order backward replays them") == 0);
     CHECK(replay.to_dot().find("digraph tape") == 0);
     loss.backward();
     const autograd::Tape after = autograd::tape_of(loss);

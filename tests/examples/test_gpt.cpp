@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <tapegrad/tapegrad.hpp>
@@ -31,6 +32,13 @@ fs::path folder(const std::string& name) {
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string bytes_of(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
 
 }  // namespace
@@ -124,6 +132,47 @@ TEST_SUITE("examples.gpt") {
         TAPEGRAD_GPT, data + " --resume --dropout 0.1 --out '" + (dir / "parts").string() + "'");
     CHECK(other.status == 2);
     CHECK(other.text.find("was made with another dropout") != std::string::npos);
+  }
+
+  TEST_CASE(
+      "resuming a finished run trains nothing and reports, and a run past --steps is refused") {
+    const fs::path dir = folder("finished");
+    const std::string data = " --data '" + tiny_corpus(dir).string() +
+                             "' --eval-every 10 --sample-tokens 0" + kTiny + " --out '" +
+                             (dir / "run").string() + "'";
+    REQUIRE(run(TAPEGRAD_GPT, data + " --steps 20").status == 0);
+    const std::string before = bytes_of(dir / "run" / "last.safetensors");
+    const Output again = run(TAPEGRAD_GPT, data + " --steps 20 --resume");
+    INFO(again.text);
+    CHECK(again.status == 0);  // it crashed here (the median of no step times)
+    CHECK(again.text.find("nothing to train") != std::string::npos);
+    CHECK(again.text.find("gpt result: steps=20") != std::string::npos);
+    const Output shorter = run(TAPEGRAD_GPT, data + " --steps 10 --resume");
+    INFO(shorter.text);
+    CHECK(shorter.status == 2);
+    CHECK(shorter.text.find("--steps: the run in") != std::string::npos);
+    CHECK(bytes_of(dir / "run" / "last.safetensors") == before);  // nothing written
+  }
+
+  TEST_CASE("a short run warms up within the run, validates often enough, and logs plain lines") {
+    const fs::path dir = folder("short_defaults");
+    // No --warmup (100) and no --eval-every (250): 16 steps warm up for 15 and validate every 2.
+    const Output out =
+        run(TAPEGRAD_GPT, "--data '" + tiny_corpus(dir).string() +
+                              "' --steps 16 --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 "
+                              "--eval-windows 16 --sample-tokens 0 --out '" +
+                              (dir / "run").string() + "'");
+    INFO(out.text);
+    CHECK(out.status == 0);
+    CHECK(out.text.find("note: --warmup 100 is not shorter than the run") != std::string::npos);
+    std::size_t validations = 0;
+    for (std::size_t at = 0; (at = out.text.find(": validation loss", at)) != std::string::npos;
+         ++at)
+      ++validations;
+    CHECK(validations == 9);  // step 0, 2, 4, ..., 16
+    // Not a terminal: no carriage returns or escape sequences in the log.
+    CHECK(out.text.find('\r') == std::string::npos);
+    CHECK(out.text.find('\x1b') == std::string::npos);
   }
 
   TEST_CASE("the same seed gives the same bits on one thread and on two") {

@@ -71,7 +71,7 @@ TEST_SUITE("ops.layer_norm_kernels") {
         }
   }
 
-  TEST_CASE("the reference kernels agree with the fast ones within 8 float roundings") {
+  TEST_CASE("the reference layer_norm kernels agree with the fast ones within 8 float roundings") {
     CapabilityGuard guard;
     for (const Shape& shape : kShapes)
       for (LayerNormVariant variant : {LayerNormVariant::pytorch, LayerNormVariant::annotated})

@@ -33,7 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/autograd/detail/entry.hpp"
+#include "tapegrad/autograd/grad_mode.hpp"
+#include "tapegrad/autograd/module_scope.hpp"
+#include "tapegrad/autograd/record.hpp"
 #include "tapegrad/tensor.hpp"
 
 namespace tapegrad::autograd {
@@ -83,7 +85,8 @@ class Tape {
   Order order_ = Order::recording;
 };
 
-/// This thread's live entries that a backward could still run, oldest first: what has been
+/// This thread's live entries that a backward could still run, newest first (the order in which
+/// backward replays entries, as every printed tape lists them): what has been
 /// recorded and not yet consumed, and whose output is still reachable.
 Tape tape();
 /// The entries a backward from `loss` would replay, in replay order (newest first). An entry that
@@ -105,109 +108,25 @@ std::size_t live_entries();
 /// throws drops its callbacks.
 void queue_callback(std::function<void()> callback);
 
-// ---- grad mode ---------------------------------------------------------------------------------
-
-/// Whether ops on this thread record (true unless a NoGradGuard is alive).
-bool grad_enabled();
-/// Stops recording on this thread while alive (RAII, nestable), like torch.no_grad().
-class NoGradGuard {
- public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
-
- private:
-  bool previous_;
-};
-
-/// While alive, every op checks its output (and backward every gradient) for NaN and Inf and
-/// throws AutogradError naming the first op that produced one (torch.autograd.detect_anomaly).
-class AnomalyGuard {
- public:
-  AnomalyGuard();
-  ~AnomalyGuard();
-  AnomalyGuard(const AnomalyGuard&) = delete;
-  AnomalyGuard& operator=(const AnomalyGuard&) = delete;
-
- private:
-  bool previous_;
-};
-bool anomaly_enabled();
-
-/// Marks the module whose forward is running (Module::forward implementations open one), so
-/// tape entries and error messages can name it. `where` reads like "Embedding 'embed.lut'".
-class ModuleScope {
- public:
-  ModuleScope(const std::string& type_name, const std::string& path);
-  ~ModuleScope();
-  ModuleScope(const ModuleScope&) = delete;
-  ModuleScope& operator=(const ModuleScope&) = delete;
-};
-/// The innermost module's path ("" outside any module).
-const std::string& current_module_path();
-/// "Embedding 'embed.lut'" inside a module's forward, else `op`: the `where` of error messages.
-std::string where(const std::string& op);
-
-// ---- recording: the extension kit for new ops ----------------------------------------------------
+// ---- recording: the rest of the extension kit for new ops (record.hpp has the main form) -----
 
 /// True iff an op with these inputs must be recorded: grad mode is on and one requires grad.
 bool should_record(std::initializer_list<Tensor> inputs);
 bool should_record(const std::vector<Tensor>& inputs);
 
 namespace detail {
-void check_anomaly(const char* op, const Tensor& output);
-/// Numbers the entry, fills in what it records, links it into this thread's tape and hands it
-/// to `output`, which from now on owns it.
-void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor* inputs,
-            std::size_t n_inputs, const Tensor* saved, std::size_t n_saved);
 /// A name that lives as long as the program, for ops whose name is built at run time.
 const char* intern(const std::string& name);
-
-template <class F>
-void record(const char* op, const Tensor& output, const Tensor* inputs, std::size_t n_inputs,
-            const Tensor* saved, std::size_t n_saved, F&& backward) {
-  using Fn = std::decay_t<F>;
-  static_assert(is_backward_closure<Fn>(),
-                "autograd::record: a backward closure takes d(loss)/d(output) BY VALUE and returns "
-                "nothing: [captures](Array dy) { ... }. It may reuse dy's buffer (std::move(dy)).");
-  if (anomaly_enabled()) check_anomaly(op, output);
-  if (!grad_enabled()) return;
-  bool any = false;
-  for (std::size_t i = 0; i < n_inputs; ++i) any = any || inputs[i].requires_grad();
-  if (!any) return;
-  attach(new Entry<Fn>(Fn(std::forward<F>(backward))), op, output, inputs, n_inputs, saved,
-         n_saved);
-}
 }  // namespace detail
 
-/// The only place that decides whether an op is recorded: iff grad mode is on and an input
-/// requires grad. Then `output` becomes a non-leaf that requires grad and owns the new entry, and
-/// `backward` runs during a backward() that reaches it, with d(loss)/d(output) BY VALUE:
-///
-///     autograd::record("mul", y, {a, b}, /*saved=*/{a, b}, [a, b](Array dy) { ... });
-///
-/// The closure adds into its inputs' gradients (Tensor::accumulate_grad) and may reuse dy's
-/// buffer for one of them. It captures what backward needs (its capture list is what the entry
-/// keeps alive), never the output itself: the output owns the entry, so capturing it would keep
-/// both alive for ever; capture `y.detach()` (the data and its version, no graph) instead.
-/// `saved` lists the tensors backward reads: their versions are checked before it runs.
-/// `op` is a string literal (or any string that outlives the entry). Call it last, after the
-/// forward has succeeded: an op that throws records nothing.
-template <class F>
-void record(const char* op, const Tensor& output, std::initializer_list<Tensor> inputs,
-            std::initializer_list<Tensor> saved, F&& backward) {
-  detail::record(op, output, inputs.begin(), inputs.size(), saved.begin(), saved.size(),
-                 std::forward<F>(backward));
-}
-/// The same, for ops with a variable number of inputs (cat).
+/// autograd::record for ops with a variable number of inputs (cat).
 template <class F>
 void record(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
             const std::vector<Tensor>& saved, F&& backward) {
   detail::record(op, output, inputs.data(), inputs.size(), saved.data(), saved.size(),
                  std::forward<F>(backward));
 }
-/// The same, for an op name built at run time (it is kept for the life of the program).
+/// autograd::record for an op name built at run time (it is kept for the life of the program).
 template <class F>
 void record(const std::string& op, const Tensor& output, std::initializer_list<Tensor> inputs,
             std::initializer_list<Tensor> saved, F&& backward) {

@@ -1,4 +1,4 @@
-// include/tapegrad/detail/object_cache.hpp (implementation detail)
+// include/tapegrad/detail/object_cache.hpp (implementation detail; a learner can skip it)
 //
 // A per-thread cache of freed small blocks, for the objects every recorded op makes and every
 // backward frees: tape entries and tensor records. A backward frees hundreds of them at once and
@@ -32,6 +32,13 @@ struct CachingAllocator {
   bool operator==(const CachingAllocator<U>&) const noexcept {
     return true;
   }
+};
+
+/// A base class whose objects (and those of its derived classes) come from the cache: tape
+/// entries derive from it.
+struct CachedObject {
+  static void* operator new(std::size_t bytes) { return cached_allocate(bytes); }
+  static void operator delete(void* p, std::size_t bytes) { cached_deallocate(p, bytes); }
 };
 
 }  // namespace tapegrad::detail

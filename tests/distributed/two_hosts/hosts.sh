@@ -30,8 +30,8 @@ hosts_cannot() {
   return 77
 }
 
-# Namespaces an earlier run left behind when it was killed outright (SIGKILL: no trap runs), found
-# by the pid in their names no longer running.
+# Namespaces (and temporary directories) an earlier run left behind when it was killed outright
+# (SIGKILL: no trap runs), found by the pid in their names no longer running.
 hosts_sweep_stale() {
   local ns pid
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
@@ -40,6 +40,11 @@ hosts_sweep_stale() {
     kill -0 "$pid" 2>/dev/null && continue
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
+  done
+  local dir
+  for dir in /tmp/"$HOSTS_PREFIX"-*; do
+    [[ $dir =~ ^/tmp/${HOSTS_PREFIX}-([0-9]+)-(a|b|mpirun)$ ]] || continue
+    kill -0 "${BASH_REMATCH[1]}" 2>/dev/null || rm -rf "$dir"
   done
 }
 
@@ -84,7 +89,9 @@ hosts_down() {
     [[ -n $ns ]] || continue
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
+    rm -rf "/tmp/$ns"  # its temporary directory (netns_agent.sh)
   done
+  rm -rf "/tmp/$HOSTS_PREFIX-$$-mpirun"
   HOST_A="" HOST_B=""
 }
 
@@ -123,6 +130,13 @@ cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statisti
 #                          (with HOSTS_RANKFILE: --rankfile, which names each rank's host and core)
 #   plm_rsh_agent netns_agent.sh  instead of ssh: enters the host's namespace (see the agent)
 #   plm_rsh_no_tree_spawn 1  mpirun starts both daemons itself (no daemon starts another)
+#   orte_leave_session_attached 1  each daemon stays the agent's child, not a daemon in a session of
+#                          its own: mpirun learns from the agent's exit status that a daemon failed
+#                          to start (a detached one that died left mpirun waiting, once in about 60
+#                          starts), its messages reach the job's output, and its rank shares the
+#                          CPU with the rest of the job on a busy machine (Linux groups a session's
+#                          processes for CPU shares: detached, the two hosts' ranks got two shares
+#                          and ran faster than the one host's, which got one)
 #   btl tcp,self           ranks talk over TCP only: no shared memory between "hosts", though
 #                          they share the machine's /dev/shm
 #   btl_tcp_if_include, oob_tcp_if_include  the cable's subnet, for the ranks' data and for the
@@ -135,13 +149,17 @@ cable_tx_bytes() { ip netns exec "$HOST_A" cat "/sys/class/net/$CABLE_A/statisti
 #       (net.ipv4.tcp_retries2), and tapegrad's collectives wait distributed::timeout(), 30 minutes
 #       by default.
 #   -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS  as ssh would not pass the environment on
+# mpirun, too, has a temporary directory of its own (TMPDIR), apart from the daemons' (the agent's).
 # The machine's own PATH finds orted on both hosts (one filesystem), so no --prefix is needed.
 hosts_mpirun() {
   local placement=(--hostfile "$HOSTS_DIR/hostfile" --map-by node --bind-to none)
   [[ -z $HOSTS_RANKFILE ]] || placement=(--rankfile "$HOSTS_RANKFILE")
-  timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" \
+  local tmp=/tmp/$HOSTS_PREFIX-$$-mpirun
+  mkdir -p "$tmp"
+  TMPDIR=$tmp timeout -k 5 "${HOSTS_TIMEOUT:-120}" ip netns exec "$HOST_A" \
     "$HOSTS_MPIEXEC" -np 2 --allow-run-as-root --oversubscribe "${placement[@]}" \
     --mca plm_rsh_agent "$HOSTS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
+    --mca orte_leave_session_attached 1 \
     --mca btl tcp,self \
     --mca btl_tcp_if_include "$HOSTS_SUBNET" --mca oob_tcp_if_include "$HOSTS_SUBNET" \
     --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 \

@@ -19,4 +19,12 @@ if [ "$found" = no ]; then
        "namespaces that tests/distributed/two_hosts/hosts.sh makes)" >&2
   exit 255  # what ssh returns when it cannot reach the host
 fi
+# A temporary directory of the host's own, as a separate machine has: Open MPI makes its session
+# directory (ompi.<hostname>.<uid>/...) there, and these hosts share the machine's hostname and
+# /tmp. Shared, the daemons and mpirun raced to create the same directories, and in about 1 start
+# in 30 a daemon failed ("A call to mkdir was unable to create the desired directory ... File
+# exists").
+TMPDIR=/tmp/$host
+mkdir -p "$TMPDIR"
+export TMPDIR
 exec ip netns exec "$host" /bin/sh -c "$*"

@@ -1,0 +1,171 @@
+// examples/gpt/model_notes.hpp: the model's settings and vocabulary, stored in a checkpoint's
+// metadata as the TrainingProgress notes "gpt.*", so that gpt_sample rebuilds the same model and
+// gpt --resume knows it continues the same one.
+//
+// Read back, every note is parsed strictly ("1abc" is not 1) and checked against the range the
+// flags of gpt allow; the vocabulary must be characters a text can hold; and the notes must fit
+// the tensors beside them (the token table is vocabulary x n_embd, there are n_layer blocks, a
+// learned position table is block_size x n_embd) before a model is built from them. The library
+// checks the file itself (its checksums; io/checkpoint.hpp).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../common/flag_checks.hpp"
+#include "model_size.hpp"
+
+namespace gpt {
+
+/// The notes that describe the model: its config and its vocabulary.
+inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
+                                                      const tapegrad::data::Vocabulary& vocab) {
+  return {{"gpt.vocab", vocab.to_text()},
+          {"gpt.block_size", std::to_string(c.block_size())},
+          {"gpt.n_layer", std::to_string(c.n_layer())},
+          {"gpt.n_head", std::to_string(c.n_head())},
+          {"gpt.n_embd", std::to_string(c.n_embd())},
+          {"gpt.dropout", tapegrad::py_float(c.dropout())},
+          {"gpt.position", c.position()},
+          {"gpt.norm", c.norm()},
+          {"gpt.mlp", c.mlp()},
+          {"gpt.gelu", c.gelu()}};
+}
+
+/// A checkpoint's metadata value `progress.extra.<key>`; CheckpointError naming the file if absent.
+inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::string& key,
+                        const std::string& path) {
+  const auto v = f.metadata_value("progress.extra." + key);
+  if (!v)
+    throw tapegrad::CheckpointError(
+        "'" + path + "' holds no note '" + key + "': not a checkpoint of examples/gpt",
+        "InvalidCheckpoint");
+  return *v;
+}
+
+/// note(), or for the notes added after the first files were written (gpt.norm, gpt.mlp) the value
+/// those files were made with.
+inline std::string note_or_default(const tapegrad::io::SafetensorsFile& f, const std::string& key,
+                                   const std::string& path) {
+  const auto v = f.metadata_value("progress.extra." + key);
+  if (!v && key == "gpt.norm") return "layernorm";
+  if (!v && key == "gpt.mlp") return "gelu";
+  return v ? *v : note(f, key, path);
+}
+
+/// A note that does not hold what it should: CheckpointError naming the file, the note and the text.
+[[noreturn]] inline void bad_note(const std::string& path, const std::string& key,
+                                  const std::string& expected, const std::string& text) {
+  throw tapegrad::CheckpointError("'" + path + "': the note '" + key + "': expected " + expected +
+                                      ", got '" + text.substr(0, 40) + "'",
+                                  "InvalidCheckpoint");
+}
+
+inline std::int64_t integer_note(const tapegrad::io::SafetensorsFile& f, const std::string& key,
+                                 const std::string& path, std::int64_t low, std::int64_t high) {
+  const std::string text = note(f, key, path);
+  std::int64_t v = 0;
+  if (!flags::parse_integer(text, v) || v < low || v > high)
+    bad_note(path, key, "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]",
+             text);
+  return v;
+}
+
+inline std::string choice_note(const tapegrad::io::SafetensorsFile& f, const std::string& key,
+                               const std::string& path, const std::vector<std::string>& choices) {
+  const std::string text = note_or_default(f, key, path);
+  std::string list;
+  for (const std::string& c : choices) {
+    if (text == c) return text;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  bad_note(path, key, "one of " + list, text);
+}
+
+/// ValueError unless every character of `vocab` is one a text file holds: printable or a
+/// newline or tab, not U+FFFD (what a decoder prints for a broken byte), not a noncharacter.
+inline void check_vocabulary(const tapegrad::data::Vocabulary& vocab, const std::string& path) {
+  const std::u32string chars =
+      tapegrad::data::decode_utf8(vocab.to_text(), path + " (its vocabulary)");
+  for (char32_t c : chars) {
+    const bool control = (c < 0x20 && c != U'\n' && c != U'\t') || (c >= 0x7F && c < 0xA0);
+    const bool nonchar = c == 0xFFFD || (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE;
+    if (control || nonchar) {
+      std::ostringstream code;
+      code << std::hex << std::uppercase << std::uint32_t(c);
+      throw tapegrad::CheckpointError("'" + path + "': the note 'gpt.vocab': expected printable " +
+                                          "characters, got U+" + code.str(),
+                                      "InvalidCheckpoint");
+    }
+  }
+}
+
+/// The config's notes against the tensors they describe, before anything is allocated.
+inline void check_notes_fit_tensors(const tt::GPTConfig& c, const tapegrad::io::SafetensorsFile& f,
+                                    const std::string& path) {
+  auto shape_of = [&](const std::string& name) -> std::string {
+    if (!f.contains(name)) return "none";
+    std::string s = "(";
+    for (std::size_t d : f.record(name).shape) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+    return s + ")";
+  };
+  auto expect = [&](const std::string& name, const std::string& shape, const std::string& notes) {
+    if (shape_of(name) != shape)
+      throw tapegrad::CheckpointError("'" + path + "': the notes " + notes + " say '" + name +
+                                          "' is " + shape + ", the file holds " + shape_of(name),
+                                      "InvalidCheckpoint");
+  };
+  const std::string C = std::to_string(c.n_embd());
+  expect("model.lm_head.weight", "(" + std::to_string(c.vocab_size()) + ", " + C + ")",
+         "gpt.vocab and gpt.n_embd");
+  expect("model.transformer.h." + std::to_string(c.n_layer() - 1) + ".attn.c_attn.weight",
+         "(" + std::to_string(3 * c.n_embd()) + ", " + C + ")", "gpt.n_layer and gpt.n_embd");
+  expect("model.transformer.h." + std::to_string(c.n_layer()) + ".attn.c_attn.weight", "none",
+         "gpt.n_layer");
+  if (c.position() == "learned")
+    expect("model.transformer.wpe.weight", "(" + std::to_string(c.block_size()) + ", " + C + ")",
+           "gpt.block_size and gpt.n_embd");
+}
+
+/// The config and vocabulary a checkpoint of examples/gpt was trained with, every note checked
+/// (CheckpointError naming the file and the note) and the model's size bounded (ValueError).
+inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
+    const tapegrad::io::SafetensorsFile& f, const std::string& path) {
+  tapegrad::data::Vocabulary vocab;
+  try {
+    vocab = tapegrad::data::Vocabulary::from_text(note(f, "gpt.vocab", path));
+  } catch (const tapegrad::ValueError& e) {
+    throw tapegrad::CheckpointError("'" + path + "': the note 'gpt.vocab': " + e.what(),
+                                    "InvalidCheckpoint");
+  }
+  check_vocabulary(vocab, path);
+  tt::GPTConfig c(vocab.size(), integer_note(f, "gpt.block_size", path, 1, Limits::kMaxBlockSize));
+  c.n_layer(integer_note(f, "gpt.n_layer", path, 1, Limits::kMaxLayers))
+      .n_head(integer_note(f, "gpt.n_head", path, 1, Limits::kMaxHeads))
+      .n_embd(integer_note(f, "gpt.n_embd", path, 1, Limits::kMaxWidth))
+      .position(choice_note(f, "gpt.position", path, {"learned", "sinusoidal", "rope"}))
+      .norm(choice_note(f, "gpt.norm", path, {"layernorm", "rmsnorm"}))
+      .mlp(choice_note(f, "gpt.mlp", path, {"gelu", "swiglu"}))
+      .gelu(choice_note(f, "gpt.gelu", path, {"none", "tanh"}));
+  const std::string dropout = note(f, "gpt.dropout", path);
+  double p = 0;
+  if (!flags::parse_number(dropout, p) || !(p >= 0 && p <= 1))
+    bad_note(path, "gpt.dropout", "a number in [0, 1]", dropout);
+  c.dropout(p);
+  try {
+    tt::validate(c);  // n_embd a multiple of n_head, an even head size with rope, ...
+  } catch (const tapegrad::ValueError& e) {
+    throw tapegrad::CheckpointError("'" + path + "': its notes: " + e.what(), "InvalidCheckpoint");
+  }
+  check_parameter_count(c, "'" + path + "': its notes");
+  check_notes_fit_tensors(c, f, path);
+  return {c, std::move(vocab)};
+}
+
+}  // namespace gpt

@@ -1,0 +1,110 @@
+// src/ops/loss_fast.cpp
+//
+// cross_entropy's fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
+// docs/kernels.md). The maths is loss_reference.cpp's; what differs is how it runs:
+// - The exponential is exp_f32 (src/exp_f32.hpp), inline arithmetic, so that a row's
+//   exponentials are one vectorised loop, where std::exp is a library call per element. The
+//   forward writes a block of them to a buffer, then adds the block in double in j order.
+// - Threads: rows are independent and split over the pool; the losses are then added on one
+//   thread in row order, so the result does not depend on the thread count.
+// - backward writes softmax * g for the whole row, then subtracts g at the target.
+// Only (max, log_sum) per row is kept for backward, with the logits themselves.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../exp_f32.hpp"
+#include "../parallel.hpp"
+#include "loss_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "loss_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// Rows worth a thread: about 64 Ki logits (vectorised, an exp costs about a nanosecond; waking a
+// thread costs several microseconds, more than W1-S's whole 512 x 16 loss).
+std::size_t rows_grain(std::size_t C) {
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(C, 1));
+}
+
+// One kept row: its max and log_sum, and its loss -log_softmax(row)[t].
+float row_loss(const float* row, std::size_t t, std::size_t C, float& max, float& log_sum) {
+  constexpr std::size_t kBlock = 256;
+  float e[kBlock];  // exp(row[j] - m), a block of the row at a time
+  float m = row[0];
+  for (std::size_t j = 1; j < C; ++j) m = std::max(m, row[j]);  // keeps exp() from overflowing
+  double sum = 0.0;                                             // in j order, whatever the blocks
+  for (std::size_t j0 = 0; j0 < C; j0 += kBlock) {
+    const std::size_t len = std::min(kBlock, C - j0);
+    for (std::size_t j = 0; j < len; ++j) e[j] = detail::exp_f32(row[j0 + j] - m);  // vectorised
+    for (std::size_t j = 0; j < len; ++j) sum += e[j];
+  }
+  max = m;
+  log_sum = static_cast<float>(std::log(sum));
+  return -((row[t] - m) - log_sum);
+}
+
+// The formula: loss_reference.cpp's forward. The per-row losses go to `per_row` (N floats, 0 for
+// ignored rows), then are reduced on one thread in row order.
+void forward(const float* x, const std::int64_t* target, std::int64_t ignore,
+             CrossEntropyReduction reduction, float* loss, float* row_max, float* log_sum,
+             std::size_t N, std::size_t C) {
+  std::vector<float> scratch(reduction == CrossEntropyReduction::none ? 0 : N);
+  float* per_row = reduction == CrossEntropyReduction::none ? loss : scratch.data();
+  detail::parallel_for(N, rows_grain(C), [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i)
+      per_row[i] = target[i] == ignore
+                       ? 0.0f
+                       : row_loss(x + i * C, std::size_t(target[i]), C, row_max[i], log_sum[i]);
+  });
+  if (reduction == CrossEntropyReduction::none) return;
+  double total = 0.0;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < N; ++i) {  // in row order, on one thread
+    if (target[i] == ignore) continue;
+    total += per_row[i];
+    ++count;
+  }
+  if (reduction == CrossEntropyReduction::mean)
+    loss[0] = count == 0 ? std::numeric_limits<float>::quiet_NaN()
+                         : static_cast<float>(total / double(count));
+  else
+    loss[0] = static_cast<float>(total);
+}
+
+// The formula: loss_reference.cpp's backward.
+void backward(const float* dy, const float* x, const std::int64_t* target, std::int64_t ignore,
+              CrossEntropyReduction reduction, std::size_t count, const float* row_max,
+              const float* log_sum, float* dx, std::size_t N, std::size_t C) {
+  const float scale = reduction == CrossEntropyReduction::mean
+                          ? static_cast<float>(double(dy[0]) / double(count))
+                      : reduction == CrossEntropyReduction::sum ? dy[0]
+                                                                : 0.0f;
+  detail::parallel_for(N, rows_grain(C), [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      float* drow = dx + i * C;
+      const std::int64_t t = target[i];
+      if (t == ignore) {
+        std::fill_n(drow, C, 0.0f);
+        continue;
+      }
+      const float g = reduction == CrossEntropyReduction::none ? dy[i] : scale;
+      const float* row = x + i * C;
+      const float m = row_max[i], ls = log_sum[i];
+      for (std::size_t j = 0; j < C; ++j)
+        drow[j] = detail::exp_f32((row[j] - m) - ls) * g;  // softmax * g
+      drow[t] -= g;                                        // - one_hot * g
+    }
+  });
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const CrossEntropyKernels cross_entropy{forward, backward};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

@@ -1,0 +1,103 @@
+// src/ops/rms_norm_fast.cpp
+//
+// RMSNorm's fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
+// docs/kernels.md). The maths and the order of every sum are rms_norm_reference.cpp's, so every
+// set gives the reference's bits; what differs is how the rows are shared out:
+// - the forward's rows are independent and split over the threads;
+// - the backward makes dx row by row, split over the threads, then dweight column by column:
+//   each column's sum over the rows is added in row order, so columns can be split over the
+//   threads and the inner loop (over columns) vectorises, where one pass doing both waits on the
+//   row's running sum at every element.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../parallel.hpp"
+#include "rms_norm_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "rms_norm_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// Rows (or columns) worth a thread: about 64 Ki floats; waking a thread costs microseconds.
+std::size_t grain(std::size_t N) {
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(N, 1));
+}
+
+// The formula: rms_norm_reference.cpp's forward.
+void forward(const float* x, const float* w, float* y, float* rstd, std::size_t rows, std::size_t N,
+             double eps) {
+  detail::parallel_for(rows, grain(N), [&](std::size_t first, std::size_t last) {
+    for (std::size_t row = first; row < last; ++row) {
+      const float* xr = x + row * N;
+      float* yr = y + row * N;
+      double sq = 0.0;
+      for (std::size_t i = 0; i < N; ++i) sq += double(xr[i]) * double(xr[i]);
+      const auto r = static_cast<float>(1.0 / std::sqrt(sq / double(N) + eps));
+      rstd[row] = r;
+      for (std::size_t i = 0; i < N; ++i) {
+        const float xhat = xr[i] * r;
+        yr[i] = w ? xhat * w[i] : xhat;
+      }
+    }
+  });
+}
+
+// dx for rows [first, last).
+void backward_dx(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
+                 std::size_t first, std::size_t last, std::size_t N) {
+  for (std::size_t row = first; row < last; ++row) {
+    const float *dyr = dy + row * N, *xr = x + row * N;
+    const float r = rstd[row];
+    double sum_gx = 0.0;
+    for (std::size_t i = 0; i < N; ++i) {
+      const float xhat = xr[i] * r, g = w ? dyr[i] * w[i] : dyr[i];
+      sum_gx += double(g) * double(xhat);
+    }
+    const auto mean_gx = static_cast<float>(sum_gx / double(N));
+    float* dxr = dx + row * N;
+    for (std::size_t i = 0; i < N; ++i) {
+      const float xhat = xr[i] * r, g = w ? dyr[i] * w[i] : dyr[i];
+      dxr[i] = r * (g - xhat * mean_gx);
+    }
+  }
+}
+
+// dweight for columns [first, last): every row's dy * xhat added in row order, in double.
+void backward_dweight(const float* dy, const float* x, const float* rstd, float* dw,
+                      std::size_t first, std::size_t last, std::size_t rows, std::size_t N) {
+  std::vector<double> sum(last - first, 0.0);
+  for (std::size_t row = 0; row < rows; ++row) {
+    const float *dyr = dy + row * N + first, *xr = x + row * N + first;
+    const float r = rstd[row];
+    for (std::size_t i = 0; i < last - first; ++i) {
+      const float xhat = xr[i] * r;
+      sum[i] += double(dyr[i]) * double(xhat);
+    }
+  }
+  for (std::size_t i = 0; i < last - first; ++i) dw[first + i] = static_cast<float>(sum[i]);
+}
+
+// The formula: rms_norm_reference.cpp's backward.
+void backward(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
+              float* dw, std::size_t rows, std::size_t N) {
+  if (dx)
+    detail::parallel_for(rows, grain(N), [&](std::size_t first, std::size_t last) {
+      backward_dx(dy, x, w, rstd, dx, first, last, N);
+    });
+  if (dw)
+    detail::parallel_for(N, std::max<std::size_t>(16, grain(rows)),
+                         [&](std::size_t first, std::size_t last) {
+                           backward_dweight(dy, x, rstd, dw, first, last, rows, N);
+                         });
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const RMSNormKernels rms_norm{forward, backward};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

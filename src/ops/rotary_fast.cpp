@@ -1,0 +1,61 @@
+// src/ops/rotary_fast.cpp
+//
+// Rotary position embeddings' fast kernels, compiled once per kernel set (namespace
+// tapegrad::kernels::<set>, docs/kernels.md). The maths is rotary_reference.cpp's, in the same
+// float operations (the backward is the forward's loop with sin negated: x1 * (-s) is -(x1 s)
+// exactly), so every set gives the reference's bits. What differs: one loop for both directions,
+// pointers walked per row, copied columns copied once, and rows split over the threads (they are
+// independent).
+#include <algorithm>
+
+#include "../parallel.hpp"
+#include "rotary_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "rotary_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// out = R x (sign 1) or R^T x (sign -1), for every row.
+void rotate(const float* x, float* out, const RotaryLayout& l, const float* cos, const float* sin,
+            float sign) {
+  // Rows worth a thread: about 64 Ki floats; waking a thread costs microseconds.
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(l.W, 1));
+  detail::parallel_for(l.outer * l.T, grain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t row = first; row < last; ++row) {
+      const std::size_t m = l.offset + row % l.T;
+      const float* c = cos + m * l.half;
+      const float* s = sin + m * l.half;
+      const float* a = x + row * l.W;
+      float* b = out + row * l.W;
+      for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
+        for (std::size_t p = 0; p < l.half; ++p) {
+          const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
+          b[head + 2 * p] = x0 * c[p] - x1 * sp;
+          b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
+        }
+      std::copy(a + l.rotated, a + l.W, b + l.rotated);
+    }
+  });
+}
+
+// The formula: rotary_reference.cpp's forward.
+void forward(const float* x, const float* cos, const float* sin, float* y, const RotaryLayout& l) {
+  rotate(x, y, l, cos, sin, 1.0f);
+}
+
+// The formula: rotary_reference.cpp's backward.
+void backward(const float* dy, const float* cos, const float* sin, float* dx,
+              const RotaryLayout& l) {
+  rotate(dy, dx, l, cos, sin, -1.0f);
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const RotaryKernels rotary{forward, backward};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

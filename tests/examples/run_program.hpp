@@ -1,0 +1,49 @@
+// tests/examples/run_program.hpp: runs a built example program as a learner would, and captures
+// what it prints and how it ended.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include <doctest/doctest.h>
+
+namespace tapegrad::testing {
+
+struct ProgramOutput {
+  int status = -1;  // the exit status; -1 for a signal (abort, segfault, timeout's kill)
+  bool timed_out = false;
+  std::string text;  // standard output and standard error, interleaved
+};
+
+/// `program args` under `timeout seconds`, single-threaded, with standard input closed, in the
+/// folder `cwd` (if given).
+inline ProgramOutput run_program(const std::string& program, const std::string& args,
+                                 int seconds = 120, const std::string& cwd = "") {
+  const std::string command = (cwd.empty() ? "" : "cd '" + cwd + "' && ") +
+                              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout -s KILL " +
+                              std::to_string(seconds) + " '" + program + "' " + args +
+                              " </dev/null 2>&1";
+  ProgramOutput out;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.text.append(buffer, n);
+  const int status = pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // timeout ends with 124 or 137 (128 + KILL) when it stopped the program; a crash inside the
+  // program shows as 128 + its signal, or as no exit at all.
+  out.timed_out = out.status == 124 || out.status == 137;
+  if (out.status > 128 || out.timed_out) out.status = -1;
+  return out;
+}
+
+/// Shell quoting for one argument.
+inline std::string quoted(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace tapegrad::testing

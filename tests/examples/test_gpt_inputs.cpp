@@ -1,0 +1,276 @@
+// tests/examples/test_gpt_inputs.cpp: the GPT programs refuse bad input the way the library does:
+// one line naming the flag or the file and exit status 2, before any training, never an abort or
+// a segfault; and no run replaces a better best.safetensors. Each case here once crashed, hung or
+// went on silently. The checkpoint notes' checks (examples/gpt/model_notes.hpp) are also called
+// directly, on a file held in memory, so that each check is seen on its own.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../../examples/gpt/model_notes.hpp"
+#include "../../examples/gpt/model_size.hpp"
+#include "../fortune_corpus.hpp"
+#include "run_program.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace tt = tapegrad::nn::transformer;
+using tapegrad::testing::quoted;
+
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "gpt_inputs" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string bytes_of(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One line of error: the program's name first, nothing from CLI11 or the C++ runtime after it.
+void check_refused(const tapegrad::testing::ProgramOutput& out, const std::string& program,
+                   const std::string& part) {
+  INFO(out.text);
+  CHECK(out.status == 2);
+  CHECK(has(out.text, program + ": "));
+  CHECK(has(out.text, part));
+  CHECK(!has(out.text, "terminate called"));
+  CHECK(!has(out.text, "stoll"));
+}
+
+// A GPT checkpoint of the tiny model, in memory, with its notes (as gpt writes them).
+struct TinyCheckpoint {
+  tt::GPTConfig config = tt::GPTConfig(5, 8).n_layer(2).n_head(2).n_embd(8);
+  tapegrad::data::Vocabulary vocab{U"%\nab"};
+  tt::GPT model{config, std::make_shared<tapegrad::Generator>(0)};
+  tapegrad::io::SafetensorsFile file() {
+    tapegrad::optim::AdamW opt(model.parameters());
+    tapegrad::io::TrainingCheckpoint ckpt(model, opt);
+    std::map<std::string, std::string> notes = gpt::model_notes(config, vocab);
+    return ckpt.to_file({0, 0, notes});
+  }
+};
+
+std::string refusal(tapegrad::io::SafetensorsFile f) {
+  try {
+    gpt::read_model_notes(f, "x.safetensors");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+#ifdef TAPEGRAD_GPT
+
+TEST_SUITE("examples.gpt_inputs") {
+  TEST_CASE("the parameter count from the sizes is the built model's, for every choice") {
+    for (const char* pos : {"learned", "sinusoidal", "rope"})
+      for (const char* norm : {"layernorm", "rmsnorm"})
+        for (const char* mlp : {"gelu", "swiglu"}) {
+          const auto c =
+              tt::GPTConfig(11, 6).n_layer(2).n_head(2).n_embd(12).position(pos).norm(norm).mlp(
+                  mlp);
+          const tt::GPT model(c);
+          CHECK_MESSAGE(gpt::parameter_count(c) == double(model.num_params(false)), pos, norm, mlp);
+        }
+  }
+
+  TEST_CASE("a checkpoint's notes are parsed strictly, bounded, and must fit its tensors") {
+    TinyCheckpoint t;
+    CHECK(refusal(t.file()).empty());
+    auto with = [&](const std::string& key, const std::string& value) {
+      tapegrad::io::SafetensorsFile f = t.file();
+      f.set_metadata("progress.extra." + key, value);
+      return refusal(std::move(f));
+    };
+    CHECK(has(with("gpt.n_layer", "1abc"), "'gpt.n_layer': expected an integer in [1, 1000]"));
+    CHECK(has(with("gpt.n_layer", "abc"), "got 'abc'"));
+    CHECK(has(with("gpt.n_layer", "1000000"), "expected an integer in [1, 1000]"));
+    CHECK(has(with("gpt.n_layer", "3"), "the notes gpt.n_layer"));  // 2 blocks in the file
+    CHECK(has(with("gpt.n_layer", "1"), "gpt.n_layer"));
+    CHECK(has(with("gpt.n_embd", "16"), "gpt.vocab and gpt.n_embd"));
+    CHECK(has(with("gpt.n_head", "3"), "multiple of n_head"));
+    CHECK(has(with("gpt.block_size", "9"), "gpt.block_size"));  // the learned table is 8 rows
+    CHECK(has(with("gpt.gelu", "sigmoid"), "expected one of none, tanh"));
+    CHECK(has(with("gpt.dropout", "nan"), "'gpt.dropout': expected a number in [0, 1]"));
+    CHECK(has(with("gpt.vocab", "%ab"), "gpt.vocab"));  // one character fewer: shapes
+    CHECK(has(with("gpt.vocab", "\x01\n%a"), "expected printable"));
+    CHECK(has(with("gpt.vocab", "\n%a\xEF\xBF\xBD"), "U+FFFD"));
+    CHECK(has(with("gpt.vocab", "ba\n%"), "gpt.vocab"));  // not ascending
+  }
+
+  TEST_CASE("gpt refuses hostile flags, data and folders with one line, before training") {
+    const fs::path dir = fresh_folder("flags");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    std::ofstream(dir / "a_file") << "x";
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    std::ofstream(dir / "huge.txt") << "x";
+    fs::resize_file(dir / "huge.txt", (16u << 20) + 1);  // sparse: no disk used
+    const std::string base = " --data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                             "--eval-windows 4 --sample-tokens 0 --out " +
+                             quoted((dir / "out").string());
+    const std::pair<std::string, std::string> cases[] = {
+        {"--lr nan", "--lr: expected a number in (0, 10], got 'nan'"},
+        {"--beta1 nan", "--beta1: expected a number in [0, 1)"},
+        {"--beta2 1", "--beta2: expected a number in [0, 1), got '1'"},
+        {"--weight-decay nan", "--weight-decay: expected a number"},
+        {"--min-lr nan", "--min-lr: expected a number"},
+        {"--min-lr 0.1", "--min-lr: expected at most --lr"},
+        {"--clip nan", "--clip: expected a number"},
+        {"--seed -1", "--seed: expected an integer in [0, 2^64), got '-1'"},
+        {"--batch-size 1e8", "--batch-size: expected an integer in [1, 65536], got '1e8'"},
+        {"--batch-size 65536 --block-size 64", "GiB"},
+        {"--eval-windows 1e9", "--eval-windows: expected an integer"},
+        {"--n-layer 100000", "--n-layer: expected an integer in [1, 1000]"},
+        {"--n-layer 1000 --n-embd 2048", "parameters, more than the 2e+08"},
+        {"--n-head 3", "--n-head: expected a divisor of --n-embd"},
+        {"--steps 1abc", "--steps: expected an integer"},
+        {"--out " + quoted((dir / "a_file").string()), "exists and is not a folder"},
+        {"--out /dev/null", "'/dev/null' exists and is not a folder"},
+        {"--out ''", "--out: expected a folder name, got ''"},
+        {"--out " + quoted((dir / "a_file" / "sub").string()), "--out: cannot create the folder"},
+        {"--data " + quoted((dir / "fifo").string()), "is not a regular file"},
+        {"--data /dev/zero", "'/dev/zero' is not a regular file"},
+        {"--data " + quoted(dir.string()), "is a folder; --data expects text files"},
+        {"--data " + quoted((dir / "huge.txt").string()), "MiB this program reads"},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " " + args, 60), "gpt",
+                    message);
+    }
+    CHECK(!fs::exists(dir / "out" / "last.safetensors"));
+  }
+
+  TEST_CASE("--resume refuses a dangling last.safetensors before training") {
+    const fs::path dir = fresh_folder("dangling");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    fs::create_directories(dir / "out");
+    fs::create_symlink(dir / "nowhere" / "last.safetensors", dir / "out" / "last.safetensors");
+    const auto out = tapegrad::testing::run_program(
+        TAPEGRAD_GPT, "--data " + quoted((dir / "corpus.txt").string()) +
+                          " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                          "--eval-windows 4 --sample-tokens 0 --resume --out " +
+                          quoted((dir / "out").string()));
+    check_refused(out, "gpt", "is a symbolic link to");
+    CHECK(!has(out.text, "step 0: validation"));  // it refused before training
+  }
+
+  TEST_CASE("no run replaces a better best.safetensors, resumed or not") {
+    const fs::path dir = fresh_folder("best");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(400, 7);
+    const std::string base = "--data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 32 --n-head 2 --block-size 16 --warmup 5 "
+                             "--eval-windows 32 --sample-tokens 0 --out " +
+                             quoted((dir / "out").string());
+    REQUIRE(
+        tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 60 --eval-every 30").status ==
+        0);
+    const std::string best = bytes_of(dir / "out" / "best.safetensors");
+    fs::remove(dir / "out" / "last.safetensors");
+    // Two steps validate far worse than sixty: the better best file must stay.
+    const auto resumed =
+        tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 2 --eval-every 1 --resume");
+    INFO(resumed.text);
+    CHECK(has(resumed.text, "is kept unless this run does better"));
+    CHECK(!has(resumed.text, "best so far, saved"));
+    CHECK(bytes_of(dir / "out" / "best.safetensors") == best);
+    const auto fresh =
+        tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 2 --eval-every 1");
+    CHECK(fresh.status <= 1);
+    CHECK(bytes_of(dir / "out" / "best.safetensors") == best);
+    // A best file whose loss cannot be read is not replaced blindly.
+    std::ofstream(dir / "out" / "best.safetensors") << "not a checkpoint";
+    check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 2"), "gpt",
+                  "move it away or choose another --out");
+  }
+
+  TEST_CASE("--resume refuses a checkpoint whose history or best loss was tampered with") {
+    const fs::path dir = fresh_folder("tampered");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string base = "--data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --warmup 2 "
+                             "--eval-windows 4 --sample-tokens 0 --eval-every 2 --out " +
+                             quoted((dir / "out").string());
+    REQUIRE(
+        tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --stop-after 4").status ==
+        0);
+    const fs::path last = dir / "out" / "last.safetensors";
+    const std::string good = bytes_of(last);
+    const std::pair<std::string, std::string> edits[] = {
+        {"best_val", "abc"},
+        {"best_val", "-1"},
+        {"best_val", "nan"},
+        {"history.train", ""},
+        {"history.train", "1 2 x"},
+        {"history.val", ""},
+        {"history.val", "0x1p+2 0x1p+0"},
+        {"gpt.n_layer", "1abc"},
+        {"gpt.vocab", "abc"},
+    };
+    for (const auto& [key, value] : edits) {
+      CAPTURE(key);
+      CAPTURE(value);
+      tapegrad::io::SafetensorsFile f = tapegrad::io::load_safetensors(last.string());
+      f.set_metadata("progress.extra." + key, value);
+      const std::string tampered = tapegrad::io::serialize_safetensors(f);
+      std::ofstream(last, std::ios::binary | std::ios::trunc) << tampered;
+      const auto out = tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --resume");
+      check_refused(out, "gpt", "last.safetensors");
+      CHECK(bytes_of(last) == tampered);  // nothing trained, nothing written
+      std::ofstream(last, std::ios::binary | std::ios::trunc) << good;
+    }
+    const auto resumed = tapegrad::testing::run_program(TAPEGRAD_GPT, base + " --steps 8 --resume");
+    INFO(resumed.text);
+    CHECK(resumed.status == 0);
+  }
+
+  TEST_CASE("gpt_sample refuses hostile flags and checkpoints with one line") {
+    const fs::path dir = fresh_folder("sample");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    REQUIRE(tapegrad::testing::run_program(
+                TAPEGRAD_GPT, "--data " + quoted((dir / "corpus.txt").string()) +
+                                  " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                                  "--eval-windows 4 --sample-tokens 0 --out " +
+                                  quoted((dir / "out").string()))
+                .status <= 1);
+    const std::string ckpt = " --checkpoint " + quoted((dir / "out" / "last.safetensors").string());
+    const std::pair<std::string, std::string> cases[] = {
+        {"--temperature nan", "--temperature: expected a number in [0.01, 100], got 'nan'"},
+        {"--temperature 1e-45", "--temperature: expected a number in [0.01, 100]"},
+        {"--tokens 9223372036854775807", "--tokens: expected an integer in [0, 100000]"},
+        {"--tokens 1e9", "--tokens: expected an integer"},
+        {"--seed -1", "--seed: expected an integer in [0, 2^64)"},
+        {"--prompt ''", "--prompt: expected at least one character"},
+        {"--checkpoint /dev/null", "/dev/null"},
+        {"--checkpoint " + quoted(dir.string()), dir.string()},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE, ckpt + " " + args, 60),
+                    "gpt_sample", message);
+    }
+  }
+}
+
+#endif  // TAPEGRAD_GPT
