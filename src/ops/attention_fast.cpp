@@ -40,7 +40,8 @@ std::size_t pair_grain(const AttentionDims& d) {
 //   S = Q K^T                          (sgemm, Tq x Tk)
 //   S = S / c;  S[!allowed] = -1e9     c = root_dk = float(sqrt(d_k)), the tutorial's division
 //   P = softmax(S) by rows             max subtracted; the row sum in double, like ops::softmax
-//   P' = P * m                         m = keep ? 1 / (1 - p) : 0, keep the mask of the dropout stream, element order (b, i, row, col)
+//   P' = P * m                         m = keep ? 1 / (1 - p) : 0, keep the mask of the dropout
+//                                      stream, element order (b, i, row, col)
 //   O = P' V                           (sgemm, written into columns i * d_v.. of out)
 void forward(const float* q, const float* k, const float* v, const std::uint8_t* allowed,
              const std::uint8_t* keep, float drop_scale, float root_dk, float* p, float* p_used,

@@ -22,7 +22,8 @@ struct AttentionDims {
 };
 
 struct AttentionKernels {
-  /// s = (q_r . k_j) / root_dk (root_dk = float(sqrt(dk))), or -1e9 where !allowed;  p = softmax(s) by rows (written whole);
+  /// s = (q_r . k_j) / root_dk (root_dk = float(sqrt(dk))), or -1e9 where !allowed;
+  /// p = softmax(s) by rows (written whole);
   /// out_r = sum_j w_rj v_j with w = p, or, when keep is not null, w = p_used = p * (keep ?
   /// drop_scale : 0) (written whole). out is written, not added.
   void (*forward)(const float* q, const float* k, const float* v, const std::uint8_t* allowed,

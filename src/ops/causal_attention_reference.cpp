@@ -16,7 +16,7 @@ namespace tapegrad::kernels::reference {
 namespace {
 
 // For each batch b and head h, with q_i, k_j, v_j the rows of the head's (T, hs) blocks:
-//   s_ij = (q_i . k_j) * scale                       for j <= i (the causal mask: j > i is left out)
+//   s_ij = (q_i . k_j) * scale                       for j <= i (the causal mask: no j > i)
 //   p_ij = exp(s_ij - max_j s_ij) / sum_j exp(...)   softmax over j <= i; p_ij = 0 for j > i
 //   w_ij = p_ij * (keep_ij ? drop_scale : 0)         dropout, only when keep is given
 //   y_i  = sum_{j <= i} w_ij v_j

@@ -12,7 +12,8 @@ namespace tapegrad::kernels::reference {
 namespace {
 
 // m[e] = keep(e) ? 1.0f / float(1 - p) : 0
-// keep(e) = (x >> 8) >= ceil(p 2^24),  x = word e % 4 of philox(key = seed, counter = (e / 4, call))
+// keep(e) = (x >> 8) >= ceil(p 2^24)
+//   x = word e % 4 of philox(key = seed, counter = (e / 4, call))
 float m(std::uint64_t seed, std::uint64_t call, double p, std::size_t e) {
   return ops::dropout_multiplier(seed, call, p, e);
 }
