@@ -5,7 +5,7 @@
 // log_target: exp_f32 (src/exp_f32.hpp), inline arithmetic the loop can vectorise, where std::exp
 // is a library call per element. The reduction adds the losses in double, in order, as there.
 #include <cmath>
-#include <vector>
+#include <memory>
 
 #include "../exp_f32.hpp"
 #include "kl_div_kernels.hpp"
@@ -21,8 +21,9 @@ namespace {
 // exponentials of log_target vectorise), then added in a second.
 void forward(const float* x, const float* t, float* loss, float* slope, std::size_t n,
              bool log_target, bool per_element, float divisor) {
-  std::vector<float> scratch(per_element ? 0 : n);
-  float* l = per_element ? loss : scratch.data();
+  std::unique_ptr<float[]> scratch;  // not zeroed: every element is written
+  if (!per_element) scratch = std::make_unique_for_overwrite<float[]>(n);
+  float* l = per_element ? loss : scratch.get();
   for (std::size_t i = 0; i < n; ++i) {
     if (log_target) {
       const float et = detail::exp_f32(t[i]);

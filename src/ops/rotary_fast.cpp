@@ -25,19 +25,21 @@ void rotate(const float* x, float* out, const RotaryLayout& l, const float* cos,
   const std::size_t grain =
       std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(l.W, 1));
   detail::parallel_for(l.outer * l.T, grain, [&](std::size_t first, std::size_t last) {
+    // the sizes in registers: the stores to out could otherwise alias them
+    const std::size_t T = l.T, W = l.W, rotated = l.rotated, half = l.half;
     for (std::size_t row = first; row < last; ++row) {
-      const std::size_t m = l.offset + row % l.T;
-      const float* c = cos + m * l.half;
-      const float* s = sin + m * l.half;
-      const float* a = x + row * l.W;
-      float* b = out + row * l.W;
-      for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
-        for (std::size_t p = 0; p < l.half; ++p) {
+      const std::size_t m = l.offset + row % T;
+      const float* c = cos + m * half;
+      const float* s = sin + m * half;
+      const float* a = x + row * W;
+      float* b = out + row * W;
+      for (std::size_t head = 0; head < rotated; head += 2 * half)
+        for (std::size_t p = 0; p < half; ++p) {
           const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
           b[head + 2 * p] = x0 * c[p] - x1 * sp;
           b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
         }
-      std::copy(a + l.rotated, a + l.W, b + l.rotated);
+      std::copy(a + rotated, a + W, b + rotated);
     }
   });
 }
