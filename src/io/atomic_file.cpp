@@ -145,38 +145,40 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where)
     if ((existing->st_uid != ::geteuid() || existing->st_gid != ::getegid()) &&
         ::fchown(fd_, existing->st_uid, existing->st_gid) != 0)
       (void)::fchown(fd_, static_cast<uid_t>(-1), existing->st_gid);
-    if (::fchmod(fd_, existing->st_mode & 07777) != 0) {
-      const int err = errno;
-      ::close(fd_);  // a constructor that throws runs no destructor
-      ::unlink(temp_.c_str());
-      io_error(where_, path_,
-               "cannot give the temporary file the permissions of the file it replaces", err);
-    }
+    if (::fchmod(fd_, existing->st_mode & 07777) != 0)  // (a throwing constructor: no destructor)
+      fail("cannot give the temporary file the permissions of the file it replaces", errno);
   }
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(std::string_view what, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(temp_.c_str());
+  temp_.clear();
+  io_error(where_, path_, what, err);
 }
 
 void AtomicFile::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t w = ::write(fd_, bytes.data(), bytes.size());
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) io_error(where_, path_, "cannot write", errno);
+    if (w < 0) fail("cannot write", errno);
     bytes.remove_prefix(static_cast<std::size_t>(w));
   }
 }
 
 // fsync, close, rename over the target, fsync the folder so the rename itself is durable.
 void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) io_error(where_, path_, "cannot flush to disk", errno);
+  if (::fsync(fd_) != 0) fail("cannot flush to disk", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) io_error(where_, path_, "cannot close the temporary file", errno);
-  if (::rename(temp_.c_str(), target_.c_str()) != 0)
-    io_error(where_, path_, "cannot replace the file", errno);
+  if (::close(fd) != 0) fail("cannot close the temporary file", errno);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
   committed_ = true;
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) io_error(where_, path_, "written, but cannot open its folder to sync it", errno);

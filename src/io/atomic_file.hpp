@@ -3,8 +3,8 @@
 // AtomicFile replaces a file so that a crash at any moment leaves the old file or the new one,
 // whole (POSIX): the bytes go to a temporary file in the same folder, which commit() fsyncs,
 // renames over the target and makes durable by fsyncing the folder. Until commit() succeeds the
-// target is untouched; an AtomicFile destroyed without commit (an exception) removes its
-// temporary. Writes are streamed, so a checkpoint never has to exist whole in memory.
+// target is untouched; a failed write or commit removes the temporary before it throws, and an
+// AtomicFile destroyed without commit removes it too. Writes are streamed, so a checkpoint never has to exist whole in memory.
 //
 //     AtomicFile out(path, "save_safetensors");
 //     out.write(header);
@@ -46,6 +46,11 @@ class AtomicFile {
   void commit();
 
  private:
+  /// Closes and removes the temporary, then throws the IoError. The temporary goes before the
+  /// exception does, not in the destructor: a program that lets the exception escape main ends in
+  /// std::terminate without unwinding, and would leave a file as large as the checkpoint.
+  [[noreturn]] void fail(std::string_view what, int err);
+
   std::string where_;
   std::string path_;    // as given, for messages
   std::string target_;  // the file replaced: path_, or where a symbolic link at path_ leads
