@@ -155,7 +155,7 @@ std::string serialize_safetensors(const SafetensorsFile& file) {
 
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   const Layout l = layout(file, TAPEGRAD_VERSION);
-  AtomicFile out(path, "save_safetensors");
+  AtomicFile out(path, "save_safetensors", l.head);
   out.write(l.head);
   for (const TensorRecord* r : l.data)
     out.write({reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size()});

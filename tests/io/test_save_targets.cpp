@@ -2,8 +2,9 @@
 // file (a FIFO, a socket, a folder, a device such as /dev/full) is refused with IoError and left
 // as it was, nothing written; a write error (a full disk, a file-size limit) is reported, never
 // "saved", and leaves no temporary even when the exception ends the program; a replaced file
-// keeps its permission bits and, as root, its owner and group; a
-// symbolic link is followed to the regular file it names, which is replaced, the link staying;
+// keeps its permission bits and, as root, its owner and group; a symbolic link is followed to
+// the file it names when that is empty or of the format written, which is replaced, the link
+// staying, and refused otherwise;
 // a save removes the temporaries earlier saves of the same path left when their process died,
 // and nothing else.
 #include <doctest/doctest.h>
@@ -319,12 +320,12 @@ TEST_SUITE("io.save_targets") {
   }
 
   TEST_CASE(
-      "a symbolic link is followed to the regular file it names, which is replaced, the link "
+      "a symbolic link is followed to the checkpoint it names, which is replaced, the link "
       "staying") {
     const auto dir = scratch_dir("targets_symlink");
     fs::create_directories(dir / "real");
     const std::string target = (dir / "real" / "model.safetensors").string();
-    write_bytes(target, "old");
+    save(nn::Linear(nn::LinearOptions(3, 2), std::make_shared<Generator>(7)), target);
     REQUIRE(::chmod(target.c_str(), 0600) == 0);
     fs::create_symlink("real/model.safetensors", dir / "link");  // relative, as people make them
     fs::create_symlink(dir / "link", dir / "link_to_link");
@@ -355,6 +356,50 @@ TEST_SUITE("io.save_targets") {
             std::string::npos,
         "");
     CHECK(folder_listing(dir / "real") == std::vector<std::string>{"model.safetensors"});
+  }
+
+  TEST_CASE(
+      "through a symbolic link, a save replaces only an empty file or one of its own format, and "
+      "refuses any other, writing nothing") {
+    const auto dir = scratch_dir("targets_symlink_kind");
+    nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+    write_bytes(dir / "real.txt", "something else");
+    fs::create_symlink("real.txt", dir / "last.safetensors");
+    const CheckpointError e = save_refusal((dir / "last.safetensors").string());
+    CHECK(e.kind == "IoError");
+    CHECK_MESSAGE(
+        std::string(e.what()).find(
+            "cannot replace the file: it is a symbolic link to '" + (dir / "real.txt").string() +
+            "', which is not a safetensors file; a save through a link replaces only a "
+            "safetensors file or an empty file there, and wrote nothing") != std::string::npos,
+        e.what());
+    CHECK(read_bytes(dir / "real.txt") == "something else");
+    CHECK(fs::is_symlink(dir / "last.safetensors"));
+    CHECK(folder_listing(dir) == std::vector<std::string>{"last.safetensors", "real.txt"});
+    // A .npy file is not a checkpoint, nor a checkpoint a .npy file.
+    save_npy((dir / "pe.npy").string(), Tensor(Array{1.f, 2.f}));
+    fs::create_symlink("pe.npy", dir / "to_npy");
+    CHECK(
+        std::string(save_refusal((dir / "to_npy").string()).what()).find("is not a safetensors") !=
+        std::string::npos);
+    fs::create_symlink("model.safetensors", dir / "to_model.npy");
+    save(model, (dir / "model.safetensors").string());
+    CHECK_THROWS_WITH_AS(save_npy((dir / "to_model.npy").string(), Tensor(Array{1.f})),
+                         doctest::Contains("which is not a .npy file"), CheckpointError);
+    // Bytes of no known format replace only an empty file.
+    CHECK_THROWS_WITH_AS(write_file_atomic((dir / "last.safetensors").string(), "notes"),
+                         doctest::Contains("which is not empty"), CheckpointError);
+    CHECK(read_bytes(dir / "real.txt") == "something else");
+    // Allowed: a file of the same format (what an earlier save through the link wrote), and an
+    // empty file (nothing to lose).
+    save_npy((dir / "to_npy").string(), Tensor(Array{3.f}));
+    CHECK(load_npy((dir / "pe.npy").string()) == Array{3.f});
+    write_bytes(dir / "empty", "");
+    fs::create_symlink("empty", dir / "to_empty");
+    save(model, (dir / "to_empty").string());
+    save(model, (dir / "to_empty").string());  // now a checkpoint: replaced again
+    CHECK(fs::is_symlink(dir / "to_empty"));
+    CHECK(load_safetensors((dir / "empty").string()).has_tensor("weight"));
   }
 
   TEST_CASE(
