@@ -4,9 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 namespace tapegrad {
 
@@ -45,15 +50,37 @@ std::string Mt19937_64::text() const {
   return os.str();
 }
 
+namespace {
+// A state text comes from a file, so it is read as strictly as text() writes it: unsigned decimal
+// integers, the whole word (no sign, no '+', no junk after), words separated by single spaces.
+std::optional<std::uint64_t> whole_number(std::string_view word) {
+  std::uint64_t value = 0;
+  const auto [end, err] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (word.empty() || err != std::errc() || end != word.data() + word.size()) return std::nullopt;
+  return value;
+}
+
+// The next word of `text` (up to a single space, or the end), removed from it.
+std::string_view next_word(std::string_view& text) {
+  const std::size_t space = std::min(text.find(' '), text.size());
+  const std::string_view word = text.substr(0, space);
+  text.remove_prefix(std::min(space + 1, text.size()));
+  return word;
+}
+}  // namespace
+
 bool Mt19937_64::set_text(const std::string& text) {
-  std::istringstream is(text);
+  std::string_view rest(text);
   std::uint64_t words[state_size];
-  std::size_t index = 0;
-  for (std::uint64_t& w : words) is >> w;
-  is >> index;
-  if (is.fail() || index > state_size) return false;
+  for (std::uint64_t& w : words) {
+    const auto word = whole_number(next_word(rest));
+    if (!word) return false;
+    w = *word;
+  }
+  const auto index = whole_number(rest);  // the last word: nothing may follow it
+  if (!index || *index > state_size) return false;
   std::copy(words, words + state_size, state_);
-  index_ = index;
+  index_ = static_cast<std::size_t>(*index);
   return true;
 }
 
@@ -124,20 +151,24 @@ std::string Generator::state() const {
   return os.str();
 }
 
+// "{seed} {0|1} {spare, a finite hex float} {engine words}", each read whole, as state() writes it.
 void Generator::set_state(const std::string& state) {
-  std::istringstream is(state);
-  std::uint64_t seed = 0;
-  bool has_spare = false;
-  std::string spare_text, engine_text;
-  is >> seed >> has_spare >> spare_text;
-  std::getline(is, engine_text);
+  std::string_view rest(state);
+  const auto seed = whole_number(next_word(rest));
+  const std::string_view flag = next_word(rest);
+  const std::string spare_text(next_word(rest));
+  char* end = nullptr;
+  const double spare = std::strtod(spare_text.c_str(), &end);
+  const bool spare_ok = !spare_text.empty() &&
+                        !std::isspace(static_cast<unsigned char>(spare_text[0])) &&
+                        end == spare_text.c_str() + spare_text.size() && std::isfinite(spare);
   Mt19937_64 engine;
-  if (is.fail() || !engine.set_text(engine_text))
+  if (!seed || (flag != "0" && flag != "1") || !spare_ok || !engine.set_text(std::string(rest)))
     fail<ValueError>("Generator::set_state: expected text from Generator::state(), got '",
                      state.substr(0, 40), state.size() > 40 ? "...'" : "'");
-  seed_ = seed;
-  has_spare_ = has_spare;
-  spare_ = std::strtod(spare_text.c_str(), nullptr);
+  seed_ = *seed;
+  has_spare_ = flag == "1";
+  spare_ = spare;
   engine_ = engine;
   stream_id_ = new_stream_id();
 }

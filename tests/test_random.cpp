@@ -39,6 +39,34 @@ TEST_SUITE("random") {
                          doctest::Contains("expected text from Generator::state()"), ValueError);
   }
 
+  TEST_CASE("set_state reads numbers whole, as state() writes them, and changes nothing else") {
+    Generator a(7);
+    a.normal();  // a pending Box-Muller value: the spare is written
+    const std::string good = a.state();
+    const std::size_t s1 = good.find(' '), s2 = good.find(' ', s1 + 1), s3 = good.find(' ', s2 + 1);
+    const std::string seed = good.substr(0, s1), spare = good.substr(s2 + 1, s3 - s2 - 1),
+                      engine = good.substr(s3 + 1);
+    Generator c(0);
+    c.set_state(good);
+    CHECK(c.state() == good);
+    const std::string before = Generator(3).state();
+    for (const std::string& bad :
+         {"-" + seed + " 1 " + spare + " " + engine,  // a sign wraps around
+          "+" + seed + " 1 " + spare + " " + engine,
+          seed + "x 1 " + spare + " " + engine,     // junk after a number
+          seed + " 2 " + spare + " " + engine,      // not a flag
+          seed + " 1 " + spare + "junk " + engine,  // junk after the spare normal
+          seed + " 1 nan " + engine, seed + " 1 inf " + engine,
+          seed + "  1 " + spare + " " + engine,            // two spaces
+          good + " 5",                                     // a word too many
+          good + "x", good.substr(0, good.rfind(' '))}) {  // junk at the end, a word too few
+      Generator g(3);
+      CHECK_THROWS_WITH_AS(g.set_state(bad),
+                           doctest::Contains("expected text from Generator::state()"), ValueError);
+      CHECK(g.state() == before);
+    }
+  }
+
   TEST_CASE("normal draws have mean 0 and variance 1, uniform draws stay in range") {
     Generator g(3);
     const Array z = randn({100000}, &g);

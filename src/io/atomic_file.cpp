@@ -78,10 +78,64 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
+// The formats a save through a symbolic link tells apart, by their first bytes: a safetensors
+// file (an 8-byte little-endian header length N, then the header's '{', N bytes that fit in the
+// file) and a .npy file (its magic). `size`: the whole file's.
+enum class Format { safetensors, npy, other };
+
+Format format_of(std::string_view start, std::uint64_t size) {
+  if (start.size() >= 9 && start[8] == '{') {
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(start[std::size_t(i)]);
+    if (n >= 2 && n <= size - 8) return Format::safetensors;
+  }
+  if (start.starts_with("\x93NUMPY")) return Format::npy;
+  return Format::other;
+}
+
+const char* format_name(Format f) {
+  return f == Format::safetensors ? "a safetensors file" : f == Format::npy ? "a .npy file" : "";
+}
+
+// The format of the regular file `target` (of `size` bytes), from its first bytes; nullopt when
+// it cannot be read.
+std::optional<Format> format_of_file(const std::string& target, std::uint64_t size) {
+  const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  char start[16];
+  const ssize_t got = ::pread(fd, start, sizeof start, 0);
+  ::close(fd);
+  if (got < 0) return std::nullopt;
+  return format_of(std::string_view(start, static_cast<std::size_t>(got)), size);
+}
+
+// A save through a symbolic link replaces the file the link names only when that file is empty
+// or of the format being written (what an earlier save through the link wrote): a link to
+// anything else (a notes file, a system file) is more likely a mistake than a checkpoint.
+void check_link_target(const std::string& path, const std::string& target, std::uint64_t size,
+                       std::string_view new_start, std::string_view where) {
+  if (size == 0) return;
+  const Format writing = format_of(new_start, new_start.size());
+  const std::optional<Format> there = format_of_file(target, size);
+  if (there && writing != Format::other && *there == writing) return;
+  io_error(
+      where, path,
+      "cannot replace the file: it is a symbolic link to " + in_quotes(target) + ", which " +
+          (there ? std::string("is not ") +
+                       (writing == Format::other ? "empty" : format_name(writing))
+                 : std::string("cannot be read")) +
+          "; a save through a link replaces only " +
+          (writing == Format::other ? std::string("an empty file")
+                                    : std::string(format_name(writing)) + " or an empty file") +
+          " there, and wrote nothing (remove the link, or point it at such a file)",
+      0);
+}
+
 // The file a save to `path` replaces, and its status when it exists: `path` itself, or the
-// regular file a symbolic link at `path` leads to. Refuses anything else that exists there.
+// regular file a symbolic link at `path` leads to (check_link_target). Refuses anything else
+// that exists there.
 std::string file_to_replace(const std::string& path, std::string_view where,
-                            std::optional<struct stat>& existing) {
+                            std::string_view new_start, std::optional<struct stat>& existing) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return path;  // a new file (or a missing folder: reported later)
@@ -103,6 +157,7 @@ std::string file_to_replace(const std::string& path, std::string_view where,
                "cannot replace the file: it is a symbolic link to " + in_quotes(target) +
                    ", which is " + kind_of(st.st_mode) + ", not a regular file" + refused,
                0);
+    check_link_target(path, target, static_cast<std::uint64_t>(st.st_size), new_start, where);
   }
   if (S_ISDIR(st.st_mode))  // the words rename() would have used
     io_error(where, path, std::string("cannot replace the file: Is a directory") + refused, 0);
@@ -116,13 +171,14 @@ std::string file_to_replace(const std::string& path, std::string_view where,
 }
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path, std::string_view where)
+AtomicFile::AtomicFile(const std::string& path, std::string_view where,
+                       std::string_view first_bytes)
     : where_(where), path_(path) {
   static std::atomic<unsigned> counter{0};
   check<ValueError>(std::filesystem::path(path_).has_filename(), where,
                     ": expected a file path, got ", in_quotes(path_), ", which names a folder");
   std::optional<struct stat> existing;
-  target_ = file_to_replace(path_, where_, existing);
+  target_ = file_to_replace(path_, where_, first_bytes, existing);
   const std::filesystem::path t(target_);
   dir_ = t.has_parent_path() ? t.parent_path().string() : std::string(".");
   // Readable by the owner only while it is written, when it replaces a file: a 0600 checkpoint
@@ -145,38 +201,40 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where)
     if ((existing->st_uid != ::geteuid() || existing->st_gid != ::getegid()) &&
         ::fchown(fd_, existing->st_uid, existing->st_gid) != 0)
       (void)::fchown(fd_, static_cast<uid_t>(-1), existing->st_gid);
-    if (::fchmod(fd_, existing->st_mode & 07777) != 0) {
-      const int err = errno;
-      ::close(fd_);  // a constructor that throws runs no destructor
-      ::unlink(temp_.c_str());
-      io_error(where_, path_,
-               "cannot give the temporary file the permissions of the file it replaces", err);
-    }
+    if (::fchmod(fd_, existing->st_mode & 07777) != 0)  // (a throwing constructor: no destructor)
+      fail("cannot give the temporary file the permissions of the file it replaces", errno);
   }
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(std::string_view what, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(temp_.c_str());
+  temp_.clear();
+  io_error(where_, path_, what, err);
 }
 
 void AtomicFile::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t w = ::write(fd_, bytes.data(), bytes.size());
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) io_error(where_, path_, "cannot write", errno);
+    if (w < 0) fail("cannot write", errno);
     bytes.remove_prefix(static_cast<std::size_t>(w));
   }
 }
 
 // fsync, close, rename over the target, fsync the folder so the rename itself is durable.
 void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) io_error(where_, path_, "cannot flush to disk", errno);
+  if (::fsync(fd_) != 0) fail("cannot flush to disk", errno);
   const int fd = fd_;
   fd_ = -1;
-  if (::close(fd) != 0) io_error(where_, path_, "cannot close the temporary file", errno);
-  if (::rename(temp_.c_str(), target_.c_str()) != 0)
-    io_error(where_, path_, "cannot replace the file", errno);
+  if (::close(fd) != 0) fail("cannot close the temporary file", errno);
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot replace the file", errno);
   committed_ = true;
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) io_error(where_, path_, "written, but cannot open its folder to sync it", errno);
@@ -187,7 +245,7 @@ void AtomicFile::commit() {
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes, std::string_view where) {
-  AtomicFile out(path, where);
+  AtomicFile out(path, where, bytes);
   out.write(bytes);
   out.commit();
 }

@@ -11,7 +11,9 @@
 //     refused file therefore leaves model, optimizers, schedulers and generators as they were.
 #include "tapegrad/io/checkpoint.hpp"
 
+#include <cmath>
 #include <functional>
+#include <sstream>
 #include <unordered_set>
 
 #include "checkpoint_errors.hpp"
@@ -179,6 +181,189 @@ std::vector<std::pair<std::string, nn::Dropout*>> dropouts_of(nn::Module& model)
     if (auto* d = dynamic_cast<nn::Dropout*>(module)) out.emplace_back(path, d);
   return out;
 }
+
+// What is wrong with a run's counters, or nullopt: the invariants save() keeps and load() checks.
+// progress.step counts optimizer steps, so each parameter's step count equals it (or, without
+// `equal_steps`, does not exceed it), and a scheduler, stepped once per optimizer step or less
+// often, has 0 <= last_epoch <= progress.step.
+std::optional<std::string> inconsistency(
+    const TrainingProgress& progress, const std::vector<optim::OptimizerState>& optimizers,
+    const std::vector<std::optional<optim::LambdaLRState>>& schedulers, bool equal_steps) {
+  std::ostringstream os;
+  if (progress.step < 0 || progress.data_position < 0) {
+    os << "expected progress.step and progress.data_position to be counts (>= 0), got "
+       << progress.step << " and " << progress.data_position;
+    return os.str();
+  }
+  for (std::size_t k = 0; k < optimizers.size(); ++k) {
+    for (const auto& [id, s] : optimizers[k].state)
+      if (s.step && (equal_steps ? *s.step != progress.step : *s.step > progress.step)) {
+        os << "expected the step count of every parameter of optimizer " << k << " ("
+           << optimizers[k].optimizer << ") to " << (equal_steps ? "equal" : "be at most")
+           << " progress.step, " << progress.step << " (the optimizer steps the run took), got "
+           << *s.step << " for parameter " << id;
+        if (equal_steps)
+          os << "; a run where some parameters miss a gradient at some steps calls "
+                "require_equal_steps(false)";
+        return os.str();
+      }
+    if (k < schedulers.size() && schedulers[k] &&
+        (schedulers[k]->last_epoch < 0 || schedulers[k]->last_epoch > progress.step)) {
+      os << "expected the scheduler of optimizer " << k << " to have taken between 0 and "
+         << progress.step << " steps (progress.step: at most one per optimizer step), got "
+         << "last_epoch " << schedulers[k]->last_epoch;
+      return os.str();
+    }
+  }
+  return std::nullopt;
+}
+
+// 1. The file is a training checkpoint whose names fit the tracked objects: tensors "model...."
+// or "optim.{k}...." with k below the number of tracked optimizers, and the state of exactly the
+// tracked generators.
+void check_marker(const SafetensorsFile& file, const std::string& where) {
+  if (file.metadata_value(kTrainingMarkerKey) != kTrainingMarker)
+    invalid_checkpoint(where,
+                       "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": "
+                       "\"training\"), got a file without that mark",
+                       file.metadata_value("optimizer")
+                           ? "; it holds an optimizer: use io::load_optimizer"
+                           : "; a model's weights load with io::load");
+}
+
+void check_optimizer_names(const SafetensorsFile& file, std::size_t tracked,
+                           const std::string& where) {
+  const auto check_index = [&](const std::string& name) {
+    if (!name.starts_with("optim.")) return;
+    const std::string rest = name.substr(6);
+    const auto k = parse_integer<std::size_t>(std::string_view(rest).substr(0, rest.find('.')));
+    if (!k || rest.find('.') == std::string::npos)
+      invalid_checkpoint(where, "expected a name 'optim.{k}...', got ", in_quotes(name));
+    if (*k >= tracked)
+      invalid_checkpoint(where, "expected state for ", tracked,
+                         " optimizer(s), as this run tracks, got ", in_quotes(name), " (optimizer ",
+                         *k, "); track the same optimizers as the run that saved it");
+  };
+  for (const std::string& name : names_under(file, "")) {
+    if (!name.starts_with(kModelPrefix) && !name.starts_with("optim."))
+      invalid_checkpoint(where, "expected tensors named 'model...' or 'optim.{k}...', got ",
+                         in_quotes(name));
+    check_index(name);
+  }
+  for (const auto& [key, value] : file.metadata()) check_index(key);
+}
+
+void check_generator_names(
+    const SafetensorsFile& file,
+    const std::vector<std::pair<std::string, std::shared_ptr<Generator>>>& generators,
+    const std::string& where) {
+  std::vector<std::string> saved;
+  for (const auto& [key, value] : file.metadata())
+    if (key.starts_with("generator.")) saved.push_back(key.substr(10));
+  for (const auto& [name, generator] : generators)
+    if (!file.metadata_value("generator." + name))
+      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
+                         ", got none; the run that saved it tracked ", saved.size(),
+                         " generator(s) (add_generator with the same names)");
+  for (const std::string& name : saved)
+    if (std::none_of(generators.begin(), generators.end(),
+                     [&](const auto& g) { return g.first == name; }))
+      invalid_checkpoint(
+          where, "expected only the generators this run tracks, got the state of generator ",
+          in_quotes(name), "; track it with add_generator(", in_quotes(name),
+          ", ...) to resume exactly");
+}
+
+// 2. The values, read and checked into local copies (the helpers of TrainingCheckpoint::read_state).
+std::vector<Generator> generator_states(
+    const SafetensorsFile& file,
+    const std::vector<std::pair<std::string, std::shared_ptr<Generator>>>& generators,
+    const std::string& where) {
+  std::vector<Generator> out;
+  for (const auto& [name, generator] : generators) {
+    Generator g;
+    try {
+      g.set_state(*file.metadata_value("generator." + name));
+    } catch (const ValueError& e) {
+      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
+                         ", got text it cannot use (", e.what(), ")");
+    }
+    out.push_back(g);
+  }
+  return out;
+}
+
+struct DropoutState {
+  nn::Dropout* layer;
+  std::uint64_t seed, calls;
+  bool reseed;
+};
+
+// "{seed} {calls}" or "{seed} {calls} reseed", two unsigned decimal integers.
+std::optional<DropoutState> parse_dropout(nn::Dropout* layer, std::string_view text) {
+  const std::size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const auto seed = parse_integer<std::uint64_t>(text.substr(0, space));
+  const std::string_view rest = text.substr(space + 1);
+  const std::size_t flag_at = std::min(rest.find(' '), rest.size());
+  const auto calls = parse_integer<std::uint64_t>(rest.substr(0, flag_at));
+  const std::string_view flag = rest.substr(std::min(flag_at + 1, rest.size()));
+  if (!seed || !calls || (flag_at < rest.size() && flag != "reseed")) return std::nullopt;
+  return DropoutState{layer, *seed, *calls, !flag.empty()};
+}
+
+std::vector<DropoutState> dropout_states(const SafetensorsFile& file, nn::Module& model,
+                                         const std::string& where) {
+  std::vector<DropoutState> out;
+  for (const auto& [path, dropout] : dropouts_of(model)) {
+    const std::string key = "dropout." + path;
+    const auto text = file.metadata_value(key);
+    if (!text)
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key),
+                         " (the seed and call count of Dropout ", in_quotes(path),
+                         "), got none; the file was saved by a run with another model");
+    const auto state = parse_dropout(dropout, *text);
+    if (!state)
+      invalid_checkpoint(
+          where, "expected __metadata__ ", in_quotes(key),
+          " to be \"{seed} {calls}\" (two unsigned integers, then optionally \"reseed\"), got ",
+          in_quotes(*text));
+    out.push_back(*state);
+  }
+  return out;
+}
+
+TrainingProgress progress_from(const SafetensorsFile& file, const std::string& where) {
+  const auto counter = [&](const std::string& key) {
+    const auto text = file.metadata_value(key);
+    const auto value = text ? parse_integer<std::int64_t>(*text) : std::nullopt;
+    if (!value)
+      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be an integer, got ",
+                         text ? in_quotes(*text) : "none");
+    return *value;
+  };
+  TrainingProgress progress(counter("progress.step"), counter("progress.data_position"));
+  for (const auto& [key, value] : file.metadata())
+    if (key.starts_with("progress.extra.")) progress.extra.emplace(key.substr(15), value);
+  return progress;
+}
+
+// A run's parameters are finite: NaN or Inf weights come from a diverged run (or an edit), and
+// every step from them would be NaN. Buffers are not checked (a causal mask may hold -inf).
+void check_finite_parameters(const nn::Module& model, const nn::StateDict& state,
+                             const std::string& where) {
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    const Array* values = state.find(name);
+    if (values == nullptr) continue;  // reported by the state dict's own check
+    const float* p = values->data();
+    for (std::size_t i = 0, n = values->size(); i < n; ++i)
+      if (!std::isfinite(p[i]))
+        invalid_checkpoint(where, "expected the parameter ", in_quotes(name),
+                           " to hold finite values, got ", p[i], " at position ",
+                           position_str(i, values->shape()),
+                           "; the run that saved it diverged, or the file was edited");
+  }
+}
 }  // namespace
 
 TrainingCheckpoint::TrainingCheckpoint(nn::Module& model) : model_(model) {
@@ -220,15 +405,25 @@ TrainingCheckpoint& TrainingCheckpoint::add_generator(const std::string& name,
   return *this;
 }
 
+TrainingCheckpoint& TrainingCheckpoint::require_equal_steps(bool equal) {
+  equal_steps_ = equal;
+  return *this;
+}
+
 SafetensorsFile TrainingCheckpoint::to_file(const TrainingProgress& progress) const {
+  std::vector<optim::OptimizerState> states;
+  std::vector<std::optional<optim::LambdaLRState>> schedulers;
+  for (const TrackedOptimizer& t : optimizers_) {
+    states.push_back(t.optimizer->state_dict());
+    schedulers.push_back(t.scheduler ? std::optional(t.scheduler->state_dict()) : std::nullopt);
+  }
+  if (const auto problem = inconsistency(progress, states, schedulers, equal_steps_))
+    fail<ValueError>("TrainingCheckpoint::save: ", *problem, "; load would refuse the file");
   SafetensorsFile file;
   add_state_dict(file, model_.state_dict(), kModelPrefix);
-  for (std::size_t k = 0; k < optimizers_.size(); ++k) {
-    std::optional<optim::LambdaLRState> s;
-    if (optimizers_[k].scheduler != nullptr) s = optimizers_[k].scheduler->state_dict();
-    add_optimizer_state(file, optimizers_[k].optimizer->state_dict(), s ? &*s : nullptr,
+  for (std::size_t k = 0; k < optimizers_.size(); ++k)
+    add_optimizer_state(file, std::move(states[k]), schedulers[k] ? &*schedulers[k] : nullptr,
                         optimizer_prefix(k));
-  }
   for (const auto& [name, generator] : generators_)
     file.set_metadata("generator." + name, generator->state());
   for (const auto& [path, dropout] : dropouts_of(model_))
@@ -256,166 +451,90 @@ TrainingProgress TrainingCheckpoint::restore(const SafetensorsFile& file,
   return restore(SafetensorsFile(file), source);
 }
 
+// Everything a file holds for the tracked objects, read and checked; nothing tracked changed yet.
+struct TrainingCheckpoint::Restored {
+  nn::StateDict model;
+  std::vector<optim::OptimizerState> optimizers;
+  std::vector<std::optional<optim::LambdaLRState>> schedulers;
+  std::vector<Generator> generators;
+  std::vector<DropoutState> dropouts;
+  TrainingProgress progress;
+};
+
+// The four steps of a load: the names, the values, their agreement, then the change.
 TrainingProgress TrainingCheckpoint::restore(SafetensorsFile&& file, const std::string& source) {
   const std::string where = where_in("TrainingCheckpoint::load", source);
+  check_marker(file, where);  // 1
+  check_optimizer_names(file, optimizers_.size(), where);
+  check_generator_names(file, generators_, where);
+  Restored state = read_state(file, where);  // 2
+  if (const auto problem =
+          inconsistency(state.progress, state.optimizers, state.schedulers, equal_steps_))
+    invalid_checkpoint(where, *problem);  // 3
+  check_finite_parameters(model_, state.model, where);
+  TrainingProgress progress = state.progress;
+  apply(std::move(state), source);  // 4
+  return progress;
+}
 
-  // 1. The layout: a training checkpoint of exactly the tracked optimizers and generators.
-  if (file.metadata_value(kTrainingMarkerKey) != kTrainingMarker)
-    invalid_checkpoint(where,
-                       "expected a training checkpoint (__metadata__ \"tapegrad.checkpoint\": "
-                       "\"training\"), got a file without that mark",
-                       file.metadata_value("optimizer")
-                           ? "; it holds an optimizer: use io::load_optimizer"
-                           : "; a model's weights load with io::load");
-  const auto optimizer_index = [&](const std::string& name) -> std::optional<std::size_t> {
-    if (!name.starts_with("optim.")) return std::nullopt;
-    const std::string rest = name.substr(6);
-    const auto k = parse_integer<std::size_t>(std::string_view(rest).substr(0, rest.find('.')));
-    if (!k || rest.find('.') == std::string::npos)
-      invalid_checkpoint(where, "expected a name 'optim.{k}...', got ", in_quotes(name));
-    return k;
-  };
-  const auto check_optimizer_index = [&](const std::string& name) {
-    if (const auto k = optimizer_index(name); k && *k >= optimizers_.size())
-      invalid_checkpoint(where, "expected state for ", optimizers_.size(),
-                         " optimizer(s), as this run tracks, got ", in_quotes(name), " (optimizer ",
-                         *k, "); track the same optimizers as the run that saved it");
-  };
-  for (const std::string& name : names_under(file, "")) {
-    if (name.starts_with(kModelPrefix)) continue;
-    if (!name.starts_with("optim."))
-      invalid_checkpoint(where, "expected tensors named 'model...' or 'optim.{k}...', got ",
-                         in_quotes(name));
-    check_optimizer_index(name);
-  }
-  std::vector<std::string> saved_generators;
-  for (const auto& [key, value] : file.metadata()) {
-    check_optimizer_index(key);
-    if (key.starts_with("generator.")) saved_generators.push_back(key.substr(10));
-  }
-  for (const auto& [name, generator] : generators_)
-    if (!file.metadata_value("generator." + name))
-      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
-                         ", got none; the run that saved it tracked ", saved_generators.size(),
-                         " generator(s) (add_generator with the same names)");
-  if (saved_generators.size() != generators_.size())
-    for (const std::string& name : saved_generators)
-      if (std::none_of(generators_.begin(), generators_.end(),
-                       [&](const auto& g) { return g.first == name; }))
-        invalid_checkpoint(
-            where, "expected only the generators this run tracks, got the state of generator ",
-            in_quotes(name), "; track it with add_generator(", in_quotes(name),
-            ", ...) to resume exactly");
-
-  // 2. Everything read and checked into local values; nothing tracked has changed yet.
-  nn::StateDict model_state = state_dict_from(file, &file, kModelPrefix, where, nullptr);
-  std::vector<optim::OptimizerState> optimizer_states;
-  std::vector<std::optional<optim::LambdaLRState>> scheduler_states;
+TrainingCheckpoint::Restored TrainingCheckpoint::read_state(SafetensorsFile& file,
+                                                            const std::string& where) const {
+  Restored out;
+  out.model = state_dict_from(file, &file, kModelPrefix, where, nullptr);
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
     const std::string prefix = optimizer_prefix(k);
-    optimizer_states.push_back(optimizer_state_from(file, &file, prefix, where));
-    scheduler_states.push_back(lambda_lr_state_from(file, prefix, where));
+    out.optimizers.push_back(optimizer_state_from(file, &file, prefix, where));
+    out.schedulers.push_back(lambda_lr_state_from(file, prefix, where));
     const bool tracked = optimizers_[k].scheduler != nullptr,
-               saved = scheduler_states.back().has_value();
+               saved = out.schedulers.back().has_value();
     if (tracked != saved)
       invalid_checkpoint(where, "expected ", tracked ? "a" : "no",
                          " scheduler state for optimizer ", k, " (",
                          optimizers_[k].optimizer->type_name(), "), as this run tracks, got ",
                          saved ? "one" : "none");
   }
-  std::vector<Generator> generator_states;
-  for (const auto& [name, generator] : generators_) {
-    Generator g;
-    try {
-      g.set_state(*file.metadata_value("generator." + name));
-    } catch (const ValueError& e) {
-      invalid_checkpoint(where, "expected the state of generator ", in_quotes(name),
-                         ", got text it cannot use (", e.what(), ")");
-    }
-    generator_states.push_back(g);
-  }
-  struct DropoutState {
-    nn::Dropout* layer;
-    std::uint64_t seed, calls;
-    bool reseed;
-  };
-  std::vector<DropoutState> dropout_states;
-  for (const auto& [path, dropout] : dropouts_of(model_)) {
-    const std::string key = "dropout." + path;
-    const auto text = file.metadata_value(key);
-    if (!text)
-      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key),
-                         " (the seed and call count of Dropout ", in_quotes(path),
-                         "), got none; the file was saved by a run with another model");
-    const auto space = text->find(' ');
-    const auto seed = parse_integer<std::uint64_t>(
-        std::string_view(*text).substr(0, std::min(space, text->size())));
-    const std::string rest = space == std::string::npos ? "" : text->substr(space + 1);
-    const std::string calls_text = rest.substr(0, rest.find(' '));
-    const auto calls = parse_integer<std::uint64_t>(calls_text);
-    const std::string flag =
-        rest.find(' ') == std::string::npos ? "" : rest.substr(rest.find(' ') + 1);
-    if (!seed || !calls || !(flag.empty() || flag == "reseed"))
-      invalid_checkpoint(
-          where, "expected __metadata__ ", in_quotes(key),
-          " to be \"{seed} {calls}\" (two unsigned integers, then optionally \"reseed\"), got ",
-          in_quotes(*text));
-    dropout_states.push_back({dropout, *seed, *calls, flag == "reseed"});
-  }
-  TrainingProgress progress;
-  const auto counter = [&](const std::string& key) {
-    const auto text = file.metadata_value(key);
-    const auto value = text ? parse_integer<std::int64_t>(*text) : std::nullopt;
-    if (!value)
-      invalid_checkpoint(where, "expected __metadata__ ", in_quotes(key), " to be an integer, got ",
-                         text ? in_quotes(*text) : "none");
-    return *value;
-  };
-  progress.step = counter("progress.step");
-  progress.data_position = counter("progress.data_position");
-  for (const auto& [key, value] : file.metadata())
-    if (key.starts_with("progress.extra.")) progress.extra.emplace(key.substr(15), value);
+  out.generators = generator_states(file, generators_, where);
+  out.dropouts = dropout_states(file, model_, where);
+  out.progress = progress_from(file, where);
+  return out;
+}
 
-  // 3. Apply, all or nothing, without copying what was read. The model's state and every
-  //    optimizer's are checked first (check_state_dict), model first so that a file of another
-  //    model is reported by its keys and shapes. Then the schedulers load (a few numbers each,
-  //    snapshotted to be put back if a later one refuses), the model (checked), and the
-  //    optimizers take their checked moments by move. So nothing is snapshotted but the
-  //    schedulers, and a load's memory stays near the size of the file.
+// All or nothing, without copying what was read. The model's state and every optimizer's are
+// checked first (check_state_dict), model first so that a file of another model is reported by
+// its keys and shapes. Then the schedulers load (a few numbers each, snapshotted to be put back
+// if a later one refuses), the model (checked), and the optimizers take their checked moments by
+// move. So nothing is snapshotted but the schedulers, and a load's memory stays near the size of
+// the file. Generators and Dropout streams come last, when nothing can fail any more.
+void TrainingCheckpoint::apply(Restored&& state, const std::string& source) {
   try {
-    model_.check_state_dict(model_state, /*strict=*/true);
+    model_.check_state_dict(state.model, /*strict=*/true);
   } catch (const StateDictError& e) {  // PyTorch's text, then which file it was
     throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(source), e.missing,
                          e.unexpected, e.mismatches);
   }
   for (std::size_t k = 0; k < optimizers_.size(); ++k)
-    optimizers_[k].optimizer->check_state_dict(optimizer_states[k]);
+    optimizers_[k].optimizer->check_state_dict(state.optimizers[k]);
   std::vector<std::optional<optim::LambdaLRState>> schedulers_before;
   try {
     for (std::size_t k = 0; k < optimizers_.size(); ++k) {
       const TrackedOptimizer& t = optimizers_[k];
-      if (t.scheduler == nullptr) {
-        schedulers_before.emplace_back();
-        continue;
-      }
-      schedulers_before.push_back(t.scheduler->state_dict());
-      t.scheduler->load_state_dict(*scheduler_states[k]);  // atomic by itself
+      schedulers_before.push_back(t.scheduler ? std::optional(t.scheduler->state_dict())
+                                              : std::nullopt);
+      if (t.scheduler != nullptr) t.scheduler->load_state_dict(*state.schedulers[k]);  // atomic
     }
-    model_.load_state_dict(model_state, /*strict=*/true);  // checked above; atomic by itself
+    model_.load_state_dict(state.model, /*strict=*/true);  // checked above; atomic by itself
   } catch (...) {
     for (std::size_t k = 0; k < schedulers_before.size(); ++k)
       if (schedulers_before[k]) optimizers_[k].scheduler->load_state_dict(*schedulers_before[k]);
     throw;
   }
-  model_state = nn::StateDict();
+  state.model = nn::StateDict();
   for (std::size_t k = 0; k < optimizers_.size(); ++k) {
-    optimizers_[k].optimizer->load_state_dict(std::move(optimizer_states[k]));  // checked above
-    optimizer_states[k] = optim::OptimizerState();
+    optimizers_[k].optimizer->load_state_dict(std::move(state.optimizers[k]));  // checked above
+    state.optimizers[k] = optim::OptimizerState();
   }
-  for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = generator_states[i];
-  for (const DropoutState& d : dropout_states)
-    d.layer->set_stream_state(d.seed, d.calls, d.reseed);  // after
-  return progress;
+  for (std::size_t i = 0; i < generators_.size(); ++i) *generators_[i].second = state.generators[i];
+  for (const DropoutState& d : state.dropouts) d.layer->set_stream_state(d.seed, d.calls, d.reseed);
 }
 
 }  // namespace tapegrad::io

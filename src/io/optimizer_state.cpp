@@ -206,16 +206,21 @@ std::int64_t step_count(const SafetensorsFile& file, const TensorRecord& r,
                      r.shape);
 }
 
-// A running mean of squared gradients (Adam's v, AMSGrad's max of it): finite and >= 0. A file
-// holding anything else was damaged or made by hand; loading it would feed a negative number to
-// sqrt at the next step.
-void check_second_moment(const std::string& name, const Array& v, const std::string& where) {
+// A running mean of squared gradients (Adam's v, AMSGrad's max of it): finite and >= 0. Any other
+// state tensor (Adam's first moment exp_avg, SGD's momentum_buffer, a running mean of gradients):
+// finite. A file holding anything else was damaged, made by hand or saved by a run that had
+// diverged; loading it would feed a negative number to sqrt, or NaN to every weight, at the next
+// step, and the run would then overwrite its checkpoints with NaN.
+void check_moment(const std::string& name, const std::string& what, const Array& v,
+                  const std::string& where) {
+  const bool second = what == "exp_avg_sq" || what == "max_exp_avg_sq";
   const float* p = v.data();
   for (std::size_t i = 0, n = v.size(); i < n; ++i)
-    if (!(std::isfinite(p[i]) && p[i] >= 0.0f))
+    if (!(std::isfinite(p[i]) && (!second || p[i] >= 0.0f)))
       invalid_checkpoint(where, "expected ", in_quotes(name),
-                         " to hold a second moment (finite values >= 0), got ", p[i],
-                         " at position ", position_str(i, v.shape()));
+                         second ? " to hold a second moment (finite values >= 0), got "
+                                : " to hold a moment (finite values), got ",
+                         p[i], " at position ", position_str(i, v.shape()));
 }
 }  // namespace
 
@@ -262,7 +267,7 @@ optim::OptimizerState optimizer_state_from(const SafetensorsFile& file, Safetens
                         " to hold floating-point data (F32, F64, F16 or BF16), got dtype ",
                         dtype_name(r.dtype));
       Array value = values(name);
-      if (what == "exp_avg_sq" || what == "max_exp_avg_sq") check_second_moment(name, value, where);
+      check_moment(name, what, value, where);
       s.tensors.emplace_back(what, std::move(value));
     }
   }

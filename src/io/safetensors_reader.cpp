@@ -13,7 +13,10 @@
 //    9 a tensor's byte range does not fit its dtype and shape      TensorInvalidInfo
 //   10 the data buffer does not end where the last tensor does    MetadataIncompleteBuffer
 // and tapegrad's own, for the checksums its writer stores in "__metadata__" (checksums.hpp):
-//   5b a checksum entry names no tensor, or is not 8 lowercase hex InvalidHeaderDeserialization
+//   5b a checksum entry names no tensor (a metadata checksum: no   InvalidHeaderDeserialization
+//      entry), or is not 8 lowercase hex digits
+//   6b a metadata entry's value does not have the CRC-32C stored  ChecksumMismatch
+//      for it, or has none in a file that has metadata checksums
 //   11 a tensor's bytes do not have the CRC-32C its entry gives   ChecksumMismatch
 // Message shape:
 //    load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
@@ -261,25 +264,37 @@ Header read_entries(const json& root, const Refusal& refuse) {
   return out;
 }
 
-// 5b: each checksum entry names a tensor of the header and holds 8 lowercase hex digits.
-// Returns the checksums by tensor name.
-std::map<std::string, std::uint32_t> check_checksum_entries(const Header& header,
-                                                            const Refusal& refuse) {
-  std::set<std::string_view> names;
+// The checksums the header stores: of tensors by name, of metadata entries by key.
+struct Checksums {
+  std::map<std::string, std::uint32_t> tensors, metadata;
+};
+
+// 5b: each checksum entry names what it covers (a tensor of the header; a metadata entry that is
+// not a checksum) and holds 8 lowercase hex digits.
+Checksums check_checksum_entries(const Header& header, const Refusal& refuse) {
+  std::set<std::string_view> names, keys;
   for (const Entry& e : header.entries) names.insert(e.name);
-  std::map<std::string, std::uint32_t> out;
+  for (const auto& [key, value] : header.metadata)
+    if (!is_any_checksum_key(key)) keys.insert(key);
+  Checksums out;
   for (const auto& [key, value] : header.metadata) {
-    if (!is_checksum_key(key)) continue;
-    const std::string tensor = key.substr(kChecksumPrefix.size());
-    if (!names.contains(tensor))
+    const bool of_tensor = is_checksum_key(key);
+    if (!of_tensor && !is_metadata_checksum_key(key)) continue;
+    const std::string covered =
+        key.substr((of_tensor ? kChecksumPrefix : kMetadataChecksumPrefix).size());
+    if (of_tensor && !names.contains(covered))
       refuse.fail("InvalidHeaderDeserialization", "expected the checksum entry ", in_quotes(key),
-                  " to name a tensor of the file, got no tensor ", in_quotes(tensor));
+                  " to name a tensor of the file, got no tensor ", in_quotes(covered));
+    if (!of_tensor && !keys.contains(covered))
+      refuse.fail("InvalidHeaderDeserialization", "expected the metadata checksum entry ",
+                  in_quotes(key), " to name a metadata entry of the file, got no entry ",
+                  in_quotes(covered));
     const auto crc = parse_checksum(value);
     if (!crc)
       refuse.fail("InvalidHeaderDeserialization", "expected the checksum entry ", in_quotes(key),
                   " to be a CRC-32C as 8 lowercase hex digits, got ",
                   in_quotes(value.substr(0, 40)));
-    out[tensor] = *crc;
+    (of_tensor ? out.tensors : out.metadata)[covered] = *crc;
   }
   return out;
 }
@@ -294,6 +309,27 @@ void check_no_duplicate(const std::optional<DuplicateKey>& duplicate, const Refu
               duplicate->object == "__metadata__" ? std::string("__metadata__")
                                                   : "tensor " + in_quotes(duplicate->object),
               ", got ", in_quotes(duplicate->key), " twice");
+}
+
+// 6b: in a file with metadata checksums (every tapegrad save since they exist), every entry that
+// is not a checksum has one, and its value has that CRC-32C: an entry edited, added or renamed
+// after the save is refused, by name.
+void check_metadata_checksums(const Header& header,
+                              const std::map<std::string, std::uint32_t>& crcs,
+                              const Refusal& refuse) {
+  if (crcs.empty()) return;  // PyTorch's, or an older tapegrad's: nothing to check
+  for (const auto& [key, value] : header.metadata) {
+    if (is_any_checksum_key(key)) continue;
+    const auto expected = crcs.find(key);
+    if (expected == crcs.end())
+      refuse.fail("ChecksumMismatch", "expected a checksum for __metadata__ entry ", in_quotes(key),
+                  ", as for the file's other entries, got none: the entry was "
+                  "added after the file was written");
+    if (const std::uint32_t actual = crc32c(value); actual != expected->second)
+      refuse.fail("ChecksumMismatch", "expected the value of __metadata__ entry ", in_quotes(key),
+                  " to have the CRC-32C ", checksum_text(expected->second), " stored for it, got ",
+                  checksum_text(actual), ": the entry was changed after the file was written");
+  }
 }
 
 // 7: a tensor starts where the previous one (in offset order) ended, and does not end before it
@@ -403,14 +439,14 @@ void read_tensors(const Source& src, std::uint64_t data_start, std::vector<Entry
 }
 
 // An entry whose key is not a tensor and whose value is names a tied copy (safetensors'
-// save_model convention); a checksum entry never does. ("__metadata__" cannot name a tensor, so
+// save_model convention); a checksum entry (of a tensor or of an entry) never does. ("__metadata__" cannot name a tensor, so
 // such an entry stays metadata.) Checksum entries stay in the metadata, so that writing the file
 // again with serialize_safetensors gives its bytes.
 void add_metadata_and_aliases(SafetensorsFile& file,
                               std::vector<std::pair<std::string, std::string>> metadata) {
   for (auto& [key, value] : metadata) {
     if (!file.has_tensor(key) && file.has_tensor(value) && key != "__metadata__" &&
-        !is_checksum_key(key))
+        !is_any_checksum_key(key))
       file.add_alias(std::move(key), std::move(value));
     else
       file.set_metadata(std::move(key), std::move(value));
@@ -428,14 +464,15 @@ SafetensorsFile read_safetensors(const Source& src, std::string_view source) {
   check_utf8(header_text, refuse);                                             // 4
   const ParsedHeader parsed = parse_json(header_text, refuse);                 // 5
   Header header = read_entries(parsed.root, refuse);                           // 5
-  const auto checksums = check_checksum_entries(header, refuse);               // 5b
+  const Checksums checksums = check_checksum_entries(header, refuse);          // 5b
   check_no_duplicate(parsed.duplicate, refuse);                                // 6
+  check_metadata_checksums(header, checksums.metadata, refuse);                // 6b
   const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);  // 7-9
   check_buffer_end(src.size() - 8 - n, last_end, refuse);                      // 10
 
   // Every check passed: every range lies inside the data, and the data is the file's size.
   SafetensorsFile file;
-  read_tensors(src, 8 + n, header.entries, checksums, file, refuse);  // 11
+  read_tensors(src, 8 + n, header.entries, checksums.tensors, file, refuse);  // 11
   add_metadata_and_aliases(file, std::move(header.metadata));
   return file;
 }

@@ -75,6 +75,13 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// The bytes of `file` saved to `path` with fresh checksums (of its tensors and its metadata), as
+// a deliberate edit would be: what only the program's own checks can refuse.
+std::string resigned(const tapegrad::io::SafetensorsFile& file, const std::string& path) {
+  tapegrad::io::save_safetensors(path, file);
+  return bytes_of(path);
+}
+
 // The number captured by `pattern`'s first group, or -1.
 double number(const Output& out, const std::string& pattern) {
   std::smatch m;
@@ -271,7 +278,8 @@ TEST_SUITE("examples.toy_training") {
           Case{"bad_json", bad_json, "InvalidHeaderDeserialization"},
           Case{"not_ours", tapegrad::io::serialize_safetensors(not_ours),
                "expected a toy_training checkpoint"},
-          Case{"mismatched", tapegrad::io::serialize_safetensors(mismatched), "size mismatch"}}) {
+          Case{"mismatched", resigned(mismatched, dir + "/resigned.safetensors"),
+               "size mismatch"}}) {
       CAPTURE(c.name);
       const std::string damaged = dir + "/" + c.name + ".safetensors",
                         other = dir + "/other.safetensors";
@@ -296,6 +304,19 @@ TEST_SUITE("examples.toy_training") {
     const std::string dir = folder("edited");
     REQUIRE(run_toy_training("--steps 100 --out " + dir).status == 0);
     const std::string good = bytes_of(dir + "/checkpoint.safetensors");
+    // An edit that keeps the old checksums is refused by them, naming the entry.
+    tapegrad::io::SafetensorsFile unsigned_edit = tapegrad::io::parse_safetensors(good);
+    unsigned_edit.set_metadata("progress.extra.synonyms", "0");
+    const std::string unsigned_path = dir + "/unsigned.safetensors";
+    write_bytes(unsigned_path, tapegrad::io::serialize_safetensors(unsigned_edit));
+    const Output refused =
+        run_toy_training("--resume " + unsigned_path + " --out " + folder("edited_out_unsigned"));
+    CHECK(refused.status == 2);
+    CHECK(has(refused,
+              "ChecksumMismatch: expected the value of __metadata__ entry "
+              "'progress.extra.synonyms'"));
+    // The cases below are saved with fresh checksums, as a deliberate edit would be: the
+    // program's own checks must refuse them.
     struct Case {
       const char* name;
       const char* key;      // a __metadata__ entry of the checkpoint
@@ -336,7 +357,7 @@ TEST_SUITE("examples.toy_training") {
                "the checkpoint's settings are refused: --vocab: expected at least two meanings"},
           // The run's progress and history are numbers where numbers belong.
           Case{"step_negative", "progress.step", "-3",
-               "expected the number of steps the run took (at least 1), got -3"},
+               "expected progress.step and progress.data_position to be counts (>= 0), got -3"},
           Case{"loss_text", "progress.extra.loss", "2.5 abc",
                "expected the loss of step 2 as a number, got 'abc'"},
           Case{"held_out_text", "progress.extra.held-out-loss", "0:2.5 x:1",
@@ -344,18 +365,18 @@ TEST_SUITE("examples.toy_training") {
       CAPTURE(c.name);
       tapegrad::io::SafetensorsFile edited = tapegrad::io::parse_safetensors(good);
       edited.set_metadata(c.key, c.value);
-      const std::string bytes =
-          tapegrad::io::serialize_safetensors(edited);  // data and checksums as they were
       const std::string path = dir + "/" + c.name + ".safetensors",
                         other = dir + "/other.safetensors";
+      const std::string bytes = resigned(edited, path);
       const std::string out = folder(std::string("edited_out_") + c.name);
       write_bytes(path, bytes);
       write_bytes(other, good);
       const Output o =
           run_toy_training("--resume " + path + " --checkpoint " + other + " --out " + out);
       INFO(o.text);
-      CHECK(o.status == 2);  // an error, not a signal or an OOM kill
-      CHECK(has(o, "toy_training: --resume '" + path + "': "));
+      CHECK(o.status == 2);                     // an error, not a signal or an OOM kill
+      CHECK(has(o, "toy_training: --resume"));  // the program's check or the library's,
+      CHECK(has(o, "'" + path + "': "));        // naming the file
       CHECK(has(o, c.message));
       CHECK(bytes_of(path) == bytes);
       CHECK(bytes_of(other) == good);

@@ -5,10 +5,14 @@
 //
 // Any bytes go in. A refusal may only be CheckpointError, StateDictError, TypeError or ValueError,
 // and a refused load must leave the model, the optimizer, the scheduler and the generators exactly
-// as they were. Anything else (another exception, a crash, a leak, a sanitizer report, a
-// half-applied load) is a bug. Seeds: run with TAPEGRAD_FUZZ_WRITE_SEEDS=folder, the target
-// writes valid files of each layout there, with and without checksums, and optimizer files
-// holding values no run can produce, and exits (scripts/fuzz.sh does this first).
+// as they were; an accepted training checkpoint must be consistent (every step count equal to
+// progress.step, the scheduler's last_epoch in [0, progress.step], weights and moments finite).
+// Anything else (another exception, a crash, a leak, a sanitizer report, a half-applied load, an
+// inconsistent state accepted) is a bug. Seeds: run with TAPEGRAD_FUZZ_WRITE_SEEDS=folder, the
+// target writes valid files of each layout there, with and without checksums, and files holding
+// values no run can produce or counters that disagree, and exits (scripts/fuzz.sh does this
+// first).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -88,6 +92,23 @@ bool attempt(F&& load) {
   return false;
 }
 
+bool all_finite(const Array& a) {
+  return std::all_of(a.begin(), a.end(), [](float x) { return std::isfinite(x); });
+}
+
+// What an accepted training checkpoint guarantees about the state it loaded.
+void expect_consistent(const Run& r, std::int64_t step) {
+  expect(step >= 0, "progress.step >= 0");
+  for (const auto& [id, s] : r.adam.state_dict().state) {
+    expect(s.step == step, "every step count equals progress.step");
+    for (const auto& [name, value] : s.tensors) expect(all_finite(value), "moments are finite");
+  }
+  expect(r.sched.last_epoch() >= 0 && r.sched.last_epoch() <= step,
+         "the scheduler took between 0 and progress.step steps");
+  for (const Parameter& p : r.model.parameters())
+    expect(all_finite(p.data()), "weights are finite");
+}
+
 void write_seed(const std::string& folder, const std::string& name, const std::string& bytes) {
   const std::string path = folder + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -143,6 +164,31 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   write_seed(
       folder, "optimizer_fractional_step",
       with_tensor("state.0.step", [](SafetensorsFile& f) { f.add("state.0.step", Array(2.5f)); }));
+  write_seed(folder, "optimizer_nan_exp_avg",
+             with_tensor("state.1.exp_avg", [](SafetensorsFile& f) {
+               f.add("state.1.exp_avg", Array{std::nanf(""), 0.f});
+             }));
+  // Training checkpoints whose counters disagree, or whose weights are not finite.
+  const SafetensorsFile training = run.ckpt.to_file({3, 12});
+  const auto training_with = [&](const std::string& key, const std::string& value) {
+    SafetensorsFile f = training;
+    f.set_metadata(key, value);
+    return serialize_safetensors(f);
+  };
+  write_seed(folder, "training_step_ahead", training_with("progress.step", "5"));
+  write_seed(folder, "training_negative_step", training_with("progress.step", "-1"));
+  write_seed(folder, "training_last_epoch_huge",
+             training_with("optim.0.lr_scheduler", R"({"base_lrs":[0.1],"last_epoch":1000000})"));
+  SafetensorsFile nan_weight;
+  for (const TensorRecord& r : training.tensors())
+    if (r.name == "model.weight")
+      nan_weight.add(r.name, Array(xt::full_like(training.to_float(r.name), std::nanf(""))));
+    else if (r.name == "optim.0.state.1.step")
+      nan_weight.add(r.name, IndexArray(std::int64_t{2}));
+    else
+      nan_weight.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
+  for (const auto& [key, value] : training.metadata()) nan_weight.set_metadata(key, value);
+  write_seed(folder, "training_nan_weight_step_behind", serialize_safetensors(nan_weight));
   std::exit(0);
 }
 
@@ -160,9 +206,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Run run;
     run.train(1);
     const std::string before = fingerprint(run);
-    if (attempt([&] { run.ckpt.restore(file, "fuzz.safetensors"); }))
+    std::int64_t step = -1;
+    if (attempt([&] { step = run.ckpt.restore(file, "fuzz.safetensors").step; })) {
+      expect_consistent(run, step);
       run.train(1);  // what was loaded is usable
-    else
+    } else
       expect(fingerprint(run) == before, "a refused training checkpoint changes nothing");
   }
   // The optimizer layout, into an optimizer, then its scheduler.

@@ -3,8 +3,8 @@
 
 One valid file of each shape the readers accept, and one file for each way they refuse (each
 of the safetensors reader's checks, named by its number in src/io/safetensors_reader.cpp: the
-zip hint, duplicate keys, unknown dtypes, tapegrad's per-tensor CRC-32C checksums; bad .npy
-headers). libFuzzer
+zip hint, duplicate keys, unknown dtypes, tapegrad's CRC-32C checksums of tensors and of
+metadata entries; bad .npy headers). libFuzzer
 mutates these; scripts/fuzz.sh copies them to a scratch folder first, so the committed corpus
 stays small. Standard library only. Run: /usr/bin/python3 tests/fuzz/make_corpus.py
 """
@@ -35,6 +35,8 @@ def f32(*values):
 
 def crc32c(data):
     """CRC-32C (Castagnoli, reflected 0x82F63B78), bit by bit; as 8 lowercase hex digits."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
     c = 0xFFFFFFFF
     for b in data:
         c ^= b
@@ -75,6 +77,14 @@ def safetensors_seeds():
                           struct.pack("<q", 7) + f32(1, 2)),
         "checksummed_partly": st({"__metadata__": {"tapegrad.crc32c.b": crc32c(f32(3))},
                                   "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 3)),
+        # every metadata entry with its checksum too (the alias entry "b" and the version included)
+        "metadata_checksummed": st({"__metadata__": {
+            "b": "a", "note": "h\u00e9", "tapegrad.version": "0.1.0",
+            "tapegrad.crc32c.a": crc32c(f32(1)),
+            "tapegrad.metadata_crc32c.b": crc32c("a"),
+            "tapegrad.metadata_crc32c.note": crc32c("h\u00e9"),
+            "tapegrad.metadata_crc32c.tapegrad.version": crc32c("0.1.0")},
+            "a": entry("F32", [1], 0, 4)}, f32(1)),
         # refused, in check order
         "1_too_small": b"\x02\x00\x00",
         "2_too_large": struct.pack("<Q", 100_000_001) + b"{}",
@@ -98,6 +108,20 @@ def safetensors_seeds():
                                     "a": entry("F32", [1], 0, 4)}, f32(1)),
         "5_checksum_short": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1))[1:]},
                                 "a": entry("F32", [1], 0, 4)}, f32(1)),
+        "5_metadata_checksum_no_entry": st({"__metadata__": {"note": "x", "tapegrad.metadata_crc32c.note": crc32c("x"),
+                                                             "tapegrad.metadata_crc32c.gone": crc32c("x")}}),
+        "5_metadata_checksum_of_checksum": st({"__metadata__": {
+            "tapegrad.crc32c.a": crc32c(f32(1)),
+            "tapegrad.metadata_crc32c.tapegrad.crc32c.a": crc32c(crc32c(f32(1)))},
+            "a": entry("F32", [1], 0, 4)}, f32(1)),
+        "5_metadata_checksum_uppercase": st({"__metadata__": {"note": "x",
+                                                              "tapegrad.metadata_crc32c.note": crc32c("x").upper()}}),
+        "6b_metadata_edited": st({"__metadata__": {"progress.step": "25",
+                                                   "tapegrad.metadata_crc32c.progress.step": crc32c("20")}}),
+        "6b_metadata_added": st({"__metadata__": {"note": "x", "tapegrad.metadata_crc32c.note": crc32c("x"),
+                                                  "gpt.n_head": "4"}}),
+        "6b_alias_redirected": st({"__metadata__": {"c": "b", "tapegrad.metadata_crc32c.c": crc32c("a")},
+                                   "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 2)),
         "6_duplicate_name": st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
                                '"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),
         "6_duplicate_field": st('{"w":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),

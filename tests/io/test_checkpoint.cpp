@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <thread>
@@ -875,6 +876,127 @@ TEST_SUITE("io.checkpoint") {
       f.add("weights", Array{1.f});
       refused_with(f, "expected tensors named 'model...' or 'optim.{k}...', got 'weights'");
     }
+  }
+
+  TEST_CASE(
+      "a training checkpoint whose progress, step counts and scheduler disagree is refused, "
+      "changing nothing") {
+    const auto dir = scratch_dir("ckpt_inconsistent");
+    const std::string path = (dir / "run.safetensors").string();
+    manual_seed(21);
+    ToyRun saved(1, 2);
+    saved.train(4);
+    const SafetensorsFile good = saved.ckpt.to_file({4, 16});
+    manual_seed(22);
+    ToyRun run(5, 6);
+    run.train(2);
+    const Snapshot before(run);
+    // Saved with fresh checksums: only the cross-checks can tell.
+    const auto refused_with = [&](const SafetensorsFile& f, const std::string& phrase) {
+      save_safetensors(path, f);
+      CHECK_THROWS_WITH_AS(run.ckpt.load(path), doctest::Contains(phrase.c_str()), CheckpointError);
+      CHECK(Snapshot(run) == before);
+    };
+    const auto with_tensor = [&](const std::string& name, auto value) {
+      SafetensorsFile f;
+      for (const TensorRecord& r : good.tensors())
+        if (r.name == name)
+          f.add(r.name, value);
+        else
+          f.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
+      for (const auto& [k, v] : good.metadata()) f.set_metadata(k, v);
+      return f;
+    };
+    const auto with_entry = [&](const std::string& key, const std::string& value) {
+      SafetensorsFile f = good;
+      f.set_metadata(key, value);
+      return f;
+    };
+    for (const std::string step : {"0", "2", "5", "25"}) {
+      CAPTURE(step);
+      refused_with(with_entry("progress.step", step),
+                   "InvalidCheckpoint: expected the step count of every parameter of optimizer 0 "
+                   "(Adam) to equal progress.step, " +
+                       step + " (the optimizer steps the run took), got 4 for parameter 0");
+    }
+    refused_with(with_entry("progress.step", "-1"),
+                 "expected progress.step and progress.data_position to be counts (>= 0), got -1 "
+                 "and 16");
+    refused_with(with_entry("progress.data_position", "-3"), "got 4 and -3");
+    for (const std::string text : {"4abc", "4.0", " 4", "+4", "0x4", ""})
+      refused_with(with_entry("progress.step", text),
+                   "expected __metadata__ 'progress.step' to be an integer, got '" + text + "'");
+    // One parameter's step count among the others'.
+    refused_with(
+        with_tensor("optim.0.state.1.step", IndexArray(std::int64_t{7})),
+        "equal progress.step, 4 (the optimizer steps the run took), got 7 for parameter 1");
+    refused_with(with_tensor("optim.0.state.2.step", IndexArray(std::int64_t{3})),
+                 "got 3 for parameter 2; a run where some parameters miss a gradient at some steps "
+                 "calls require_equal_steps(false)");
+    // A scheduler that took more steps than the optimizer, or a negative number.
+    for (const std::string epoch : {"5", "1000000", "-1"})
+      refused_with(
+          with_entry("optim.0.lr_scheduler", R"({"base_lrs":[1.0],"last_epoch":)" + epoch + "}"),
+          "expected the scheduler of optimizer 0 to have taken between 0 and 4 steps "
+          "(progress.step: at most one per optimizer step), got last_epoch " +
+              epoch);
+    // Weights that are not finite: an all-NaN projection with a valid checksum.
+    Array nan_weight = xt::full_like(good.to_float("model.out.weight"), std::nanf(""));
+    refused_with(with_tensor("model.out.weight", nan_weight),
+                 "expected the parameter 'out.weight' to hold finite values, got nan at position "
+                 "(0, 0); the run that saved it diverged, or the file was edited");
+    Array inf_bias = good.to_float("model.out.bias");
+    inf_bias(3) = -std::numeric_limits<float>::infinity();
+    refused_with(with_tensor("model.out.bias", inf_bias),
+                 "'out.bias' to hold finite values, got -inf at position (3)");
+    // A buffer may hold anything (a causal mask holds -inf); a scheduler stepped per epoch, less
+    // often than the optimizer, is a run's choice.
+    Array pe = good.to_float("model.pos.pe");
+    pe(0, 0, 1) = -std::numeric_limits<float>::infinity();
+    save_safetensors(path, with_tensor("model.pos.pe", pe));
+    CHECK(run.ckpt.load(path).step == 4);
+    save_safetensors(path,
+                     with_entry("optim.0.lr_scheduler", R"({"base_lrs":[1.0],"last_epoch":1})"));
+    CHECK(run.ckpt.load(path).step == 4);
+    CHECK(run.sched.last_epoch() == 1);
+  }
+
+  TEST_CASE(
+      "require_equal_steps(false) accepts step counts that fell behind, never ahead of "
+      "progress.step") {
+    const auto dir = scratch_dir("ckpt_unequal_steps");
+    const std::string path = (dir / "run.safetensors").string();
+    manual_seed(21);
+    ToyRun run(1, 2);
+    run.train(3);
+    // The output bias misses its gradient at the fourth step: its count falls behind, as PyTorch's.
+    optim::OptimizerState state = run.adam.state_dict();
+    state.state.at(1).step = 2;
+    run.adam.load_state_dict(state);
+    CHECK_THROWS_WITH_AS(run.ckpt.save(path, {3}),
+                         doctest::Contains("TrainingCheckpoint::save: expected the step count of "
+                                           "every parameter of optimizer 0 (Adam) to equal "
+                                           "progress.step, 3 (the optimizer steps the run took), "
+                                           "got 2 for parameter 1"),
+                         ValueError);
+    CHECK_FALSE(std::filesystem::exists(path));
+    run.ckpt.require_equal_steps(false);
+    run.ckpt.save(path, {3});
+    CHECK(run.ckpt.load(path).step == 3);
+    // Ahead of progress.step is refused either way, on save and on load.
+    CHECK_THROWS_WITH_AS(run.ckpt.save(path, {1}),
+                         doctest::Contains("to be at most progress.step, 1"), ValueError);
+    CHECK_THROWS_WITH_AS(run.ckpt.save(path, {-1}),
+                         doctest::Contains("expected progress.step and progress.data_position to "
+                                           "be counts (>= 0), got -1 and 0"),
+                         ValueError);
+    SafetensorsFile f = load_safetensors(path);
+    f.set_metadata("progress.step", "2");
+    save_safetensors(path, f);
+    CHECK_THROWS_WITH_AS(run.ckpt.load(path),
+                         doctest::Contains("to be at most progress.step, 2 (the optimizer steps "
+                                           "the run took), got 3 for parameter 0"),
+                         CheckpointError);
   }
 
   TEST_CASE("add_generator and add_optimizer refuse empty, duplicate and null entries") {

@@ -1,14 +1,17 @@
-// tests/io/test_checksums.cpp: CRC-32C and the per-tensor checksums tapegrad's writer stores in
-// "__metadata__" ("tapegrad.crc32c.{name}"): the standard check values, what the writer stores,
-// a flipped byte anywhere in any tensor refused naming that tensor, files without checksums
-// (PyTorch's, safetensors', older tapegrad's) loading as before, malformed checksum entries
-// refused, and NumPy plus an independent CRC-32C in Python agreeing with the file.
+// tests/io/test_checksums.cpp: CRC-32C and the checksums tapegrad's writer stores in
+// "__metadata__" ("tapegrad.crc32c.{name}" for each tensor, "tapegrad.metadata_crc32c.{key}" for
+// each other entry): the standard check values, what the writer stores, a flipped byte anywhere
+// in any tensor refused naming that tensor, an edited, added or renamed metadata entry refused
+// naming the entry, files without checksums (PyTorch's, safetensors', older tapegrad's) loading
+// as before, malformed checksum entries refused, and NumPy plus an independent CRC-32C in Python
+// agreeing with the file.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <tapegrad/io/crc32c.hpp>
@@ -66,6 +69,15 @@ std::vector<Span> data_spans(const std::string& bytes) {
     at += r.bytes().size();
   }
   return spans;
+}
+
+// `bytes` with the first occurrence of `from` replaced by `to`, of the same length (the header
+// keeps its length, so only the checksums can tell).
+std::string edited(std::string bytes, const std::string& from, const std::string& to) {
+  REQUIRE(from.size() == to.size());
+  const std::size_t at = bytes.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, from);
+  return bytes.replace(at, from.size(), to);
 }
 
 CheckpointError refusal(const std::string& bytes) {
@@ -270,8 +282,180 @@ TEST_SUITE("io.checksums") {
     h.add_alias("tapegrad.crc32c.z", "a");
     CHECK_THROWS_WITH_AS(serialize_safetensors(h),
                          doctest::Contains("expected tied tensor names that do not start with "
-                                           "'tapegrad.crc32c.', got 'tapegrad.crc32c.z'"),
+                                           "'tapegrad.crc32c.' or 'tapegrad.metadata_crc32c.', "
+                                           "got 'tapegrad.crc32c.z'"),
                          ValueError);
+  }
+
+  TEST_CASE(
+      "save_safetensors stores the CRC-32C of every metadata entry's value: the caller's, the "
+      "version, the tied names") {
+    const auto dir = scratch_dir("checksums_metadata_written");
+    const std::string path = (dir / "f.safetensors").string();
+    SafetensorsFile f = small_file();
+    f.set_metadata("note", "hello");
+    f.set_metadata("tapegrad.metadata_crc32c.note", "00000000");  // replaced by a fresh one
+    save_safetensors(path, f);
+    const SafetensorsFile g = load_safetensors(path);
+    CHECK(g.metadata_value("tapegrad.metadata_crc32c.note") == hex8(crc32c("hello")));
+    CHECK(g.metadata_value("tapegrad.metadata_crc32c.tapegrad.version") ==
+          hex8(crc32c(*g.metadata_value("tapegrad.version"))));
+    CHECK(g.metadata_value("tapegrad.metadata_crc32c.out.weight") == hex8(crc32c("emb.weight")));
+    int covered = 0;
+    for (const auto& [key, value] : g.metadata()) {
+      if (key.rfind("tapegrad.crc32c.", 0) == 0 || key.rfind("tapegrad.metadata_crc32c.", 0) == 0)
+        continue;
+      CHECK_MESSAGE(g.metadata_value("tapegrad.metadata_crc32c." + key) == hex8(crc32c(value)),
+                    key);
+      ++covered;
+    }
+    CHECK(covered == 2);  // note, tapegrad.version (the alias is in aliases(), covered above)
+    CHECK_FALSE(g.metadata_value("tapegrad.metadata_crc32c.tapegrad.crc32c.bias"));
+    // serialize_safetensors adds none, and gives back the bytes of a file it read.
+    const SafetensorsFile h = parse_safetensors(serialize_safetensors(small_file()));
+    for (const auto& [key, value] : h.metadata()) CHECK(key.rfind("tapegrad.", 0) != 0);
+    CHECK(serialize_safetensors(g) == read_bytes(path));
+  }
+
+  TEST_CASE(
+      "an edited, added or renamed metadata entry is refused as ChecksumMismatch naming the "
+      "entry") {
+    const auto dir = scratch_dir("checksums_metadata_edited");
+    const std::string path = (dir / "f.safetensors").string();
+    SafetensorsFile f = small_file();
+    f.set_metadata("note", "hello");
+    save_safetensors(path, f);
+    const std::string good = read_bytes(path);
+    CHECK_NOTHROW(parse_safetensors(good));
+    struct Case {
+      std::string from, to, phrase;
+    };
+    for (const Case& c : {
+             Case{"\"hello\"", "\"hellO\"",
+                  "expected the value of __metadata__ entry 'note' to have the CRC-32C " +
+                      hex8(crc32c("hello")) + " stored for it, got " + hex8(crc32c("hellO")) +
+                      ": the entry was changed after the file was written"},
+             Case{"\"tapegrad.version\":\"", "\"tapegrad.version\":\"9",
+                  "expected the value of __metadata__ entry 'tapegrad.version'"},
+             // A tie redirected to another tensor of the same name length.
+             Case{"\"out.weight\":\"emb.weight\"", "\"out.weight\":\"emb.weighT\"",
+                  "expected the value of __metadata__ entry 'out.weight'"},
+         }) {
+      CAPTURE(c.from);
+      std::string bad = c.from.size() == c.to.size() ? edited(good, c.from, c.to) : good;
+      if (c.from.size() != c.to.size()) {  // a longer value: rewrite through the API instead
+        SafetensorsFile g = parse_safetensors(good);
+        g.set_metadata("tapegrad.version", "9" + *g.metadata_value("tapegrad.version"));
+        bad = serialize_safetensors(g);
+      }
+      const CheckpointError e = refusal(bad);
+      CHECK(e.kind == "ChecksumMismatch");
+      CHECK_MESSAGE(std::string(e.what()).find("load_safetensors: 'model.safetensors': "
+                                               "ChecksumMismatch: " +
+                                               c.phrase) == 0,
+                    e.what());
+    }
+    // An entry added after the save, or one renamed (its checksum then names no entry).
+    SafetensorsFile added = parse_safetensors(good);
+    added.set_metadata("extra", "x");
+    CHECK_MESSAGE(
+        std::string(refusal(serialize_safetensors(added)).what())
+                .find("ChecksumMismatch: expected a checksum for __metadata__ entry "
+                      "'extra', as for the file's other entries, got none") != std::string::npos,
+        "");
+    const CheckpointError renamed = refusal(edited(good, "\"note\"", "\"nope\""));
+    CHECK(renamed.kind == "InvalidHeaderDeserialization");
+    CHECK_MESSAGE(std::string(renamed.what())
+                          .find("expected the metadata checksum entry "
+                                "'tapegrad.metadata_crc32c.note' to name a metadata entry of the "
+                                "file, got no entry 'note'") != std::string::npos,
+                  renamed.what());
+    // save_safetensors writes fresh checksums: the edit is then the file's content.
+    SafetensorsFile resaved = parse_safetensors(good);
+    resaved.set_metadata("note", "edited on purpose");
+    save_safetensors(path, resaved);
+    CHECK(load_safetensors(path).metadata_value("note") == "edited on purpose");
+  }
+
+  TEST_CASE(
+      "a training checkpoint with an edited setting, note or counter is refused, naming the "
+      "entry") {
+    const auto dir = scratch_dir("checksums_metadata_run");
+    const std::string path = (dir / "run.safetensors").string();
+    nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+    optim::Adam opt(model.parameters(), optim::AdamOptions(0.1));
+    TrainingCheckpoint ckpt(model, opt);
+    ckpt.save(path, TrainingProgress(0, 0, {{"gpt.n_head", "2"}, {"gpt.gelu", "none"}}));
+    const std::string good = read_bytes(path);
+    for (const auto& [from, to, key] :
+         {std::tuple<std::string, std::string, std::string>{
+              "gpt.n_head\":\"2\"", "gpt.n_head\":\"4\"", "progress.extra.gpt.n_head"},
+          {"gpt.gelu\":\"none\"", "gpt.gelu\":\"tanh\"", "progress.extra.gpt.gelu"},
+          {"\"progress.data_position\":\"0\"", "\"progress.data_position\":\"7\"",
+           "progress.data_position"},
+          {R"(lr\":0.1)", R"(lr\":0.9)", "optim.0.param_groups"}}) {
+      CAPTURE(key);
+      write_bytes(path, edited(good, from, to));
+      CHECK_THROWS_WITH_AS(ckpt.load(path),
+                           doctest::Contains(("ChecksumMismatch: expected the value of "
+                                              "__metadata__ entry '" +
+                                              key + "'")
+                                                 .c_str()),
+                           CheckpointError);
+    }
+  }
+
+  TEST_CASE(
+      "a metadata checksum entry naming no entry, naming a checksum, or not 8 lowercase hex "
+      "digits is InvalidHeaderDeserialization") {
+    const std::string one = std::string("\x00\x00\x80\x3f", 4);  // 1.0f
+    const auto file_with = [&](const std::string& key, const std::string& value) {
+      std::string header = R"({"__metadata__":{"note":"hi","tapegrad.crc32c.w":")" +
+                           hex8(crc32c(one)) + R"(",")" + key + R"(":")" + value +
+                           R"("},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+      std::string n(8, '\0');
+      const std::uint64_t size = header.size();
+      std::memcpy(n.data(), &size, 8);
+      return n + header + one;
+    };
+    CHECK_NOTHROW(
+        parse_safetensors(file_with("tapegrad.metadata_crc32c.note", hex8(crc32c("hi")))));
+    struct Case {
+      std::string key, value, phrase;
+    };
+    for (const Case& c :
+         {Case{"tapegrad.metadata_crc32c.x", hex8(crc32c("hi")), "got no entry 'x'"},
+          Case{"tapegrad.metadata_crc32c.tapegrad.crc32c.w", "00000000",
+               "got no entry 'tapegrad.crc32c.w'"},
+          Case{"tapegrad.metadata_crc32c.w", "00000000", "got no entry 'w'"},
+          Case{"tapegrad.metadata_crc32c.note", "ABCDEF01",
+               "8 lowercase hex digits, got 'ABCDEF01'"},
+          Case{"tapegrad.metadata_crc32c.note", "", "got ''"}}) {
+      CAPTURE(c.key);
+      CAPTURE(c.value);
+      const CheckpointError e = refusal(file_with(c.key, c.value));
+      CHECK(e.kind == "InvalidHeaderDeserialization");
+      CHECK_MESSAGE(std::string(e.what()).find(c.phrase) != std::string::npos, e.what());
+      // The writer refuses to write what the reader would refuse.
+      SafetensorsFile f;
+      f.add("w", Array{1.f});
+      f.set_metadata("note", "hi");
+      f.set_metadata(c.key, c.value);
+      CHECK_THROWS_WITH_AS(serialize_safetensors(f), doctest::Contains("metadata checksum entry"),
+                           ValueError);
+    }
+  }
+
+  TEST_CASE(
+      "a file with tensor checksums and no metadata checksums (an older tapegrad's) loads as "
+      "before") {
+    SafetensorsFile f;
+    f.add("w", Array{1.f});
+    f.set_metadata("note", "anything");
+    f.set_metadata("tapegrad.version", "0.1.0");
+    f.set_metadata("tapegrad.crc32c.w", hex8(crc32c(std::string("\x00\x00\x80\x3f", 4))));
+    const SafetensorsFile g = parse_safetensors(serialize_safetensors(f));
+    CHECK(g.metadata_value("note") == "anything");
   }
 
   TEST_CASE("Python with NumPy and its own CRC-32C reads the file and agrees with every checksum") {
@@ -308,6 +492,10 @@ for path in sys.argv[1:]:
         assert meta["tapegrad.crc32c." + name] == "%08x" % crc32c(buf[b:end]), name
     checked = [k for k in meta if k.startswith("tapegrad.crc32c.")]
     assert len(checked) == len(header), (checked, list(header))
+    entries = [k for k in meta if not k.startswith(("tapegrad.crc32c.", "tapegrad.metadata_crc32c."))]
+    for k in entries:
+        assert meta["tapegrad.metadata_crc32c." + k] == "%08x" % crc32c(meta[k].encode()), k
+    assert len(meta) == len(header) + 2 * len(entries), sorted(meta)
     print(path.split("/")[-1], len(header), "tensors checked")
 )PY");
     const std::string cmd = "/usr/bin/python3 " + (dir / "check.py").string() + " " +

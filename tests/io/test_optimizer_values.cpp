@@ -1,6 +1,7 @@
-// tests/io/test_optimizer_values.cpp: optimizer state that no run can produce is refused when a
-// checkpoint is loaded — a negative or non-finite second moment (exp_avg_sq, max_exp_avg_sq), a
-// negative or fractional step count — with a CheckpointError naming the key, and nothing changed.
+// tests/io/test_optimizer_values.cpp: optimizer state that no run can produce, or that a diverged
+// run left, is refused when a checkpoint is loaded — a negative or non-finite second moment
+// (exp_avg_sq, max_exp_avg_sq), a non-finite first moment or momentum buffer, a negative or
+// fractional step count — with a CheckpointError naming the key, and nothing changed.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -87,10 +88,36 @@ TEST_SUITE("io.optimizer_values") {
   }
 
   TEST_CASE(
-      "the first moment may hold anything a run can produce, NaN from a NaN gradient included") {
+      "a non-finite first moment or momentum buffer is refused, naming the key, the value and "
+      "where") {
     const Run run;
+    for (const float bad : {kNaN, kInf, -kInf}) {
+      CAPTURE(bad);
+      Array value{{-1.f, 0.f, 2.f}, {0.f, 0.f, 0.f}};
+      value(0, 1) = bad;
+      const std::string what = refusal(with_state(run, "state.0.exp_avg", value));
+      CHECK_MESSAGE(what.find("read_optimizer_state: 'o.safetensors': InvalidCheckpoint: expected "
+                              "'state.0.exp_avg' to hold a moment (finite values), got ") == 0,
+                    what);
+      CHECK_MESSAGE(what.find(" at position (0, 1)") != std::string::npos, what);
+    }
+    // Negative values are what a first moment holds for negative gradients.
     CHECK_NOTHROW(read_optimizer_state(
-        with_state(run, "state.0.exp_avg", Array{{-1.f, kNaN, kInf}, {0.f, 0.f, 0.f}})));
+        with_state(run, "state.0.exp_avg", Array{{-1.f, -0.f, 1e30f}, {0.f, 0.f, -3.f}})));
+    // SGD's momentum buffer, the same.
+    nn::Linear model{nn::LinearOptions(3, 2), std::make_shared<Generator>(1)};
+    optim::SGD sgd(model.parameters(), optim::SGDOptions(0.1).momentum(0.9));
+    for (const Parameter& p : model.parameters()) p.set_grad(xt::ones<float>(p.shape()));
+    sgd.step();
+    SafetensorsFile good;
+    add_optimizer_state(good, sgd.state_dict());
+    CHECK_NOTHROW(read_optimizer_state(good));
+    const SafetensorsFile bad = replaced(good, "state.1.momentum_buffer", [](SafetensorsFile& f) {
+      f.add("state.1.momentum_buffer", Array{0.5f, kNaN});
+    });
+    CHECK_MESSAGE(refusal(bad).find("expected 'state.1.momentum_buffer' to hold a moment (finite "
+                                    "values), got nan at position (1)") != std::string::npos,
+                  refusal(bad));
   }
 
   TEST_CASE("a negative, fractional or non-finite step count is refused, naming the key") {

@@ -812,6 +812,7 @@ TEST_SUITE("io.safetensors") {
                                                       {"4", "InvalidHeader"},
                                                       {"5", "InvalidHeaderDeserialization"},
                                                       {"6", "InvalidHeaderDeserialization"},
+                                                      {"6b", "ChecksumMismatch"},
                                                       {"7", "InvalidOffset"},
                                                       {"8", "ValidationOverflow"},
                                                       {"9", "TensorInvalidInfo"},

@@ -1,8 +1,10 @@
 // tests/io/test_save_targets.cpp: what a save may touch. A path that exists and is not a regular
 // file (a FIFO, a socket, a folder, a device such as /dev/full) is refused with IoError and left
 // as it was, nothing written; a write error (a full disk, a file-size limit) is reported, never
-// "saved"; a replaced file keeps its permission bits and, as root, its owner and group; a
-// symbolic link is followed to the regular file it names, which is replaced, the link staying;
+// "saved", and leaves no temporary even when the exception ends the program; a replaced file
+// keeps its permission bits and, as root, its owner and group; a symbolic link is followed to
+// the file it names when that is empty or of the format written, which is replaced, the link
+// staying, and refused otherwise;
 // a save removes the temporaries earlier saves of the same path left when their process died,
 // and nothing else.
 #include <doctest/doctest.h>
@@ -18,10 +20,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <tapegrad/io/crc32c.hpp>
 #include <tapegrad/tapegrad.hpp>
@@ -80,6 +84,31 @@ pid_t dead_pid() {
 }
 
 bool is_running(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+// Saves a 160 KB model to `path` in a child process, on a thread of its own so that no handler
+// anywhere catches the exception: as in a program whose main does not catch, the failed save ends
+// in std::terminate, which does not unwind the stack (no destructor runs). Returns the child's
+// wait status. `limit`: a file-size limit in bytes for the child, or 0 for none.
+int save_without_catching(const std::string& path, rlim_t limit) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::signal(SIGABRT, SIG_DFL);  // no test framework's report from the child
+    ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG instead of killing the process
+    if (limit != 0) {
+      rlimit small{};
+      ::getrlimit(RLIMIT_FSIZE, &small);
+      small.rlim_cur = limit;
+      if (::setrlimit(RLIMIT_FSIZE, &small) != 0) ::_exit(3);
+    }
+    nn::Linear big(nn::LinearOptions(200, 200), std::make_shared<Generator>(1));
+    std::thread([&] { save(big, path); }).join();
+    ::_exit(0);  // saved
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  return status;
+}
 
 std::string temp_name(const std::string& target, pid_t pid, int n) {
   return "." + target + ".tmp-" + std::to_string(pid) + "-" + std::to_string(n);
@@ -220,6 +249,44 @@ TEST_SUITE("io.save_targets") {
     CHECK(folder_listing(dir) == std::vector<std::string>{"model.safetensors"});
   }
 
+  TEST_CASE(
+      "a failed save removes its temporary before it throws: none is left even when the "
+      "exception ends the program") {
+    const auto dir = scratch_dir("targets_uncaught");
+    const std::string path = (dir / "model.safetensors").string();
+    write_bytes(path, "the old checkpoint");
+    const int status = save_without_catching(path, 4096);
+    REQUIRE_MESSAGE(WIFSIGNALED(status), "the save did not fail: status " << status);
+    CHECK(WTERMSIG(status) == SIGABRT);
+    CHECK(read_bytes(path) == "the old checkpoint");
+    CHECK(folder_listing(dir) == std::vector<std::string>{"model.safetensors"});
+
+    // The same on a full file system (a 64 KiB tmpfs in a mount namespace, where root may make one).
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount("tapegrad-test", dir.c_str(), "tmpfs", 0, "size=64k") != 0)
+        ::_exit(77);
+      write_bytes(path, "the old checkpoint");
+      const int s = save_without_catching(path, 0);
+      ::_exit(WIFSIGNALED(s) && WTERMSIG(s) == SIGABRT &&
+                      read_bytes(path) == "the old checkpoint" &&
+                      folder_listing(dir) == std::vector<std::string>{"model.safetensors"}
+                  ? 0
+                  : 2);
+    }
+    int full = 0;
+    REQUIRE(::waitpid(child, &full, 0) == child);
+    REQUIRE(WIFEXITED(full));
+    if (WEXITSTATUS(full) == 77)
+      MESSAGE("skipped the full file system: cannot mount a tmpfs here (needs CAP_SYS_ADMIN)");
+    else
+      CHECK_MESSAGE(WEXITSTATUS(full) == 0,
+                    "an uncaught save onto a full tmpfs left a temporary or changed the old file");
+  }
+
   TEST_CASE("a replaced file keeps its permission bits, and as root its owner and group") {
     const auto dir = scratch_dir("targets_mode");
     const std::string path = (dir / "model.safetensors").string();
@@ -253,12 +320,12 @@ TEST_SUITE("io.save_targets") {
   }
 
   TEST_CASE(
-      "a symbolic link is followed to the regular file it names, which is replaced, the link "
+      "a symbolic link is followed to the checkpoint it names, which is replaced, the link "
       "staying") {
     const auto dir = scratch_dir("targets_symlink");
     fs::create_directories(dir / "real");
     const std::string target = (dir / "real" / "model.safetensors").string();
-    write_bytes(target, "old");
+    save(nn::Linear(nn::LinearOptions(3, 2), std::make_shared<Generator>(7)), target);
     REQUIRE(::chmod(target.c_str(), 0600) == 0);
     fs::create_symlink("real/model.safetensors", dir / "link");  // relative, as people make them
     fs::create_symlink(dir / "link", dir / "link_to_link");
@@ -289,6 +356,50 @@ TEST_SUITE("io.save_targets") {
             std::string::npos,
         "");
     CHECK(folder_listing(dir / "real") == std::vector<std::string>{"model.safetensors"});
+  }
+
+  TEST_CASE(
+      "through a symbolic link, a save replaces only an empty file or one of its own format, and "
+      "refuses any other, writing nothing") {
+    const auto dir = scratch_dir("targets_symlink_kind");
+    nn::Linear model(nn::LinearOptions(3, 2), std::make_shared<Generator>(1));
+    write_bytes(dir / "real.txt", "something else");
+    fs::create_symlink("real.txt", dir / "last.safetensors");
+    const CheckpointError e = save_refusal((dir / "last.safetensors").string());
+    CHECK(e.kind == "IoError");
+    CHECK_MESSAGE(
+        std::string(e.what()).find(
+            "cannot replace the file: it is a symbolic link to '" + (dir / "real.txt").string() +
+            "', which is not a safetensors file; a save through a link replaces only a "
+            "safetensors file or an empty file there, and wrote nothing") != std::string::npos,
+        e.what());
+    CHECK(read_bytes(dir / "real.txt") == "something else");
+    CHECK(fs::is_symlink(dir / "last.safetensors"));
+    CHECK(folder_listing(dir) == std::vector<std::string>{"last.safetensors", "real.txt"});
+    // A .npy file is not a checkpoint, nor a checkpoint a .npy file.
+    save_npy((dir / "pe.npy").string(), Tensor(Array{1.f, 2.f}));
+    fs::create_symlink("pe.npy", dir / "to_npy");
+    CHECK(
+        std::string(save_refusal((dir / "to_npy").string()).what()).find("is not a safetensors") !=
+        std::string::npos);
+    fs::create_symlink("model.safetensors", dir / "to_model.npy");
+    save(model, (dir / "model.safetensors").string());
+    CHECK_THROWS_WITH_AS(save_npy((dir / "to_model.npy").string(), Tensor(Array{1.f})),
+                         doctest::Contains("which is not a .npy file"), CheckpointError);
+    // Bytes of no known format replace only an empty file.
+    CHECK_THROWS_WITH_AS(write_file_atomic((dir / "last.safetensors").string(), "notes"),
+                         doctest::Contains("which is not empty"), CheckpointError);
+    CHECK(read_bytes(dir / "real.txt") == "something else");
+    // Allowed: a file of the same format (what an earlier save through the link wrote), and an
+    // empty file (nothing to lose).
+    save_npy((dir / "to_npy").string(), Tensor(Array{3.f}));
+    CHECK(load_npy((dir / "pe.npy").string()) == Array{3.f});
+    write_bytes(dir / "empty", "");
+    fs::create_symlink("empty", dir / "to_empty");
+    save(model, (dir / "to_empty").string());
+    save(model, (dir / "to_empty").string());  // now a checkpoint: replaced again
+    CHECK(fs::is_symlink(dir / "to_empty"));
+    CHECK(load_safetensors((dir / "empty").string()).has_tensor("weight"));
   }
 
   TEST_CASE(

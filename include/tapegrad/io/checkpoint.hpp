@@ -50,7 +50,8 @@ void save(const nn::Module& module, const std::string& path);
 /// a TypeError naming key and dtype. A damaged file is a CheckpointError, keys or shapes that do
 /// not fit a StateDictError (PyTorch's text); either way the module is unchanged. With strict =
 /// false, missing and unexpected keys are returned instead. A TrainingCheckpoint file is accepted
-/// too: its "model." part is loaded.
+/// too: its "model." part is loaded. Values are loaded as they are, NaN and Inf included (an F64
+/// beyond float's range becomes Inf); TrainingCheckpoint::load refuses non-finite parameters.
 nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict = true);
 
 /// The tensors of a model file as a StateDict (float32, ties restored as aliases), e.g. to compare
@@ -116,12 +117,24 @@ class TrainingCheckpoint {
                                     optim::LambdaLR* scheduler = nullptr);
   /// Tracks a generator under `name` (non-empty, unique; "default" is taken by the default generator).
   TrainingCheckpoint& add_generator(const std::string& name, std::shared_ptr<Generator> generator);
+  /// Whether every parameter's step count must EQUAL progress.step (the default: each step updates
+  /// every parameter), or only not exceed it. Turn it off for a run where some parameters miss a
+  /// gradient at some steps (an optimizer skips a parameter without one, as PyTorch's does, so its
+  /// count falls behind).
+  TrainingCheckpoint& require_equal_steps(bool equal);
 
-  /// Writes the tracked state and `progress` to `path`, replacing it atomically.
+  /// Writes the tracked state and `progress` to `path`, replacing it atomically. `progress.step`
+  /// is the number of optimizer steps taken: ValueError, nothing written, when it or
+  /// data_position is negative, or when it disagrees with the optimizers' step counts or exceeds
+  /// a scheduler's (see load), since load would refuse the file.
   void save(const std::string& path, const TrainingProgress& progress = {}) const;
   /// Restores the tracked state from `path` and returns the saved progress. The file must hold
   /// exactly the tracked optimizers (with a scheduler where one is tracked) and generators, and the
-  /// model's keys (strict). All or nothing: on any error nothing tracked has changed.
+  /// model's keys (strict). Its values must agree with one another: progress.step and
+  /// data_position >= 0; every parameter's step count equal to progress.step (see
+  /// require_equal_steps); each scheduler's last_epoch in [0, progress.step] (it steps once per
+  /// optimizer step, or less often); every model parameter finite (buffers may hold anything,
+  /// -inf masks included). All or nothing: on any error nothing tracked has changed.
   TrainingProgress load(const std::string& path);
 
   /// The file's contents as save() would write them (for tests and custom storage).
@@ -137,9 +150,14 @@ class TrainingCheckpoint {
     optim::Optimizer* optimizer;
     optim::LambdaLR* scheduler;
   };
+  struct Restored;  // what restore() read from a file, checked, not yet applied
+  Restored read_state(SafetensorsFile& file, const std::string& where) const;
+  void apply(Restored&& state, const std::string& source);
+
   nn::Module& model_;
   std::vector<TrackedOptimizer> optimizers_;
   std::vector<std::pair<std::string, std::shared_ptr<Generator>>> generators_;
+  bool equal_steps_ = true;
 };
 
 // ---- building blocks (what the functions above are made of) ------------------------------------
@@ -159,9 +177,9 @@ void add_optimizer_state(SafetensorsFile& file, optim::OptimizerState state,
                          const std::string& prefix = "");
 /// Reads what add_optimizer_state wrote; CheckpointError (kind "InvalidCheckpoint") for a file
 /// that does not hold it, naming `source`, or that holds values no run can produce: a step count
-/// that is negative or not a whole number, a second moment (exp_avg_sq, max_exp_avg_sq) with a
-/// negative or non-finite element. A step may also be stored as an integral F32/F64 (PyTorch
-/// keeps it as a float tensor).
+/// that is negative or not a whole number, a moment (exp_avg, momentum_buffer) with a non-finite
+/// element, a second moment (exp_avg_sq, max_exp_avg_sq) with a negative or non-finite element.
+/// A step may also be stored as an integral F32/F64 (PyTorch keeps it as a float tensor).
 optim::OptimizerState read_optimizer_state(const SafetensorsFile& file,
                                            const std::string& prefix = "",
                                            const std::string& source = "<memory>");

@@ -11,8 +11,9 @@
 //     Array w = io::load_safetensors("model.safetensors").to_float("embed.lut.weight");
 //
 // The writer is byte-identical to the reference implementation; save_safetensors adds, in
-// "__metadata__", tapegrad's version and each tensor's CRC-32C ("tapegrad.crc32c.{name}": 8 hex
-// digits), which any safetensors reader keeps as plain metadata and tapegrad's reader verifies.
+// "__metadata__", tapegrad's version, each tensor's CRC-32C ("tapegrad.crc32c.{name}": 8 hex
+// digits) and each other entry's ("tapegrad.metadata_crc32c.{key}", of its value), which any
+// safetensors reader keeps as plain metadata and tapegrad's reader verifies.
 // The reader treats every file as hostile and runs its checks (parse_safetensors) before it
 // hands out any data. Files are written atomically: a crash at any moment leaves the old file or
 // the new one, whole.
@@ -125,10 +126,11 @@ class SafetensorsFile {
 
 /// The file's bytes, exactly as the reference writer produces them: tensors ordered
 /// by dtype descending then name; a tied group is stored once, under its smallest name, the other
-/// names becoming "__metadata__" entries "other": "kept". Adds nothing to the metadata. Throws
+/// names becoming "__metadata__" entries "other": "kept". Adds nothing to the metadata (a file
+/// read with checksums keeps them, and reads back only while its entries are unchanged). Throws
 /// ValueError for a metadata entry that would read back as an alias (its key not a tensor, its
 /// value one) or that collides with an alias, for a checksum entry the reader would refuse (see
-/// below), and for a tied name starting with "tapegrad.crc32c.".
+/// below), and for a tied name starting with "tapegrad.crc32c." or "tapegrad.metadata_crc32c.".
 std::string serialize_safetensors(const SafetensorsFile& file);
 
 /// Parses and validates a whole file held in memory. Throws CheckpointError whose kind names the
@@ -136,8 +138,10 @@ std::string serialize_safetensors(const SafetensorsFile& file);
 ///   HeaderTooSmall (under 8 bytes), HeaderTooLarge (header length N > 100,000,000),
 ///   InvalidHeaderLength (8 + N beyond the file), InvalidHeader (not UTF-8),
 ///   InvalidHeaderDeserialization (not a JSON object of {dtype, shape, data_offsets} entries and
-///   string metadata; a checksum entry naming no tensor or not 8 lowercase hex digits; a key
-///   twice), InvalidOffset (tensors not packed back to back), ValidationOverflow (a byte count
+///   string metadata; a checksum entry naming no tensor, a metadata checksum naming no entry, or
+///   either not 8 lowercase hex digits; a key twice), ChecksumMismatch (a metadata entry whose
+///   value does not have the CRC-32C stored for it, or that has none in a file whose other entries
+///   have one), InvalidOffset (tensors not packed back to back), ValidationOverflow (a byte count
 ///   over 64 bits), TensorInvalidInfo (a range that does not fit dtype and shape),
 ///   MetadataIncompleteBuffer (data not ending with the last tensor), ChecksumMismatch (a
 ///   tensor's bytes do not have the CRC-32C stored for it):
@@ -146,9 +150,10 @@ std::string serialize_safetensors(const SafetensorsFile& file);
 /// never do); checksum entries stay in metadata().
 SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source = "<memory>");
 
-/// serialize_safetensors plus "tapegrad.version" and a fresh "tapegrad.crc32c.{name}" for every
-/// stored tensor in the metadata (the file's own checksum entries are replaced), streamed to
-/// `path` and replacing it atomically (as write_file_atomic).
+/// serialize_safetensors plus "tapegrad.version", a fresh "tapegrad.crc32c.{name}" for every
+/// stored tensor and a fresh "tapegrad.metadata_crc32c.{key}" for every other metadata entry
+/// (the version and tied names included; the file's own checksum entries are replaced), streamed
+/// to `path` and replacing it atomically (as write_file_atomic).
 void save_safetensors(const std::string& path, const SafetensorsFile& file);
 /// read_file then parse_safetensors.
 SafetensorsFile load_safetensors(const std::string& path);
