@@ -2,9 +2,10 @@
 //
 // The elementwise ops' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
 // reference in elementwise_reference.cpp, the fast ones compiled from elementwise_fast.cpp. Many
-// small ops share two loop shapes, so four of the table's entries take the op to run as an enum. The ops (elementwise.cpp) check, allocate, call them, and record backwards that call
-// the same table. Binary kernels see operands of one shape (the op broadcasts other shapes
-// itself); every pointer holds n floats.
+// small ops share two loop shapes, so four of the table's entries take the op to run as an enum.
+// The ops (elementwise.cpp) check, allocate, call them, and record backwards that call the same
+// table. Binary kernels see operands of one shape (the op broadcasts other shapes itself); every
+// pointer holds n floats.
 #pragma once
 
 #include <cstddef>
