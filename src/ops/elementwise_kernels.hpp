@@ -36,7 +36,7 @@ enum class UnaryOp {
 };
 
 struct ElementwiseKernels {
-  /// y = a op b.
+  /// y = a op b (y may be a or b).
   void (*binary)(BinaryOp op, const float* a, const float* b, float* y, std::size_t n);
   /// da and db from dy (each written, not added; a null one is not computed). da may be dy
   /// itself: each dy[i] is read before da[i] is written. add has nothing to compute.
