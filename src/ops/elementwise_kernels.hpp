@@ -2,9 +2,10 @@
 //
 // The elementwise ops' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
 // reference in elementwise_reference.cpp, the fast ones compiled from elementwise_fast.cpp. Many
-// small ops share two loop shapes, so four of the table's entries take the op to run as an enum. The ops (elementwise.cpp) check, allocate, call them, and record backwards that call
-// the same table. Binary kernels see operands of one shape (the op broadcasts other shapes
-// itself); every pointer holds n floats.
+// small ops share two loop shapes, so four of the table's entries take the op to run as an enum.
+// The ops (elementwise.cpp) check, allocate, call them, and record backwards that call the same
+// table. Binary kernels see operands of one shape (the op broadcasts other shapes itself); every
+// pointer holds n floats.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +36,7 @@ enum class UnaryOp {
 };
 
 struct ElementwiseKernels {
-  /// y = a op b.
+  /// y = a op b (y may be a or b).
   void (*binary)(BinaryOp op, const float* a, const float* b, float* y, std::size_t n);
   /// da and db from dy (each written, not added; a null one is not computed). da may be dy
   /// itself: each dy[i] is read before da[i] is written. add has nothing to compute.
