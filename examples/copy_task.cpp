@@ -17,6 +17,7 @@
 // otherwise, 2 for a bad flag or file, with one line saying which.
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -160,6 +161,14 @@ Settings parse_settings(int argc, char** argv) {
   app.add_flag("--expect-copy", s.expect_copy,
                "exit with status 1 unless the decode is an exact copy");
   examples::parse_flags(app, argc, argv);
+  // The checkpoint's place is checked now, not after the training.
+  const std::filesystem::path target(s.checkpoint), folder = target.parent_path();
+  if (!s.checkpoint.empty() && std::filesystem::exists(target) &&
+      !std::filesystem::is_regular_file(target))
+    throw examples::FlagError("--checkpoint: '" + s.checkpoint +
+                              "' is not a regular file; give a file name (or '' not to save)");
+  if (!s.checkpoint.empty() && !folder.empty() && !std::filesystem::is_directory(folder))
+    throw examples::FlagError("--checkpoint: the folder '" + folder.string() + "' does not exist");
   if (s.d_model % s.heads != 0)
     throw examples::FlagError("--heads: expected a divisor of --d-model (" +
                               std::to_string(s.d_model) + "), got " + std::to_string(s.heads));

@@ -122,6 +122,21 @@ TEST_SUITE("examples.flag_fuzz") {
     CHECK(gpt.refused > gpt.runs / 2);
     CHECK(copy.refused > copy.runs / 2);
   }
+
+  TEST_CASE("copy_task refuses a checkpoint it could not write before it trains") {
+    for (const char* target : {"/dev/null", "/nonexistent-folder/x.safetensors", "/tmp"}) {
+      CAPTURE(target);
+      const auto out = run_program(TAPEGRAD_COPY_TASK,
+                                   "--epochs 1 --batches 1 --eval-batches 0 --layers 1 --d-model 8 "
+                                   "--d-ff 8 --heads 2 --checkpoint " +
+                                       std::string(target),
+                                   30);
+      INFO(out.text);
+      CHECK(out.status == 2);
+      CHECK(out.text.find("copy_task: --checkpoint: ") != std::string::npos);
+      CHECK(out.text.find("epoch") == std::string::npos);  // nothing trained
+    }
+  }
 }
 
 #endif

@@ -112,7 +112,7 @@ TEST_SUITE("examples.gpt_inputs") {
     CHECK(has(with("gpt.block_size", "9"), "gpt.block_size"));  // the learned table is 8 rows
     CHECK(has(with("gpt.gelu", "sigmoid"), "expected one of none, tanh"));
     CHECK(has(with("gpt.dropout", "nan"), "'gpt.dropout': expected a number in [0, 1]"));
-    CHECK(has(with("gpt.vocab", "%ab"), "gpt.vocab"));       // one character fewer: shapes
+    CHECK(has(with("gpt.vocab", "%ab"), "gpt.vocab"));    // one character fewer: shapes
     CHECK(has(with("gpt.vocab", "\n%%a"), "gpt.vocab"));  // a character twice
     CHECK(refusal(t.file()).empty());
     CHECK(has(with("gpt.vocab", "ba\n%"), "gpt.vocab"));  // not ascending
