@@ -16,6 +16,7 @@
 // Exit status: 0, or 1 when --compare finds a difference, 2 for bad flags or a bad checkpoint,
 // with one line saying which.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -78,12 +79,27 @@ struct Loaded {
   data::Vocabulary vocab;
 };
 
+// A trained model's weights are finite. io::load takes any float (a safetensors file may hold
+// Inf on purpose), so a diverged run's checkpoint, or an edited one whose checksums were written
+// again, would load and sample NaN logits: refuse it, naming the tensor.
+void check_finite(const nn::Module& model, const std::string& checkpoint) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    const Array& w = p.data();
+    const auto bad = std::find_if(w.begin(), w.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != w.end())
+      throw DataError(checkpoint + ": the parameter '" + name + "' holds " + std::to_string(*bad) +
+                      " at flat position " + std::to_string(bad - w.begin()) +
+                      ": the run that saved it diverged, or the file was edited");
+  }
+}
+
 // The model the checkpoint's notes describe, with the checkpoint's weights, in eval mode.
 Loaded load_model(const std::string& checkpoint) {
   const io::SafetensorsFile f = io::load_safetensors(checkpoint);
   auto [config, vocab] = gpt::read_model_notes(f, checkpoint);
   Loaded m{std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0)), std::move(vocab)};
   io::load(*m.model, checkpoint);  // the "model." part of the training checkpoint, strict
+  check_finite(*m.model, checkpoint);
   m.model->eval();
   return m;
 }

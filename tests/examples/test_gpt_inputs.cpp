@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -288,6 +289,31 @@ TEST_SUITE("examples.gpt_inputs") {
                                                    "--checkpoint " + quoted(edited.string()), 60),
                     "gpt_sample", "edited.safetensors");
     }
+    // NaN weights with checksums written afresh (as a diverged run would save them, or a
+    // deliberate edit): refused by name, not sampled.
+    const tapegrad::io::SafetensorsFile f = tapegrad::io::load_safetensors(last.string());
+    tapegrad::io::SafetensorsFile nan_weights;
+    std::string poisoned;
+    for (const auto& r : f.tensors()) {
+      if (poisoned.empty() && r.dtype == tapegrad::io::Dtype::F32 && r.name.starts_with("model.") &&
+          r.name.ends_with(".weight")) {
+        poisoned = r.name;
+        tapegrad::Array w = f.to_float(r.name);
+        w.fill(std::numeric_limits<float>::quiet_NaN());
+        nan_weights.add(r.name, std::move(w));
+      } else {
+        nan_weights.add_raw(r.name, r.dtype, r.shape, {r.bytes().begin(), r.bytes().end()});
+      }
+    }
+    for (const auto& [alias, target] : f.aliases()) nan_weights.add_alias(alias, target);
+    for (const auto& [key, value] : f.metadata())
+      if (!key.starts_with("tapegrad.")) nan_weights.set_metadata(key, value);
+    REQUIRE(!poisoned.empty());
+    tapegrad::io::save_safetensors(edited.string(), nan_weights);
+    const auto out = tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE,
+                                                    "--checkpoint " + quoted(edited.string()), 60);
+    check_refused(out, "gpt_sample", "edited.safetensors");
+    CHECK(has(out.text, "'" + poisoned.substr(6) + "' holds nan"));
   }
 }
 
