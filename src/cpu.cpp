@@ -76,8 +76,8 @@ void check_cpu_can_run(CpuCapability wanted, const std::vector<CpuCapability>& a
                        const std::string& where) {
   for (CpuCapability c : available)
     if (c == wanted) return;
-  fail<ValueError>(where, ": expected a kernel set this CPU can run (", names(available), "), got ",
-                   to_string(wanted),
+  fail<ValueError>(where, ": expected a kernel set this CPU and build can run (", names(available),
+                   "), got ", to_string(wanted),
                    "; unset TAPEGRAD_CPU_CAPABILITY to let tapegrad choose the best one");
 }
 

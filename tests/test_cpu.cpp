@@ -74,7 +74,8 @@ TEST_SUITE("cpu") {
         detail::check_cpu_can_run(CpuCapability::avx512,
                                   {CpuCapability::reference, CpuCapability::baseline},
                                   "set_cpu_capability"),
-        "set_cpu_capability: expected a kernel set this CPU can run (reference, baseline), got "
+        "set_cpu_capability: expected a kernel set this CPU and build can run (reference, "
+        "baseline), got "
         "avx512; unset TAPEGRAD_CPU_CAPABILITY to let tapegrad choose the best one",
         ValueError);
     CHECK_NOTHROW(detail::check_cpu_can_run(CpuCapability::baseline,

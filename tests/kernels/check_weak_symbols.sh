@@ -21,6 +21,9 @@ while [[ $# -gt 0 && $1 != -- ]]; do
 done
 shift  # --
 archives=("$@")
+for file in "${archives[@]}"; do
+  [[ -f $file ]] || { echo "$file is not built: build every library first (cmake --build)"; exit 1; }
+done
 
 weak_symbols() {  # the weak symbols the files define, one per line per definition
   "$nm" -P --defined-only "$@" 2>/dev/null | awk '$2 ~ /^[WVu]$/ && $1 != "DW.ref.__gxx_personality_v0" { print $1 }'
