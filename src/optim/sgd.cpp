@@ -1,59 +1,16 @@
 // src/optim/sgd.cpp
 //
-// SGD in PyTorch's order of operations (docs/semantics.md#optimizers). A dense gradient takes one fused pass,
-// sgd_update(); a row-sparse one without momentum touches only its rows; with momentum it is made
-// dense first, because the buffer is dense (what PyTorch's sparse buffer computes, mathematically).
-// Scalars are cast to float once, where they meet the data.
+// SGD (docs/semantics.md#optimizers): the checks, the momentum buffers, and the kernels of the set
+// in use (sgd_reference.cpp holds the maths as plain loops, sgd_fast.cpp the fast version). A dense
+// gradient takes one fused pass, kernels::sgd_kernels().step; a row-sparse one without momentum
+// touches only its rows (.sparse_step); with momentum it is made dense first, because the buffer is
+// dense (what PyTorch's sparse buffer computes, mathematically).
 #include "tapegrad/optim/sgd.hpp"
 
+#include "sgd_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::optim {
-
-namespace {
-
-struct SGDScalars {
-  float neg_lr;  // −lr
-  float weight_decay;
-  float momentum;    // μ
-  float grad_share;  // 1 − dampening
-  bool nesterov, maximize;
-};
-
-// sgd_update: one SGD step of n elements:
-//   g = maximize ? −grad : grad
-//   g = g + wd·θ                                          if wd ≠ 0
-//   if momentum ≠ 0:  buf = first ? g : buf·μ + (1 − dampening)·g
-//                     g   = nesterov ? g + μ·buf : buf
-//   θ = θ + (−lr)·g
-// buf is nullptr without momentum; `first` is the buffer's first step (it starts as a copy of g,
-// undamped).
-void sgd_update(const SGDScalars& k, std::size_t n, float* theta, const float* grad, float* buf,
-                bool first) {
-  for (std::size_t i = 0; i < n; ++i) {
-    float g = k.maximize ? -grad[i] : grad[i];
-    if (k.weight_decay != 0.0f) g = g + k.weight_decay * theta[i];
-    if (buf != nullptr) {
-      buf[i] = first ? g : buf[i] * k.momentum + k.grad_share * g;
-      g = k.nesterov ? g + k.momentum * buf[i] : buf[i];
-    }
-    theta[i] = theta[i] + k.neg_lr * g;
-  }
-}
-
-// The row-sparse update without momentum: θ[ids[p], :] += (−lr)·g[p, :] for each listed row p, in
-// order, so a repeated id adds twice (PyTorch's dense += sparse).
-void sgd_sparse_update(const SGDScalars& k, const RowSparseGrad& sg, float* theta) {
-  const std::size_t dim = sg.dense_shape[1];
-  for (std::size_t p = 0; p < sg.indices.size(); ++p) {
-    float* row = theta + static_cast<std::size_t>(sg.indices.data()[p]) * dim;
-    const float* grad = sg.values.data() + p * dim;
-    for (std::size_t j = 0; j < dim; ++j)
-      row[j] = row[j] + k.neg_lr * (k.maximize ? -grad[j] : grad[j]);
-  }
-}
-
-}  // namespace
 
 void SGDOptions::check(const std::string& where) const {
   // PyTorch's SGD tests `x < 0.0` (unlike Adam's `not 0.0 <= x`), so NaN passes here as there.
@@ -81,17 +38,19 @@ void SGD::step() {
       check_sparse_rows(p, "SGD");
     }
 
+  const kernels::SGDKernels& kernel = kernels::sgd_kernels();  // the set in use
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
     const SGDOptions& o = options(g);
-    const SGDScalars k{float(-o.lr()),      float(o.weight_decay()),
-                       float(o.momentum()), float(1.0 - o.dampening()),
-                       o.nesterov(),        o.maximize()};
+    const kernels::SGDStep h{o.lr(),           o.momentum(), o.dampening(),
+                             o.weight_decay(), o.nesterov(), o.maximize()};
     for (const Parameter& p : params(g)) {
       const std::size_t i = id++;
       if (!p.has_grad()) continue;  // no gradient: no update, no state
       if (o.momentum() == 0.0 && p.grad_is_sparse()) {
-        sgd_sparse_update(k, p.sparse_grad(), p.mutable_data().data());
+        const RowSparseGrad& sg = p.sparse_grad();
+        kernel.sparse_step(h, sg.indices.size(), sg.dense_shape[1], sg.indices.data(),
+                           sg.values.data(), p.mutable_data().data());
         continue;
       }
       Array densified;  // a row-sparse gradient meeting the dense buffer
@@ -110,7 +69,7 @@ void SGD::step() {
         if (first) state = SGDState{Array::from_shape(p.shape())};  // filled with g below
         buf = state->momentum_buffer.data();
       }
-      sgd_update(k, p.numel(), p.mutable_data().data(), grad, buf, first);  // one version bump
+      kernel.step(h, p.numel(), p.mutable_data().data(), grad, buf, first);  // one version bump
     }
   }
 }

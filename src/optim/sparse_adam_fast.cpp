@@ -1,0 +1,62 @@
+// src/optim/sparse_adam_fast.cpp
+//
+// SparseAdam's fast kernel, compiled once per kernel set (namespace tapegrad::kernels::<set>,
+// docs/kernels.md): sparse_adam_reference.cpp's maths in PyTorch's order of operations, one pass
+// per row, the rows split over the threads (the rows of a coalesced gradient are distinct). Bias
+// corrections are computed in double and cast to float once.
+#include <algorithm>
+#include <cmath>
+
+#include "../parallel.hpp"
+#include "sparse_adam_kernels.hpp"
+
+#if !defined(TAPEGRAD_CAPABILITY)
+#error "sparse_adam_fast.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#endif
+
+namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
+namespace {
+
+// For the rows r of the coalesced gradient G only:
+//   g   = maximize ? −G_r : G_r
+//   Δm  = (g − m_r)·(1 − β1) ;     m_r = m_r + Δm
+//   Δv  = (g² − v_r)·(1 − β2) ;    v_r = v_r + Δv
+//   θ_r = θ_r + (−step_size)·(m_r / (sqrt(v_r) + eps)),   step_size = lr·sqrt(bc2)/bc1
+// (m + (1 − β)(g − m) is β·m + (1 − β)·g written as a correction, which is what lets the rows
+// outside G simply stay as they are.) Rows not in G: m, v and θ unchanged, bit for bit.
+void step(const SparseAdamStep& h, std::size_t rows, std::size_t dim, const std::int64_t* ids,
+          const float* values, float* theta, float* m, float* v) {
+  const double bc1 = 1.0 - std::pow(h.beta1, double(h.step));
+  const double bc2 = 1.0 - std::pow(h.beta2, double(h.step));
+  const double step_size = h.lr * std::sqrt(bc2) / bc1;
+  // The scalars as locals, in registers: read through a struct inside the loop, they might alias
+  // the floats it stores, so the compiler reloaded them per element and left the loop scalar.
+  const float w1 = float(1.0 - h.beta1), w2 = float(1.0 - h.beta2),
+              neg_step_size = float(-step_size), eps = float(h.eps);
+  const float sign = h.maximize ? -1.0f : 1.0f;  // a factor rather than a select: it vectorises
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
+  detail::parallel_for(rows, grain, [&](std::size_t first, std::size_t last) {
+    const float factor = sign;
+    for (std::size_t r = first; r < last; ++r) {
+      const std::size_t offset = static_cast<std::size_t>(ids[r]) * dim;
+      const float* grad = values + r * dim;
+      float *theta_r = theta + offset, *m_r = m + offset, *v_r = v + offset;
+      for (std::size_t j = 0; j < dim; ++j) {
+        const float g = factor * grad[j];
+        const float dm = (g - m_r[j]) * w1;
+        const float dv = (g * g - v_r[j]) * w2;
+        m_r[j] = m_r[j] + dm;
+        v_r[j] = v_r[j] + dv;
+        theta_r[j] = theta_r[j] + neg_step_size * (m_r[j] / (std::sqrt(v_r[j]) + eps));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+// extern: a const at namespace scope would otherwise be private to this file.
+extern const SparseAdamKernels sparse_adam{step};
+
+}  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY
