@@ -6,15 +6,11 @@
 #include <cmath>
 
 #include <tapegrad/cpu.hpp>
+
+#include "../capability_guard.hpp"
 #include <tapegrad/tensor.hpp>
 
 namespace tapegrad::testing {
-
-/// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
 
 /// The largest |a - b| over the elements, in float roundings (2^-24) of max(|a|, |b|, 1): values
 /// near 0 are measured against 1, where a formula that cancels leaves an absolute error. Infinite

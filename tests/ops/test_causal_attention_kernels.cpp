@@ -11,18 +11,16 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
+#include "kernel_set_compare.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
+using tapegrad::testing::roundings_apart;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 struct Case {
   Shape qkv;  // (B, T, 3C)
   std::int64_t heads;
@@ -45,16 +43,6 @@ std::vector<Array> run(CpuCapability set, const Case& c) {
   return {y.data(), weights, qkv.grad()};
 }
 
-// The largest |a - b| in float roundings of max(|a|, |b|, 1).
-double roundings(const Array& a, const Array& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double x = a.flat(i), y = b.flat(i);
-    const double scale = std::max({std::abs(x), std::abs(y), 1.0});
-    worst = std::max(worst, std::abs(x - y) / (0x1p-24 * scale));
-  }
-  return worst;
-}
 }  // namespace
 
 TEST_SUITE("ops.causal_attention_kernels") {
@@ -81,7 +69,7 @@ TEST_SUITE("ops.causal_attention_kernels") {
       for (std::size_t i = 0; i < fast.size(); ++i) {
         CAPTURE(i);
         CHECK(fast[i].shape() == ref[i].shape());
-        const double r = roundings(ref[i], fast[i]);
+        const double r = roundings_apart(ref[i], fast[i]);
         MESSAGE("output ", i, ": ", r, " roundings");
         CHECK(r <= 32.0);
       }

@@ -9,18 +9,14 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 // Sizes below one mask chunk, not a multiple of 4, and above a thread's share (2^15 elements).
 const std::vector<Shape> kShapes = {{3, 7}, {5, 1001}, {3, 40000}};
 const ops::DropoutStream kStream{0x123456789abcdefULL, 0x100000002ULL};  // both words used

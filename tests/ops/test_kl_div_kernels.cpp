@@ -13,18 +13,14 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 const char* const kReductions[] = {"none", "sum", "mean", "batchmean"};
 
 // The loss and dinput of kl_div on the set: log-probabilities x against a target of

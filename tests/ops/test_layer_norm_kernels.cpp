@@ -11,18 +11,14 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 // y, dx, dweight, dbias of layer_norm on the set, for fixed inputs whose rows have a mean far from
 // zero (the centred sums then cancel, where the order of additions shows).
 std::vector<Array> run(CpuCapability set, const Shape& shape, LayerNormVariant variant,

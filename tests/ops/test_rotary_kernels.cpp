@@ -9,18 +9,14 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 // y and dx of the rotary op on the set: x (B, H, T, head_dim * heads) turned from position 3, and
 // a packed qkv (B, T, 3C) from position 0.
 std::vector<Array> run(CpuCapability set, const Shape& shape, bool qkv) {

@@ -11,18 +11,14 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../helpers.hpp"
+#include "../capability_guard.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
+using tapegrad::testing::CapabilityGuard;
 using tapegrad::testing::input;
 
 namespace {
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
-
 // y and dx of softmax or log_softmax along dim on the set, for fixed inputs.
 std::vector<Array> run(CpuCapability set, const Shape& shape, std::int64_t dim, bool log) {
   set_cpu_capability(set);

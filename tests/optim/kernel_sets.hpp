@@ -7,15 +7,11 @@
 #include <vector>
 
 #include <tapegrad/cpu.hpp>
+
+#include "../capability_guard.hpp"
 #include <tapegrad/tapegrad.hpp>
 
 namespace tapegrad::testing {
-
-// Puts the set in use back when the test ends.
-struct CapabilityGuard {
-  CpuCapability saved = cpu_capability();
-  ~CapabilityGuard() { set_cpu_capability(saved); }
-};
 
 // The largest |a - b| over the elements, in float roundings (2^-24) of the largest magnitude in
 // either array: a bound for results whose error comes from a few roundings of the values they are
