@@ -17,14 +17,15 @@ struct ProgramOutput {
   std::string text;  // standard output and standard error, interleaved
 };
 
-/// `program args` under `timeout seconds`, single-threaded, with standard input closed, in the
-/// folder `cwd` (if given).
+/// `program args` under `timeout seconds`, with standard input closed, in the folder `cwd` (if
+/// given), with `env` (variable assignments such as "PATH=/nonexistent", if given) added to the
+/// environment tests/main.cpp set: one thread, no OpenBLAS core warning.
 inline ProgramOutput run_program(const std::string& program, const std::string& args,
-                                 int seconds = 120, const std::string& cwd = "") {
-  const std::string command = (cwd.empty() ? "" : "cd '" + cwd + "' && ") +
-                              "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 timeout -s KILL " +
-                              std::to_string(seconds) + " '" + program + "' " + args +
-                              " </dev/null 2>&1";
+                                 int seconds = 120, const std::string& cwd = "",
+                                 const std::string& env = "") {
+  const std::string command = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout -s KILL " +
+                              std::to_string(seconds) + " env " + env + " '" + program + "' " +
+                              args + " </dev/null 2>&1";
   ProgramOutput out;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);

@@ -3,12 +3,9 @@
 // stopped and resumed ends with the same bits as one run straight through, and gpt_sample is reproducible and samples
 // the same characters with and without the cache. The programs' paths come from
 // examples/CMakeLists.txt (TAPEGRAD_GPT, TAPEGRAD_GPT_SAMPLE).
-#include <algorithm>
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,6 +15,7 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../fortune_corpus.hpp"
+#include "run_program.hpp"
 
 namespace {
 
@@ -46,22 +44,10 @@ std::string bytes_of(const fs::path& path) {
 #ifdef TAPEGRAD_GPT
 
 namespace {
-struct Output {
-  int status = -1;
-  std::string text;
-};
+using Output = tapegrad::testing::ProgramOutput;
 
 Output run(const std::string& program, const std::string& args) {
-  const std::string command =
-      "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '" + program + "' " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.text.append(buffer, n);
-  const int status = pclose(pipe);
-  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  return tapegrad::testing::run_program(program, args, 600);
 }
 
 const char* kTiny =

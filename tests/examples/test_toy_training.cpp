@@ -9,9 +9,6 @@
 
 #ifdef TAPEGRAD_TOY_TRAINING
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -20,28 +17,18 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "run_program.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int status = -1;   // the exit status, or -1 if the program did not exit normally
-  std::string text;  // standard output and standard error, interleaved
-};
+using Output = tapegrad::testing::ProgramOutput;
 
-// Runs toy_training with `args` (and, before it, shell `env` assignments such as "PATH=/x"),
-// single-threaded, and captures everything it prints.
+// Runs toy_training with `args` (and `env` assignments such as "PATH=/x") and captures everything
+// it prints.
 Output run_toy_training(const std::string& args, const std::string& env = "") {
-  const std::string command = "OPENBLAS_NUM_THREADS=1 " + env + " '" +
-                              std::string(TAPEGRAD_TOY_TRAINING) + "' " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.text.append(buffer, n);
-  const int status = pclose(pipe);
-  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  return tapegrad::testing::run_program(TAPEGRAD_TOY_TRAINING, args, 300, "", env);
 }
 
 // A fresh folder for one test's output files.
