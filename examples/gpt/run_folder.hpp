@@ -46,6 +46,24 @@ inline bool usable_checkpoint_path(const std::filesystem::path& path, const std:
   return true;
 }
 
+/// A new run (no --resume) in a folder that holds a last.safetensors replaces it at its first
+/// save. Said before training, so that a forgotten --resume costs nothing; and a file there that
+/// is not a checkpoint (a link to some other file, say) is refused now, not at the first save.
+inline void check_replaceable_last(const std::filesystem::path& last) {
+  if (std::filesystem::file_size(last) > 0) {
+    try {
+      tapegrad::io::load_safetensors(last.string());
+    } catch (const std::exception& e) {
+      throw tapegrad::ValueError(
+          "--out: '" + last.string() +
+          "' would be replaced by this run's checkpoint, but it is not one (" + e.what() +
+          "); move it away or choose another --out");
+    }
+  }
+  std::cout << "a new run: '" << last.string()
+            << "' is replaced at the first save (--resume continues that run instead)\n";
+}
+
 /// Creates `out` if needed and checks that a checkpoint can be written into it: ValueError
 /// naming --out and saying why not ('' , an existing file, /dev/null, a folder it may not create
 /// or write).
@@ -65,6 +83,7 @@ inline RunFolder prepare_run_folder(const std::string& out, bool resume) {
   if (!writable) throw tapegrad::ValueError("--out: cannot write into the folder '" + out + "'");
   f.has_last = usable_checkpoint_path(f.last, resume ? "--resume" : "--out");
   usable_checkpoint_path(f.best, "--out");
+  if (f.has_last && !resume) check_replaceable_last(f.last);
   return f;
 }
 

@@ -177,6 +177,28 @@ TEST_SUITE("examples.gpt_inputs") {
     CHECK(!has(out.text, "step 0: validation"));  // it refused before training
   }
 
+  TEST_CASE("a new run says it replaces last.safetensors, and refuses one that is no checkpoint") {
+    const fs::path dir = fresh_folder("new_run");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string base = "--data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                             "--eval-windows 4 --sample-tokens 0 --out " +
+                             quoted((dir / "out").string());
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_GPT, base).status <= 1);
+    const auto again = tapegrad::testing::run_program(TAPEGRAD_GPT, base);
+    INFO(again.text);
+    CHECK(again.status <= 1);
+    CHECK(has(again.text, "is replaced at the first save (--resume continues that run instead)"));
+    // A link to a file that is not a checkpoint: refused before training, the file untouched.
+    std::ofstream(dir / "notes.txt") << "my notes";
+    fs::remove(dir / "out" / "last.safetensors");
+    fs::create_symlink(dir / "notes.txt", dir / "out" / "last.safetensors");
+    const auto refused = tapegrad::testing::run_program(TAPEGRAD_GPT, base);
+    check_refused(refused, "gpt", "would be replaced by this run's checkpoint, but it is not one");
+    CHECK(!has(refused.text, "step 0: validation"));
+    CHECK(bytes_of(dir / "notes.txt") == "my notes");
+  }
+
   TEST_CASE("no run replaces a better best.safetensors, resumed or not") {
     const fs::path dir = fresh_folder("best");
     std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(400, 7);
