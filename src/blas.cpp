@@ -4,10 +4,10 @@
 // warning when its kernel core is below what the CPU can run, and its thread count.
 // OpenBLAS picks its core when the library loads, from CPUID; a CPU newer than the OpenBLAS
 // release may get an old fallback core (OpenBLAS 0.3.21 runs Prescott's SSE3 kernels on some
-// recent Xeons, and Haswell's on some AVX-512 AMD CPUs), silently. The fallback is correct but
-// slow: Prescott's SSE3 kernels are several times slower than the AVX-512 ones, and Haswell's
-// 256-bit kernels use half of each AVX-512 register (sgemm 94 against 175 GFLOP/s with
-// SkylakeX's on an AMD Zen 5, one thread), so an AVX-512 CPU on Haswell's core is
+// recent Xeons), silently, and OPENBLAS_CORETYPE in the environment forces one. A weaker core is
+// correct but slow: Prescott's SSE3 kernels are several times slower than the AVX-512 ones, and
+// Haswell's 256-bit kernels use half of each AVX-512 register (on an AMD Zen 5, sgemm at 94
+// GFLOP/s on them against 175 on SkylakeX's, one thread), so an AVX-512 CPU on Haswell's core is
 // warned about too. OPENBLAS_CORETYPE=<core> overrides the choice; the warning says so.
 #include <atomic>
 #include <cctype>
