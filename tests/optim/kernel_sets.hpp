@@ -14,10 +14,12 @@
 namespace tapegrad::testing {
 
 // The largest |a - b| over the elements, in float roundings (2^-24) of the largest magnitude in
-// either array: a bound for results whose error comes from a few roundings of the values they are
+// either array (a name of its own: tests/ops/kernel_set_compare.hpp's roundings_apart measures
+// each element against its own magnitude, and two inline functions of one name would be one
+// function to the linker): a bound for results whose error comes from a few roundings of the values they are
 // made of (an optimizer's state mixes the gradients of every step). NaN against NaN is 0, NaN
 // against a number is infinite.
-inline double roundings_apart(const Array& a, const Array& b) {
+inline double roundings_apart_of_largest(const Array& a, const Array& b) {
   double scale = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i)
     scale = std::max({scale, std::abs(double(a.flat(i))), std::abs(double(b.flat(i)))});
