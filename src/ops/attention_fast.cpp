@@ -11,9 +11,9 @@
 //   count.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "../exp_f32.hpp"
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "attention_kernels.hpp"
 #include "gemm.hpp"
@@ -93,7 +93,7 @@ void backward(const float* dout, const float* q, const float* k, const float* v,
   const std::size_t D = d.h * d.dk, Dv = d.h * d.dv, block = d.Tq * d.Tk;
   const float* P_used = keep ? p_used : p;
   // dP, then dS, of every pair (allocated here: a parallel_for body must not throw)
-  std::vector<float> scratch(d.B * d.h * block);
+  detail::Scratch<float> scratch(d.B * d.h * block);
   detail::parallel_for(d.B * d.h, pair_grain(d), [&](std::size_t first, std::size_t last) {
     for (std::size_t pair = first; pair < last; ++pair) {
       const std::size_t b = pair / d.h, hd = pair % d.h, at = pair * block;

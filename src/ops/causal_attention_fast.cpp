@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "../exp_f32.hpp"
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "causal_attention_kernels.hpp"
 
@@ -255,7 +255,7 @@ void forward(const float* qkv, float* y, float* p, const std::uint8_t* keep, flo
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> kt(d.hs * d.T);
+    detail::Scratch<float> kt(d.hs * d.T);
     for (std::size_t pair = first; pair < last; ++pair)
       forward_pair(qkv, y, kt.data(), p, p_used, s, d, pair / d.H, pair % d.H);
   });
@@ -268,7 +268,7 @@ void backward(const float* dy, const float* qkv, const float* p, const std::uint
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> vt(d.hs * d.T), dS(d.block());
+    detail::Scratch<float> vt(d.hs * d.T), dS(d.block());
     for (std::size_t pair = first; pair < last; ++pair)
       backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), s, d, pair / d.H, pair % d.H);
   });

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "dropout_mask.hpp"
 #include "embedding_kernels.hpp"
@@ -72,7 +72,7 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
              const float* scale, float* y) {
   const bool stream = n * dim * sizeof(float) >= kStreamBytes;
   detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    std::vector<float> row(scale && stream ? dim : 0);
+    detail::Scratch<float> row(scale && stream ? dim : 0);
     for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
       const float* src = weight + static_cast<std::size_t>(ids[p]) * dim;
       float* dst = y + p * dim;
@@ -93,24 +93,31 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
 
 // The positions of each id, in position order, pad positions left out (a counting sort):
 // order[first[k] .. first[k + 1]) are id k's. With by_freq, inv_count[k] = 1 / count_k.
-void sort_positions(const std::int64_t* ids, std::size_t n, std::size_t num, std::int64_t pad,
-                    bool by_freq, std::vector<std::size_t>& first, std::vector<std::size_t>& order,
-                    std::vector<float>& inv_count) {
+struct Positions {
+  detail::Scratch<std::size_t> first, order;
+  detail::Scratch<float> inv_count;
+};
+
+Positions sort_positions(const std::int64_t* ids, std::size_t n, std::size_t num, std::int64_t pad,
+                         bool by_freq) {
+  Positions s;
   if (by_freq) {
-    std::vector<std::size_t> count(num, 0);
+    detail::Scratch<std::size_t> count(num, 0);
     for (std::size_t p = 0; p < n; ++p) ++count[static_cast<std::size_t>(ids[p])];
-    inv_count.resize(num);
+    s.inv_count = detail::Scratch<float>(num);
     for (std::size_t k = 0; k < num; ++k)
-      inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
+      s.inv_count[k] = count[k] ? static_cast<float>(1.0 / double(count[k])) : 0.0f;
   }
-  first.assign(num + 1, 0);
+  s.first = detail::Scratch<std::size_t>(num + 1, 0);
   for (std::size_t p = 0; p < n; ++p)
-    if (ids[p] != pad) ++first[static_cast<std::size_t>(ids[p]) + 1];
-  for (std::size_t k = 0; k < num; ++k) first[k + 1] += first[k];
-  order.resize(first[num]);
-  std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    if (ids[p] != pad) ++s.first[static_cast<std::size_t>(ids[p]) + 1];
+  for (std::size_t k = 0; k < num; ++k) s.first[k + 1] += s.first[k];
+  s.order = detail::Scratch<std::size_t>(s.first[num]);
+  detail::Scratch<std::size_t> next(num);  // where id k's next position goes
+  for (std::size_t k = 0; k < num; ++k) next[k] = s.first[k];
   for (std::size_t p = 0; p < n; ++p)
-    if (ids[p] != pad) order[next[static_cast<std::size_t>(ids[p])]++] = p;
+    if (ids[p] != pad) s.order[next[static_cast<std::size_t>(ids[p])]++] = p;
+  return s;
 }
 
 // What every row of the dense backward shares.
@@ -164,13 +171,12 @@ void sum_row(const Scatter& s, std::size_t k, float* row, float* masked) {
 void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std::size_t num,
                     std::size_t dim, std::int64_t pad, bool by_freq, const float* scale,
                     const EmbeddingDropout* drop, float* dweight) {
-  std::vector<std::size_t> first, order;
-  std::vector<float> inv_count;
-  sort_positions(ids, n, num, pad, by_freq, first, order, inv_count);
-  const Scatter s{dy,    dim, first.data(), order.data(), by_freq ? inv_count.data() : nullptr,
+  const Positions pos = sort_positions(ids, n, num, pad, by_freq);
+  const std::size_t* first = pos.first.data();
+  const Scatter s{dy,    dim, first, pos.order.data(), by_freq ? pos.inv_count.data() : nullptr,
                   scale, drop};
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
-    std::vector<float> masked(drop ? dim : 0);
+    detail::Scratch<float> masked(drop ? dim : 0);
     for (std::size_t k = lo; k < hi;) {
       if (first[k] == first[k + 1]) {  // a run of untouched rows: zeros, in one piece
         std::size_t end = k + 1;

@@ -12,8 +12,8 @@
 //   the result does not depend on the thread count.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "layer_norm_kernels.hpp"
 
@@ -109,9 +109,9 @@ void backward_block(const float* dy, const float* x, const float* w, const float
 void backward(const float* dy, const float* x, const float* w, const float* mean, const float* rstd,
               const float* k, float* dx, float* dw, float* db, std::size_t rows, std::size_t N) {
   const std::size_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  std::vector<double> dw_blocks(dw ? blocks * N : 0), db_blocks(db ? blocks * N : 0);
+  detail::Scratch<double> dw_blocks(dw ? blocks * N : 0), db_blocks(db ? blocks * N : 0);
   detail::parallel_for(blocks, 1, [&](std::size_t first_block, std::size_t last_block) {
-    std::vector<float> g(N), xhat(N);
+    detail::Scratch<float> g(N), xhat(N);
     for (std::size_t blk = first_block; blk < last_block; ++blk)
       backward_block(dy, x, w, mean, rstd, k, dx, dw ? &dw_blocks[blk * N] : nullptr,
                      db ? &db_blocks[blk * N] : nullptr, blk * kBlockRows,

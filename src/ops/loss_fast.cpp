@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "../exp_f32.hpp"
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "loss_kernels.hpp"
 
@@ -53,7 +53,7 @@ float row_loss(const float* row, std::size_t t, std::size_t C, float& max, float
 void forward(const float* x, const std::int64_t* target, std::int64_t ignore,
              CrossEntropyReduction reduction, float* loss, float* row_max, float* log_sum,
              std::size_t N, std::size_t C) {
-  std::vector<float> scratch(reduction == CrossEntropyReduction::none ? 0 : N);
+  detail::Scratch<float> scratch(reduction == CrossEntropyReduction::none ? 0 : N);
   float* per_row = reduction == CrossEntropyReduction::none ? loss : scratch.data();
   detail::parallel_for(N, rows_grain(C), [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i)

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "../kernels/scratch.hpp"
 #include "reduce_kernels.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
@@ -39,7 +39,7 @@ void sum_dims(const float* x, const std::size_t* shape, const std::size_t* out_s
     return;
   }
   const std::size_t n_last = shape[rank - 1], s_last = out_strides[rank - 1];
-  std::vector<std::size_t> index(rank, 0);
+  detail::Scratch<std::size_t> index(rank, 0);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < total; i += n_last) {
     for (std::size_t j = 0; j < n_last; ++j) acc[offset + j * s_last] += x[i + j];

@@ -10,8 +10,8 @@
 //   row's running sum at every element.
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
+#include "../kernels/scratch.hpp"
 #include "../parallel.hpp"
 #include "rms_norm_kernels.hpp"
 
@@ -69,7 +69,7 @@ void backward_dx(const float* dy, const float* x, const float* w, const float* r
 // dweight for columns [first, last): every row's dy * xhat added in row order, in double.
 void backward_dweight(const float* dy, const float* x, const float* rstd, float* dw,
                       std::size_t first, std::size_t last, std::size_t rows, std::size_t N) {
-  std::vector<double> sum(last - first, 0.0);
+  detail::Scratch<double> sum(last - first, 0.0);
   for (std::size_t row = 0; row < rows; ++row) {
     const float *dyr = dy + row * N + first, *xr = x + row * N + first;
     const float r = rstd[row];

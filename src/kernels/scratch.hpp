@@ -1,0 +1,57 @@
+// src/kernels/scratch.hpp (private)
+//
+// detail::Scratch<T>: a kernel's working buffer of n elements, in the per-set inline namespace
+// (kernels/set_namespace.hpp). A fast kernel's std::vector would be std::vector<float>, the same
+// name in every set: where the compiler does not inline its members (a sanitizer build at -O2
+// does not), each set's object keeps a weak copy and the linker picks one copy for all sets, which
+// could be an AVX-512 one called from the baseline kernels. Scratch<float> is a name of each set's
+// own (tapegrad::detail::avx2::Scratch<float>), and holds no more than a kernel needs: a size, the
+// elements, each set to the same value at the start.
+#pragma once
+
+#include <cstddef>
+
+#include "set_namespace.hpp"
+
+namespace tapegrad::detail {
+inline namespace TAPEGRAD_SET_NAMESPACE {
+
+template <class T>
+class Scratch {
+ public:
+  Scratch() = default;
+  /// n elements, each `fill`.
+  explicit Scratch(std::size_t n, T fill = T()) : data_(n ? new T[n] : nullptr), size_(n) {
+    for (std::size_t i = 0; i < n; ++i) data_[i] = fill;
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  Scratch(Scratch&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  Scratch& operator=(Scratch&& other) noexcept {
+    if (this != &other) {
+      delete[] data_;
+      data_ = other.data_;
+      size_ = other.size_;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  ~Scratch() { delete[] data_; }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace TAPEGRAD_SET_NAMESPACE
+}  // namespace tapegrad::detail
