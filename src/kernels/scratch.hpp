@@ -5,8 +5,8 @@
 // name in every set: where the compiler does not inline its members (a sanitizer build at -O2
 // does not), each set's object keeps a weak copy and the linker picks one copy for all sets, which
 // could be an AVX-512 one called from the baseline kernels. Scratch<float> is a name of each set's
-// own (tapegrad::detail::avx2::Scratch<float>), and holds no more than a kernel needs: a size, the
-// elements, each set to the same value at the start.
+// own (tapegrad::detail::avx2::Scratch<float>), and holds no more than a kernel needs: the
+// elements, each set to the same value at the start, freed at the end of the scope.
 #pragma once
 
 #include <cstddef>
@@ -21,22 +21,17 @@ class Scratch {
  public:
   Scratch() = default;
   /// n elements, each `fill`.
-  explicit Scratch(std::size_t n, T fill = T()) : data_(n ? new T[n] : nullptr), size_(n) {
+  explicit Scratch(std::size_t n, T fill = T()) : data_(n ? new T[n] : nullptr) {
     for (std::size_t i = 0; i < n; ++i) data_[i] = fill;
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  Scratch(Scratch&& other) noexcept : data_(other.data_), size_(other.size_) {
-    other.data_ = nullptr;
-    other.size_ = 0;
-  }
+  Scratch(Scratch&& other) noexcept : data_(other.data_) { other.data_ = nullptr; }
   Scratch& operator=(Scratch&& other) noexcept {
     if (this != &other) {
       delete[] data_;
       data_ = other.data_;
-      size_ = other.size_;
       other.data_ = nullptr;
-      other.size_ = 0;
     }
     return *this;
   }
@@ -44,13 +39,11 @@ class Scratch {
 
   T* data() { return data_; }
   const T* data() const { return data_; }
-  std::size_t size() const { return size_; }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 
  private:
   T* data_ = nullptr;
-  std::size_t size_ = 0;
 };
 
 }  // namespace TAPEGRAD_SET_NAMESPACE
