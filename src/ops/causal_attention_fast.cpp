@@ -6,7 +6,7 @@
 // - The products are small loops rather than sgemm calls: a head's blocks are tiny (64 x 32 in the
 //   baby GPT, where sgemm spends more time starting than multiplying), and the mask is in their
 //   loop bounds, so the half of every product above the diagonal is never computed. They run by
-//   register tiles of kR rows and kW columns, each element summed over k ascending.
+//   register tiles of kR rows and two vectors of columns, each element summed over k ascending.
 // - The scale, the causal mask and the softmax are one pass over each row of scores, with
 //   exp_f32 (vectorised) and row sums in four interleaved double lanes.
 // - Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "../exp_f32.hpp"
 #include "../kernels/scratch.hpp"
@@ -46,6 +47,31 @@ struct Heads {
   const float* weights() const { return keep ? p_used : p; }
 };
 
+// ---- vectors ---------------------------------------------------------------------------------------
+// kLanes floats as one value, GCC's and Clang's vector extension: one AVX-512 register in the
+// avx512 set; elsewhere eight floats, an AVX register, or two SSE ones on a CPU without AVX. VecU
+// is the same type for unaligned memory that may alias floats.
+#if defined(__AVX512F__)
+constexpr std::size_t kLanes = 16;
+#else
+constexpr std::size_t kLanes = 8;
+#endif
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+using VecU = float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
+// Always inlined, so no call ever passes a vector wider than the set's registers (the baseline
+// set's eight floats are two SSE registers); GCC's -Wpsabi note about such calls is off in this
+// file (GCC gives it at the end of the file, for the templates it instantiates there).
+#pragma GCC diagnostic ignored "-Wpsabi"
+[[gnu::always_inline]] inline Vec load(const float* p) { return *reinterpret_cast<const VecU*>(p); }
+[[gnu::always_inline]] inline void store(float* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
+template <std::size_t... Lane>
+[[gnu::always_inline]] inline Vec splat(float x, std::index_sequence<Lane...>) {
+  return Vec{((void)Lane, x)...};
+}
+[[gnu::always_inline]] inline Vec splat(float x) {  // x in every lane: one broadcast instruction
+  return splat(x, std::make_index_sequence<kLanes>{});
+}
+
 // Row sums (and the backward's row dot products) in four interleaved double lanes (j % 4), added
 // at the end: a fixed order (so results depend on the length only) that the compiler vectorises,
 // where one running sum waits four cycles for every element. A maximum is exact in any order.
@@ -65,9 +91,20 @@ double lane_dot(const float* x, const float* y, std::size_t n) {
   for (; j < n; ++j) lane[j % 4] += double(x[j]) * double(y[j]);
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
-float row_max(const float* x, std::size_t n) {  // n >= 1; the same value in any order (no NaN)
+// The largest of x[0 .. n), n >= 1: kept in one vector of lanes, then across them (a maximum is
+// exact in any order; a NaN makes the softmax's whole row NaN whichever maximum it gives).
+float row_max(const float* x, std::size_t n) {
+  std::size_t j = 0;
   float m = x[0];
-  for (std::size_t j = 1; j < n; ++j) m = x[j] > m ? x[j] : m;
+  if (n >= kLanes) {
+    Vec lanes = load(x);
+    for (j = kLanes; j + kLanes <= n; j += kLanes) {
+      const Vec v = load(x + j);
+      lanes = v > lanes ? v : lanes;
+    }
+    for (std::size_t l = 0; l < kLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
+  }
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
   return m;
 }
 
@@ -76,15 +113,16 @@ float row_max(const float* x, std::size_t n) {  // n >= 1; the same value in any
 // The loops run over a whole number of vectors, n8 = i + 1 rounded up to 8 (at most T): the scores
 // between i + 1 and n8 are set to -inf, so their exponentials are 0 and change neither the maximum
 // nor the sum, and the loops never fall back to one float at a time for the rest of a row.
+// The maximum is taken before the scaling: scale > 0 and rounding is monotone, so
+// max_j (S[i, j] * scale) is exactly (max_j S[i, j]) * scale, and the row is read once less.
 void causal_softmax_rows(float* S, std::size_t T, float scale) {
   for (std::size_t i = 0; i < T; ++i) {
     float* row = S + i * T;
     const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);  // the mask: only keys 0 .. i
     std::fill(row + n, row + n8, -std::numeric_limits<float>::infinity());
-    for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * scale;
-    const float m = row_max(row, n8);
+    const float m = row_max(row, n8) * scale;
     for (std::size_t j = 0; j < n8; ++j)
-      row[j] = ::tapegrad::detail::exp_f32(row[j] - m);  // vectorised
+      row[j] = ::tapegrad::detail::exp_f32(row[j] * scale - m);  // vectorised
     const float inverse =
         1.0f / static_cast<float>(lane_sum(row, n8));  // times 1/sum, as PyTorch's kernel
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
@@ -99,47 +137,42 @@ void apply_keep_mask(const Heads& s, std::size_t at, std::size_t n, const float*
 
 // ---- one head's products ---------------------------------------------------------------------------
 // Every product of a head is C = A B on blocks of (T, T) or (T, hs), computed by tiles of kR rows and
-// kW columns whose sums stay in registers while k runs.
+// up to kW columns whose sums stay in registers while k runs.
 // A(r, k) = A[r * ar + k * ak] reads the left operand with any strides, so P^T and dS^T are read in
 // place; the right operand B has contiguous rows (keys and values are transposed into scratch where a
 // product needs them by column). Each element of C is summed over k ascending in one tile, so the
-// result depends on the sizes only, never on the thread that computes it.
-constexpr std::size_t kR = 6, kW = 16;  // 12 vector sums: most of the 16 AVX registers
+// result depends on the sizes only, never on the tile width, the vector width or the thread that
+// computes it: every kernel set gives the same bits.
+// The tiles are kR = 6 rows of two vectors: 12 vector sums, most of the 16 AVX registers (of 32
+// with AVX-512, whose vectors are twice as wide, so a tile covers twice the columns).
+constexpr std::size_t kR = 6, kW = 2 * kLanes;
 
-// Eight floats as one value, GCC's and Clang's vector extension: an AVX register, or two SSE ones
-// on a CPU without AVX. VecU is the same type for unaligned memory that may alias floats.
-using Vec = float __attribute__((vector_size(32)));
-using VecU = float __attribute__((vector_size(32), aligned(4), may_alias));
-inline Vec load(const float* p) { return *reinterpret_cast<const VecU*>(p); }
-inline void store(float* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
-inline Vec splat(float x) { return Vec{x, x, x, x, x, x, x, x}; }
-
-// C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and kW columns: the R x kW
-// sums live in registers while k runs.
-template <std::size_t R>
+// C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and NV vectors of columns:
+// the R x NV sums live in registers while k runs.
+template <std::size_t R, std::size_t NV>
 void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
                  std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
-  static_assert(kW == 16 && R <= kR, "two vectors of eight per row");
-  Vec acc[R][2] = {};
+  static_assert(R <= kR && NV * kLanes <= kW, "a tile of at most kR rows and kW columns");
+  Vec acc[R][NV];
+  for (std::size_t r = 0; r < R; ++r)  // in registers from the start (= {} is a memset)
+    for (std::size_t v = 0; v < NV; ++v) acc[r][v] = splat(0.0f);
   for (std::size_t k = k0; k < k1; ++k) {
-    const Vec b0 = load(B + k * ldb), b1 = load(B + k * ldb + 8);
+    Vec b[NV];
+    for (std::size_t v = 0; v < NV; ++v) b[v] = load(B + k * ldb + v * kLanes);
     for (std::size_t r = 0; r < R; ++r) {
       const Vec a = splat(A[r * ar + k * ak]);
-      acc[r][0] += a * b0;
-      acc[r][1] += a * b1;
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    store(C + r * ldc, acc[r][0]);
-    store(C + r * ldc + 8, acc[r][1]);
-  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < NV; ++v) store(C + r * ldc + v * kLanes, acc[r][v]);
 }
 
-// The same for a tile narrower than kW columns (rows <= kR), one float at a time.
+// The same for a tile narrower than one vector (rows <= kR), one float at a time.
 void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
                std::size_t k0, std::size_t k1, float* C, std::size_t ldc, std::size_t rows,
                std::size_t cols) {
-  float acc[kR][kW] = {};
+  float acc[kR][kLanes] = {};
   for (std::size_t k = k0; k < k1; ++k)
     for (std::size_t r = 0; r < rows; ++r) {
       const float a = A[r * ar + k * ak];
@@ -149,37 +182,69 @@ void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, s
     for (std::size_t c = 0; c < cols; ++c) C[r * ldc + c] = acc[r][c];
 }
 
+// One tile of `rows` rows (<= kR) and NV vectors of columns.
+template <std::size_t NV>
+void tile_of_rows(std::size_t rows, const float* A, std::size_t ar, std::size_t ak, const float* B,
+                  std::size_t ldb, std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
+  switch (rows) {  // a tile of kR rows, or the last, shorter one
+    case 6: vector_tile<6, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+    case 5: vector_tile<5, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+    case 4: vector_tile<4, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+    case 3: vector_tile<3, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+    case 2: vector_tile<2, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+    default: vector_tile<1, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+  }
+}
+
 // C = A B for rows [0, M), columns [0, cols(r0)) and k in [k0(r0), k1(r0)) for the tile of rows
-// starting at r0: how the causal mask narrows each product.
+// starting at r0: how the causal mask narrows each product. Columns go by two vectors, then one,
+// then one float at a time.
 template <class Cols, class KBegin, class KEnd>
 void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, const float* B,
              std::size_t ldb, float* C, std::size_t ldc, Cols cols, KBegin k0, KEnd k1) {
   for (std::size_t r0 = 0; r0 < M; r0 += kR) {
     const std::size_t rows = std::min(kR, M - r0), N = cols(r0), kb = k0(r0), ke = k1(r0);
-    for (std::size_t c0 = 0; c0 < N; c0 += kW) {
-      const std::size_t n = std::min(kW, N - c0);
-      const float* a = A + r0 * ar;
-      float* c = C + r0 * ldc + c0;
-      if (n < kW) {
-        edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c, ldc, rows, n);
-        continue;
-      }
-      switch (rows) {  // a tile of kR rows, or the last, shorter one
-        case 6: vector_tile<6>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 5: vector_tile<5>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 4: vector_tile<4>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 3: vector_tile<3>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        case 2: vector_tile<2>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-        default: vector_tile<1>(a, ar, ak, B + c0, ldb, kb, ke, c, ldc); break;
-      }
-    }
+    const float* a = A + r0 * ar;
+    float* c = C + r0 * ldc;
+    std::size_t c0 = 0;
+    for (; c0 + kW <= N; c0 += kW) tile_of_rows<2>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
+    for (; c0 + kLanes <= N; c0 += kLanes)
+      tile_of_rows<1>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
+    if (c0 < N) edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, rows, N - c0);
   }
 }
 
-// Xt (w, T) = X^T for the (T, w) block X with leading dimension ld.
+// Xt (w, T) = X^T for the (T, w) block X with leading dimension ld: by blocks of 8 x 8, each
+// loaded as eight rows and turned in registers by three rounds of shuffles (as _MM_TRANSPOSE8
+// does with AVX's unpack instructions), then one float at a time at the edges. Only moves floats.
+using Vec8 = float __attribute__((vector_size(32)));
+using Vec8U = float __attribute__((vector_size(32), aligned(4), may_alias));
+void transpose_8x8(const float* X, std::size_t ld, float* Xt, std::size_t ldt) {
+  Vec8 r[8], t[8], u[8];
+  for (std::size_t i = 0; i < 8; ++i) r[i] = *reinterpret_cast<const Vec8U*>(X + i * ld);
+  for (std::size_t i = 0; i < 8; i += 2) {  // pairs of rows, interleaved
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (std::size_t i = 0; i < 8; i += 4)  // then pairs of pairs
+    for (std::size_t j = 0; j < 2; ++j) {
+      u[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2 * j + 1] = __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (std::size_t c = 0; c < 4; ++c) {  // then halves: columns c and c + 4 of X
+    *reinterpret_cast<Vec8U*>(Xt + c * ldt) =
+        __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    *reinterpret_cast<Vec8U*>(Xt + (c + 4) * ldt) =
+        __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 void transpose_into(const float* X, std::size_t ld, std::size_t T, std::size_t w, float* Xt) {
-  for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t c = 0; c < w; ++c) Xt[c * T + t] = X[t * ld + c];
+  const std::size_t T8 = T / 8 * 8, w8 = w / 8 * 8;
+  for (std::size_t t = 0; t < T8; t += 8)
+    for (std::size_t c = 0; c < w8; c += 8) transpose_8x8(X + t * ld + c, ld, Xt + c * T + t, T);
+  for (std::size_t t = 0; t < T; ++t)  // the edges: columns beyond w8, rows beyond T8
+    for (std::size_t c = t < T8 ? w8 : 0; c < w; ++c) Xt[c * T + t] = X[t * ld + c];
 }
 
 // Forward of one (batch b, head h) pair, for rows i = 0 .. T-1 (Kt: scratch, (hs, T)); p and
@@ -200,9 +265,11 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
   auto up_to_tile = [T](std::size_t r0) {
     return std::min(T, r0 + kR);
   };  // keys j <= the tile's last row
-  // Score columns up to the tile's last row, rounded up to whole tiles of kW (the few beyond the
+  // Score columns up to the tile's last row, rounded up to whole vectors (the few beyond the
   // diagonal are cheaper computed than left out; the softmax overwrites them with zeros).
-  auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
+  auto causal_cols = [T](std::size_t r0) {
+    return std::min(T, (r0 + kR + kLanes - 1) / kLanes * kLanes);
+  };
   transpose_into(K, ld, T, hs, Kt);
   product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));  // S = Q K^T, for j <= i
   causal_softmax_rows(P, T, s.scale);
@@ -230,7 +297,9 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
   const float *P = s.p + at, *W = s.weights() + at;
   auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
   auto up_to_tile = [T](std::size_t r0) { return std::min(T, r0 + kR); };
-  auto causal_cols = [T](std::size_t r0) { return std::min(T, (r0 + kR + kW - 1) / kW * kW); };
+  auto causal_cols = [T](std::size_t r0) {
+    return std::min(T, (r0 + kR + kLanes - 1) / kLanes * kLanes);
+  };
   auto from_tile = [](std::size_t r0) { return r0; };              // rows i >= the tile's first j
   product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T));  // dV = P'^T dO
   transpose_into(V, ld, T, hs, vt);
