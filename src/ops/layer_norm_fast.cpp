@@ -4,7 +4,8 @@
 // docs/kernels.md). The maths is layer_norm_reference.cpp's; what differs is how it runs:
 // - Row statistics are summed in double in four interleaved lanes (element i in lane i % 4, the
 //   lanes added at the end): a fixed order that vectorises, where one running double sum waits for
-//   the previous addition at every element.
+//   the previous addition at every element. The forward takes four rows' statistics side by side,
+//   so that their chains of additions overlap.
 // - The forward makes two passes over each row (the statistics, then the output), the backward
 //   two more (two row sums, then dx), instead of the ten or so recorded ops the formula would take.
 // - Threads: rows are split over the pool in blocks of kBlockRows fixed by the shape; the sums over
@@ -27,48 +28,83 @@ namespace {
 // rows per block of the backward's column sums (and a thread's least share)
 constexpr std::size_t kBlockRows = 64;
 
-double lane_sum(const float* x, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += x[i + l];
-  for (; i < n; ++i) lane[i % 4] += x[i];
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+// Four doubles as one value (GCC's and Clang's vector extension): the four lanes of a row's sum,
+// one AVX register or two SSE ones. widen reads four floats from unaligned memory.
+using Lanes = double __attribute__((vector_size(32)));
+using Float4 = float __attribute__((vector_size(16), aligned(4), may_alias));
+#pragma GCC diagnostic ignored "-Wpsabi"  // Lanes never crosses a call: every use is inlined
+[[gnu::always_inline]] inline Lanes widen(const float* p) {
+  return __builtin_convertvector(*reinterpret_cast<const Float4*>(p), Lanes);
 }
-double lane_centred_squares(const float* x, double mean, std::size_t n) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+
+// The mean and the sum of centred squares of R rows of x (each N long) side by side. Each row's
+// sums keep their own four lanes (element i in lane i % 4, the lanes added as (0 + 1) + (2 + 3)),
+// so its statistics are the bits it would get alone; the R rows' chains of additions run together,
+// so each addition's latency hides behind the other rows' (one row alone waits for its previous
+// addition every four elements).
+template <std::size_t R>
+void row_statistics(const float* x, std::size_t N, double* mean, double* squares) {
+  Lanes lane[R];
+  for (std::size_t r = 0; r < R; ++r) lane[r] = Lanes{0.0, 0.0, 0.0, 0.0};
   std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t l = 0; l < 4; ++l) lane[l] += (x[i + l] - mean) * (x[i + l] - mean);
-  for (; i < n; ++i) lane[i % 4] += (x[i] - mean) * (x[i] - mean);
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  for (; i + 4 <= N; i += 4)
+    for (std::size_t r = 0; r < R; ++r) lane[r] += widen(x + r * N + i);
+  for (; i < N; ++i)
+    for (std::size_t r = 0; r < R; ++r) lane[r][i % 4] += x[r * N + i];
+  for (std::size_t r = 0; r < R; ++r) {
+    mean[r] = ((lane[r][0] + lane[r][1]) + (lane[r][2] + lane[r][3])) / double(N);
+    lane[r] = Lanes{0.0, 0.0, 0.0, 0.0};
+  }
+  for (i = 0; i + 4 <= N; i += 4)
+    for (std::size_t r = 0; r < R; ++r) {
+      const Lanes centred = widen(x + r * N + i) - mean[r];
+      lane[r] += centred * centred;
+    }
+  for (; i < N; ++i)
+    for (std::size_t r = 0; r < R; ++r) {
+      const double centred = x[r * N + i] - mean[r];
+      lane[r][i % 4] += centred * centred;
+    }
+  for (std::size_t r = 0; r < R; ++r)
+    squares[r] = (lane[r][0] + lane[r][1]) + (lane[r][2] + lane[r][3]);
 }
+
+// Rows whose statistics are taken together.
+constexpr std::size_t kRowGroup = 4;
 
 // The formula: layer_norm_reference.cpp's forward.
 void forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
              float* k, std::size_t rows, std::size_t N, double eps, bool annotated) {
   detail::parallel_for(rows, kBlockRows, [&](std::size_t first, std::size_t last) {
-    for (std::size_t row = first; row < last; ++row) {
-      const float* xr = x + row * N;
-      float* yr = y + row * N;
-      const double m = lane_sum(xr, N) / double(N);
-      const double sq = lane_centred_squares(xr, m, N);
-      double d, kk;
-      if (!annotated) {
-        d = std::sqrt(sq / double(N) + eps);
-        kk = 1.0 / double(N);
-      } else {
-        const double s = std::sqrt(sq / double(N - 1));  // N == 1: 0/0, NaN like torch.std
-        d = s + eps;
-        kk = d / (double(N - 1) * s);
-      }
-      const auto mf = static_cast<float>(m), r = static_cast<float>(1.0 / d);
-      mean[row] = mf;
-      rstd[row] = r;
-      k[row] = static_cast<float>(kk);
-      for (std::size_t i = 0; i < N; ++i) {
-        const float xhat = (xr[i] - mf) * r;
-        yr[i] = (w ? w[i] * xhat : xhat) + (b ? b[i] : 0.0f);
+    for (std::size_t row0 = first; row0 < last; row0 += kRowGroup) {
+      const std::size_t group = std::min(kRowGroup, last - row0);
+      double m[kRowGroup], sq[kRowGroup];
+      if (group == kRowGroup)
+        row_statistics<kRowGroup>(x + row0 * N, N, m, sq);
+      else
+        for (std::size_t r = 0; r < group; ++r)
+          row_statistics<1>(x + (row0 + r) * N, N, m + r, sq + r);
+      for (std::size_t r = 0; r < group; ++r) {
+        const std::size_t row = row0 + r;
+        const float* xr = x + row * N;
+        float* yr = y + row * N;
+        double d, kk;
+        if (!annotated) {
+          d = std::sqrt(sq[r] / double(N) + eps);
+          kk = 1.0 / double(N);
+        } else {
+          const double s = std::sqrt(sq[r] / double(N - 1));  // N == 1: 0/0, NaN like torch.std
+          d = s + eps;
+          kk = d / (double(N - 1) * s);
+        }
+        const auto mf = static_cast<float>(m[r]), rs = static_cast<float>(1.0 / d);
+        mean[row] = mf;
+        rstd[row] = rs;
+        k[row] = static_cast<float>(kk);
+        for (std::size_t i = 0; i < N; ++i) {
+          const float xhat = (xr[i] - mf) * rs;
+          yr[i] = (w ? w[i] * xhat : xhat) + (b ? b[i] : 0.0f);
+        }
       }
     }
   });
@@ -91,13 +127,19 @@ void backward_block(const float* dy, const float* x, const float* w, const float
     if (db)
       for (std::size_t i = 0; i < N; ++i) db[i] += dyr[i];
     if (!dx) continue;
-    const double sum_g = lane_sum(g, N);
-    double lane[4] = {0.0, 0.0, 0.0, 0.0};
+    Lanes lane_g = {0.0, 0.0, 0.0, 0.0}, lane_gx = lane_g;  // sum g, sum g * xhat
     std::size_t i = 0;
-    for (; i + 4 <= N; i += 4)
-      for (std::size_t l = 0; l < 4; ++l) lane[l] += double(g[i + l]) * xhat[i + l];
-    for (; i < N; ++i) lane[i % 4] += double(g[i]) * xhat[i];
-    const double sum_gx = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    for (; i + 4 <= N; i += 4) {
+      const Lanes gi = widen(g + i);
+      lane_g += gi;
+      lane_gx += gi * widen(xhat + i);
+    }
+    for (; i < N; ++i) {
+      lane_g[i % 4] += g[i];
+      lane_gx[i % 4] += double(g[i]) * xhat[i];
+    }
+    const double sum_g = (lane_g[0] + lane_g[1]) + (lane_g[2] + lane_g[3]);
+    const double sum_gx = (lane_gx[0] + lane_gx[1]) + (lane_gx[2] + lane_gx[3]);
     const auto mean_g = static_cast<float>(sum_g / double(N));
     const auto kg = static_cast<float>(k[row] * sum_gx);
     float* dxr = dx + row * N;
