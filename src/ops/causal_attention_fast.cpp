@@ -207,7 +207,8 @@ void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, cons
     const float* a = A + r0 * ar;
     float* c = C + r0 * ldc;
     std::size_t c0 = 0;
-    for (; c0 + kW <= N; c0 += kW) tile_of_rows<2>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
+    for (; c0 + kW <= N; c0 += kW)
+      tile_of_rows<2>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
     for (; c0 + kLanes <= N; c0 += kLanes)
       tile_of_rows<1>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
     if (c0 < N) edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, rows, N - c0);
@@ -229,7 +230,8 @@ void transpose_8x8(const float* X, std::size_t ld, float* Xt, std::size_t ldt) {
   for (std::size_t i = 0; i < 8; i += 4)  // then pairs of pairs
     for (std::size_t j = 0; j < 2; ++j) {
       u[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      u[i + 2 * j + 1] = __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+      u[i + 2 * j + 1] =
+          __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     }
   for (std::size_t c = 0; c < 4; ++c) {  // then halves: columns c and c + 4 of X
     *reinterpret_cast<Vec8U*>(Xt + c * ldt) =

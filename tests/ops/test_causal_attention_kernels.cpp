@@ -30,8 +30,10 @@ struct Case {
 // vectors), a head of 20 columns (vectors, then one float at a time), T not a multiple of their
 // 6-row tiles nor of the 8 x 8 blocks the keys are transposed by, one position, and dropout on
 // the weights.
-const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0}, {{1, 40, 192}, 2, 0.0},
-                                  {{2, 13, 48}, 1, 0.3}, {{1, 1, 6}, 1, 0.0},
+const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0},
+                                  {{1, 40, 192}, 2, 0.0},
+                                  {{2, 13, 48}, 1, 0.3},
+                                  {{1, 1, 6}, 1, 0.0},
                                   {{1, 27, 120}, 2, 0.0}};
 
 // y, the weights and dqkv on the set, for fixed inputs.
