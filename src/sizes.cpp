@@ -8,9 +8,13 @@
 namespace tapegrad {
 
 namespace {
-constexpr unsigned __int128 kMax = std::numeric_limits<std::int64_t>::max();
+// 128-bit counts, so that a product of sizes never wraps before it is checked (a GCC and Clang
+// extension: __extension__ keeps -Wpedantic quiet about it).
+__extension__ using u128 = unsigned __int128;
 
-std::string u128_str(unsigned __int128 v) {
+constexpr u128 kMax = std::numeric_limits<std::int64_t>::max();
+
+std::string u128_str(u128 v) {
   if (v == 0) return "0";
   std::string s;
   for (; v > 0; v /= 10) s.insert(s.begin(), char('0' + int(v % 10)));
@@ -18,14 +22,14 @@ std::string u128_str(unsigned __int128 v) {
 }
 
 // The product of the sizes, exact in 128 bits; `exact` is false if even that overflowed.
-unsigned __int128 product(const Shape& shape, bool skip_zeros, bool& exact) {
-  unsigned __int128 n = 1;
+u128 product(const Shape& shape, bool skip_zeros, bool& exact) {
+  u128 n = 1;
   exact = true;
   for (std::size_t d : shape) {
     if (d == 0 && skip_zeros) continue;
-    if (__builtin_mul_overflow(n, static_cast<unsigned __int128>(d), &n)) {
+    if (__builtin_mul_overflow(n, static_cast<u128>(d), &n)) {
       exact = false;
-      return std::numeric_limits<unsigned __int128>::max();
+      return std::numeric_limits<u128>::max();
     }
   }
   return n;
@@ -56,7 +60,7 @@ std::size_t physical_memory() {
 
 std::size_t checked_numel(const Shape& shape, const std::string& where) {
   bool exact = true;
-  const unsigned __int128 n = product(shape, false, exact);
+  const u128 n = product(shape, false, exact);
   if (n > kMax)
     fail<ShapeError>(
         where, ": the shape ", shape, " has ", exact ? u128_str(n) : "more than 2^128",
@@ -82,7 +86,7 @@ Shape checked_shape(const std::vector<std::int64_t>& sizes, const std::string& w
 
 void check_allocation(const Shape& shape, std::size_t element_size, const std::string& where) {
   const std::size_t n = checked_numel(shape, where);
-  const unsigned __int128 bytes = static_cast<unsigned __int128>(n) * element_size;
+  const u128 bytes = static_cast<u128>(n) * element_size;
   if (bytes > physical_memory())
     fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: you tried to allocate ",
                            u128_str(bytes), " bytes. | ", where, ": an array of shape ", shape,
@@ -98,7 +102,7 @@ xt::xarray<float> new_array(const Shape& shape, const std::string& where) {
   } catch (const std::bad_alloc&) {
     const double bytes = static_cast<double>(checked_numel(shape, where)) * sizeof(float);
     fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: you tried to allocate ",
-                           u128_str(static_cast<unsigned __int128>(bytes)), " bytes. | ", where,
+                           u128_str(static_cast<u128>(bytes)), " bytes. | ", where,
                            ": the C library refused ", bytes_str(bytes), " for an array of shape ",
                            shape);
   }
