@@ -6,7 +6,8 @@
 // - The products are small loops rather than sgemm calls: a head's blocks are tiny (64 x 32 in the
 //   baby GPT, where sgemm spends more time starting than multiplying), and the mask is in their
 //   loop bounds, so the half of every product above the diagonal is never computed. They run by
-//   register tiles of kR rows and two vectors of columns, each element summed over k ascending.
+//   register tiles of kR rows and up to two vectors of columns, each element summed over k
+//   ascending.
 // - The scale, the causal mask and the softmax are one pass over each row of scores, with
 //   exp_f32 (vectorised) and row sums in four interleaved double lanes.
 // - Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is
@@ -110,11 +111,12 @@ float row_max(const float* x, std::size_t n) {
 
 // Row i of the (T, T) block S holds q_i . k_j for j <= i; it becomes softmax over j <= i, then 0:
 //   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j * (1 / sum_j e_j)   (sum in double)
-// The loops run over a whole number of vectors, n8 = i + 1 rounded up to 8 (at most T): the scores
-// between i + 1 and n8 are set to -inf, so their exponentials are 0 and change neither the maximum
-// nor the sum, and the loops never fall back to one float at a time for the rest of a row.
+// The loops run over n8 = i + 1 rounded up to 8 (at most T): the scores between i + 1 and n8 are
+// set to -inf, so their exponentials are 0 and change neither the maximum nor the sum, and the
+// loops run by whole vectors of eight (with AVX-512's sixteen, the last eight go one at a time).
 // The maximum is taken before the scaling: scale > 0 and rounding is monotone, so
-// max_j (S[i, j] * scale) is exactly (max_j S[i, j]) * scale, and the row is read once less.
+// max_j (S[i, j] * scale) equals (max_j S[i, j]) * scale (at most the sign of a zero maximum
+// differs, which no s_j - m can tell), and the row is read once less.
 void causal_softmax_rows(float* S, std::size_t T, float scale) {
   for (std::size_t i = 0; i < T; ++i) {
     float* row = S + i * T;
@@ -144,7 +146,8 @@ void apply_keep_mask(const Heads& s, std::size_t at, std::size_t n, const float*
 // result depends on the sizes only, never on the tile width, the vector width or the thread that
 // computes it: every kernel set gives the same bits.
 // The tiles are kR = 6 rows of two vectors: 12 vector sums, most of the 16 AVX registers (of 32
-// with AVX-512, whose vectors are twice as wide, so a tile covers twice the columns).
+// with AVX-512, whose vectors are twice as wide, so a tile covers twice the columns; without AVX
+// an eight-float vector is two SSE registers, and some sums wait in memory).
 constexpr std::size_t kR = 6, kW = 2 * kLanes;
 
 // C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and NV vectors of columns:
@@ -215,10 +218,18 @@ void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, cons
   }
 }
 
-// Xt (w, T) = X^T for the (T, w) block X with leading dimension ld: by blocks of 8 x 8, each
-// loaded as eight rows and turned in registers by three rounds of shuffles (as _MM_TRANSPOSE8
-// does with AVX's unpack instructions), then one float at a time at the edges. Only moves floats.
-using Vec8 = float __attribute__((vector_size(32)));
+// Xt (w, T) = X^T for the (T, w) block X with leading dimension ld: with AVX, by blocks of 8 x 8,
+// each loaded as eight rows and turned in registers by three rounds of shuffles (as AVX's unpack
+// instructions do in _MM_TRANSPOSE8), then one float at a time at the edges; without AVX (where
+// the shuffles become single-float moves anyway) or __builtin_shufflevector (GCC before 12), one
+// float at a time throughout. Only moves floats: the same result either way.
+#if defined(__AVX__) && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define TAPEGRAD_TRANSPOSE_BY_BLOCKS 1
+#endif
+#endif
+#if defined(TAPEGRAD_TRANSPOSE_BY_BLOCKS)
+using Vec8 = float __attribute__((vector_size(32)));  // Vec itself, except with AVX-512
 using Vec8U = float __attribute__((vector_size(32), aligned(4), may_alias));
 void transpose_8x8(const float* X, std::size_t ld, float* Xt, std::size_t ldt) {
   Vec8 r[8], t[8], u[8];
@@ -241,10 +252,16 @@ void transpose_8x8(const float* X, std::size_t ld, float* Xt, std::size_t ldt) {
   }
 }
 
+#endif
+
 void transpose_into(const float* X, std::size_t ld, std::size_t T, std::size_t w, float* Xt) {
-  const std::size_t T8 = T / 8 * 8, w8 = w / 8 * 8;
+  std::size_t T8 = 0, w8 = 0;  // the rows and columns done by blocks
+#if defined(TAPEGRAD_TRANSPOSE_BY_BLOCKS)
+  T8 = T / 8 * 8;
+  w8 = w / 8 * 8;
   for (std::size_t t = 0; t < T8; t += 8)
     for (std::size_t c = 0; c < w8; c += 8) transpose_8x8(X + t * ld + c, ld, Xt + c * T + t, T);
+#endif
   for (std::size_t t = 0; t < T; ++t)  // the edges: columns beyond w8, rows beyond T8
     for (std::size_t c = t < T8 ? w8 : 0; c < w; ++c) Xt[c * T + t] = X[t * ld + c];
 }
@@ -326,7 +343,7 @@ void forward(const float* qkv, float* y, float* p, const std::uint8_t* keep, flo
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    detail::Scratch<float> kt(d.hs * d.T);
+    detail::Scratch<float> kt(std::max<std::size_t>(1, d.hs * d.T));  // never null (hs may be 0)
     for (std::size_t pair = first; pair < last; ++pair)
       forward_pair(qkv, y, kt.data(), p, p_used, s, d, pair / d.H, pair % d.H);
   });
@@ -339,7 +356,7 @@ void backward(const float* dy, const float* qkv, const float* p, const std::uint
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    detail::Scratch<float> vt(d.hs * d.T), dS(d.block());
+    detail::Scratch<float> vt(std::max<std::size_t>(1, d.hs * d.T)), dS(d.block());
     for (std::size_t pair = first; pair < last; ++pair)
       backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), s, d, pair / d.H, pair % d.H);
   });

@@ -27,14 +27,12 @@ struct Case {
   double dropout;
 };
 // Heads narrower and wider than the fast kernels' vectors (8 or 16 floats) and tiles (two
-// vectors), a head of 20 columns (vectors, then one float at a time), T not a multiple of their
-// 6-row tiles nor of the 8 x 8 blocks the keys are transposed by, one position, and dropout on
-// the weights.
-const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0},
-                                  {{1, 40, 192}, 2, 0.0},
-                                  {{2, 13, 48}, 1, 0.3},
-                                  {{1, 1, 6}, 1, 0.0},
-                                  {{1, 27, 120}, 2, 0.0}};
+// vectors); heads of 28 and 52 columns, which take tiles of two vectors, then one, then single
+// floats (28 on the eight-float sets, 52 with AVX-512); T not a multiple of the 6-row tiles nor of
+// the 8 x 8 blocks the keys are transposed by; one position; dropout on the weights.
+const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0},  {{1, 40, 192}, 2, 0.0},
+                                  {{2, 13, 48}, 1, 0.3},  {{1, 1, 6}, 1, 0.0},
+                                  {{1, 27, 168}, 2, 0.0}, {{1, 50, 312}, 2, 0.0}};
 
 // y, the weights and dqkv on the set, for fixed inputs.
 std::vector<Array> run(CpuCapability set, const Case& c) {
