@@ -20,8 +20,9 @@ template <class T>
 class Scratch {
  public:
   Scratch() = default;
-  /// n elements, each `fill`.
-  explicit Scratch(std::size_t n, T fill = T()) : data_(n ? new T[n] : nullptr) {
+  /// n elements, each `fill`. Never null, even for n = 0 (new T[0] is a valid, empty array), so a
+  /// kernel may take offsets of data() without checking its sizes first.
+  explicit Scratch(std::size_t n, T fill = T()) : data_(new T[n]) {
     for (std::size_t i = 0; i < n; ++i) data_[i] = fill;
   }
   Scratch(const Scratch&) = delete;

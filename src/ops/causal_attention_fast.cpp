@@ -343,7 +343,7 @@ void forward(const float* qkv, float* y, float* p, const std::uint8_t* keep, flo
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    detail::Scratch<float> kt(std::max<std::size_t>(1, d.hs * d.T));  // never null (hs may be 0)
+    detail::Scratch<float> kt(d.hs * d.T);
     for (std::size_t pair = first; pair < last; ++pair)
       forward_pair(qkv, y, kt.data(), p, p_used, s, d, pair / d.H, pair % d.H);
   });
@@ -356,7 +356,7 @@ void backward(const float* dy, const float* qkv, const float* p, const std::uint
   const Dims d{B, T, H, hs};
   const Heads s{p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
-    detail::Scratch<float> vt(std::max<std::size_t>(1, d.hs * d.T)), dS(d.block());
+    detail::Scratch<float> vt(d.hs * d.T), dS(d.block());
     for (std::size_t pair = first; pair < last; ++pair)
       backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), s, d, pair / d.H, pair % d.H);
   });

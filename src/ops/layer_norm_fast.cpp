@@ -36,12 +36,16 @@ using Float4 = float __attribute__((vector_size(16), aligned(4), may_alias));
 [[gnu::always_inline]] inline Lanes widen(const float* p) {
   return __builtin_convertvector(*reinterpret_cast<const Float4*>(p), Lanes);
 }
+// The row's sum: its lanes added as (0 + 1) + (2 + 3).
+[[gnu::always_inline]] inline double total(Lanes lane) {
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
+}
 
 // The mean and the sum of centred squares of R rows of x (each N long) side by side. Each row's
-// sums keep their own four lanes (element i in lane i % 4, the lanes added as (0 + 1) + (2 + 3)),
-// so its statistics are the bits it would get alone; the R rows' chains of additions run together,
-// so each addition's latency hides behind the other rows' (one row alone waits for its previous
-// addition every four elements).
+// sums keep their own four lanes (element i in lane i % 4, then their total), so its statistics
+// are the bits it would get alone; the R rows' chains of additions run together, so each
+// addition's latency hides behind the other rows' (one row alone waits for its previous addition
+// every four elements).
 template <std::size_t R>
 void row_statistics(const float* x, std::size_t N, double* mean, double* squares) {
   Lanes lane[R];
@@ -52,7 +56,7 @@ void row_statistics(const float* x, std::size_t N, double* mean, double* squares
   for (; i < N; ++i)
     for (std::size_t r = 0; r < R; ++r) lane[r][i % 4] += x[r * N + i];
   for (std::size_t r = 0; r < R; ++r) {
-    mean[r] = ((lane[r][0] + lane[r][1]) + (lane[r][2] + lane[r][3])) / double(N);
+    mean[r] = total(lane[r]) / double(N);
     lane[r] = Lanes{0.0, 0.0, 0.0, 0.0};
   }
   for (i = 0; i + 4 <= N; i += 4)
@@ -65,8 +69,7 @@ void row_statistics(const float* x, std::size_t N, double* mean, double* squares
       const double centred = x[r * N + i] - mean[r];
       lane[r][i % 4] += centred * centred;
     }
-  for (std::size_t r = 0; r < R; ++r)
-    squares[r] = (lane[r][0] + lane[r][1]) + (lane[r][2] + lane[r][3]);
+  for (std::size_t r = 0; r < R; ++r) squares[r] = total(lane[r]);
 }
 
 // Rows whose statistics are taken together.
@@ -138,8 +141,7 @@ void backward_block(const float* dy, const float* x, const float* w, const float
       lane_g[i % 4] += g[i];
       lane_gx[i % 4] += double(g[i]) * xhat[i];
     }
-    const double sum_g = (lane_g[0] + lane_g[1]) + (lane_g[2] + lane_g[3]);
-    const double sum_gx = (lane_gx[0] + lane_gx[1]) + (lane_gx[2] + lane_gx[3]);
+    const double sum_g = total(lane_g), sum_gx = total(lane_gx);
     const auto mean_g = static_cast<float>(sum_g / double(N));
     const auto kg = static_cast<float>(k[row] * sum_gx);
     float* dxr = dx + row * N;
