@@ -30,9 +30,20 @@
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
 namespace {
 
-// Gather outputs from this size on bypass the caches: beyond what a core can expect to keep of a
-// shared last-level cache, so the lines would be evicted before anything read them again anyway.
+// Gather outputs and dense gradients from this size on bypass the caches: beyond what a core can
+// expect to keep of a shared last-level cache, so the lines would be evicted before anything read
+// them again anyway.
 constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
+
+// Whether an output of `bytes` is written with non-temporal stores. Without SSE2 (another
+// architecture) there are none, and staging rows for them would only add a copy.
+bool streamed([[maybe_unused]] std::size_t bytes) {
+#if defined(__SSE2__)
+  return bytes >= kStreamBytes;
+#else
+  return false;
+#endif
+}
 
 // Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
 std::size_t rows_per_thread(std::size_t dim) {
@@ -88,7 +99,7 @@ void end_streaming() {
 // The formula: embedding_reference.cpp's forward.
 void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
              const float* scale, float* y) {
-  const bool stream = n * dim * sizeof(float) >= kStreamBytes;
+  const bool stream = streamed(n * dim * sizeof(float));
   detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> row(scale && stream ? dim : 0);
     for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
@@ -109,11 +120,13 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
   });
 }
 
-// Asks for every 64-byte line of row[0, n): a row is a few kilobytes at a place the hardware
-// prefetcher cannot guess, so the backward asks for the next dy row while it sums this one (in
-// W4 about 5 % of the backward; the gather gained nothing from it).
+// Asks for every 64-byte line of row[0, n), the last one too when the row does not start on a
+// line: a row is a few kilobytes at a place the hardware prefetcher cannot guess, so the backward
+// asks for the next dy row while it sums this one (in W4 about 5 % of the backward; the gather
+// gained nothing from it).
 [[gnu::always_inline]] inline void prefetch_row(const float* row, std::size_t n) {
   for (std::size_t j = 0; j < n; j += 16) __builtin_prefetch(row + j);
+  if (n > 0) __builtin_prefetch(row + n - 1);
 }
 
 // The positions of each id, in position order, pad positions left out (a counting sort):
@@ -203,7 +216,7 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
   const Scatter s{
       dy,    dim, first, pos.order.data(), first[num], by_freq ? pos.inv_count.data() : nullptr,
       scale, drop};
-  const bool stream = num * dim * sizeof(float) >= kStreamBytes;
+  const bool stream = streamed(num * dim * sizeof(float));
   detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
     detail::Scratch<float> masked(drop ? dim : 0), row(stream ? dim : 0);
     for (std::size_t k = lo; k < hi;) {

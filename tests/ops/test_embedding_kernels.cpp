@@ -56,6 +56,10 @@ const std::vector<Case> kCases = {
     // then the output too; rows of 5 floats are not 16-byte aligned
     {1 << 20, 5, 2, 300, EmbeddingOptions().padding_idx(0), 0},
     {8192, 512, 2, 4096, EmbeddingOptions().padding_idx(0), 1},
+    // the streamed gradient with everything at once: rows of 263 floats (1052 bytes) start at
+    // every alignment, so each streamed row has a plain head, whole lines and a plain tail;
+    // several positions per row, frequency scaling, the scale and the dropout mask
+    {16384, 263, 3, 8192, EmbeddingOptions().padding_idx(0).scale_grad_by_freq(true), 2},
 };
 }  // namespace
 
