@@ -26,6 +26,7 @@
 #include "../blas.hpp"
 #include "../parallel.hpp"
 #include "gemm.hpp"
+#include "reduce_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -201,33 +202,30 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
-  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f](Array dy) {
-    if (x.requires_grad()) {
-      Array dx = Array::from_shape(x.shape());
-      gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
-      x.accumulate_grad(std::move(dx), "linear");
-    }
-    if (weight.requires_grad()) {
-      Array dweight = Array::from_shape(weight.shape());
-      gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
-      weight.accumulate_grad(std::move(dweight), "linear");
-    }
-    if (bias.requires_grad()) {
-      // Column sums in double, each column down the rows in order; the columns are split over the
-      // threads (a column is summed by one thread, the same way whatever their number).
-      std::vector<double> sums(out_f, 0.0);
-      const float* g = dy.data();
-      ::tapegrad::detail::parallel_for(
-          out_f, std::max<std::size_t>(8, kCopyGrain / std::max<std::size_t>(N, 1)),
-          [&](std::size_t first, std::size_t last) {
-            for (std::size_t r = 0; r < N; ++r)
-              for (std::size_t j = first; j < last; ++j) sums[j] += g[r * out_f + j];
-          });
-      Array dbias = Array::from_shape({out_f});
-      std::copy(sums.begin(), sums.end(), dbias.data());
-      bias.accumulate_grad(std::move(dbias), "linear");
-    }
-  });
+  const kernels::ReduceKernels* reduce = &kernels::reduce_kernels();  // for the bias's gradient
+  autograd::record(
+      "linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f, reduce](Array dy) {
+        if (x.requires_grad()) {
+          Array dx = Array::from_shape(x.shape());
+          gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
+          x.accumulate_grad(std::move(dx), "linear");
+        }
+        if (weight.requires_grad()) {
+          Array dweight = Array::from_shape(weight.shape());
+          gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
+          weight.accumulate_grad(std::move(dweight), "linear");
+        }
+        if (bias.requires_grad()) {
+          // Column sums in double, each column down the rows in order: sum(dy, dim 0) of dy seen as
+          // (N, out), on the reductions' kernels of the set the forward ran on.
+          std::vector<double> sums(out_f, 0.0);
+          const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
+          reduce->sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
+          Array dbias = Array::from_shape({out_f});
+          std::copy(sums.begin(), sums.end(), dbias.data());
+          bias.accumulate_grad(std::move(dbias), "linear");
+        }
+      });
   return y;
 }
 

@@ -5,7 +5,8 @@
 // in the order of its elements in memory), so the results are the same bits; what differs is
 // the bookkeeping:
 // - sum_dims keeps the output offset up to date like an odometer (O(1) a step) instead of
-//   recomputing it from the index with a division per dimension.
+//   recomputing it from the index with a division per dimension, and adds a row onto a row of
+//   the sums in one loop that vectorises when the last dimension is kept (column sums).
 // - sum_axis adds whole rows of `inner` elements at a time (a loop that vectorises: each output
 //   still receives its terms in the order of k), and max_along compares along a row in place.
 #include <cmath>
@@ -42,7 +43,13 @@ void sum_dims(const float* x, const std::size_t* shape, const std::size_t* out_s
   detail::Scratch<std::size_t> index(rank, 0);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < total; i += n_last) {
-    for (std::size_t j = 0; j < n_last; ++j) acc[offset + j * s_last] += x[i + j];
+    if (s_last == 1) {  // a row added onto a row of acc (a column sum): a loop that vectorises
+      double* a = acc + offset;
+      const float* row = x + i;
+      for (std::size_t j = 0; j < n_last; ++j) a[j] += row[j];
+    } else {
+      for (std::size_t j = 0; j < n_last; ++j) acc[offset + j * s_last] += x[i + j];
+    }
     for (std::size_t d = rank - 1; d-- > 0;) {  // carry into the dimensions before the last
       offset += out_strides[d];
       if (++index[d] < shape[d]) break;

@@ -1,6 +1,7 @@
 // tests/ops/test_reduce_kernels.cpp: the reductions on every kernel set this CPU can run. The fast
 // sets and the reference add every sum in the same order (in double, in the order of the elements
 // in memory; sum_to_shape's in float, in the order of the summed axis), so all give the same bits.
+// Linear's bias gradient, a column sum on these kernels, is compared here too.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -55,6 +56,12 @@ std::vector<Array> run(CpuCapability set) {
   Tensor b(testing::input({5, 1}, 22, false).data(), true);  // sum_to_shape over dims 0 and 2
   (finite + b).backward(xt::ones<float>(finite.shape()));
   out.push_back(b.grad());
+  // linear's bias gradient is the column sum of dy over its 30 rows, on the same kernels
+  Tensor w(testing::input({7, 37}, 23, false).data(), true);
+  Tensor bias(testing::input({7}, 24, false).data(), true);
+  Tensor y = ops::linear(finite, w, bias);
+  y.backward(Array(testing::input(y.shape(), 25, false).data() * 5.0f + 1000.0f));
+  out.push_back(bias.grad());
   return out;
 }
 }  // namespace
