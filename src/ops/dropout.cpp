@@ -12,28 +12,15 @@
 // PositionalEncoding does), one pass instead of two and bit for bit the same.
 #include "tapegrad/ops/dropout.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "../parallel.hpp"
 #include "dropout_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
 
 namespace {
-// y[b, i] = x[b, i] + rows[i]   for b < B, i < n (one (L, D) slice)
-void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
-  detail::parallel_for(B * n, std::size_t{1} << 16, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last;) {  // [first, last) in pieces that stay in one slice
-      const std::size_t r = i % n, len = std::min(n - r, last - i);
-      for (std::size_t j = 0; j < len; ++j) y[i + j] = x[i + j] + rows[r + j];
-      i += len;
-    }
-  });
-}
-
 // In place on a leaf that requires grad (with grad mode on) would change a parameter behind the
 // tape's back: refused, as PyTorch does.
 void check_inplace(const Tensor& x, bool inplace) {
@@ -114,14 +101,14 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   const std::size_t B = s[0], n = s[1] * s[2];
   Array out = Array::from_shape(s);
   const bool identity = !training || p == 0.0 || x.numel() == 0;
+  const kernels::DropoutKernels* kernel = &kernels::dropout_kernels();
   if (identity) {  // y = x + rows
-    add_rows(x.data().data(), rows.data(), out.data(), B, n);
+    kernel->add_rows(x.data().data(), rows.data(), out.data(), B, n);
     Tensor y(std::move(out));
     autograd::record("add_rows", y, {x}, {},
                      [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
-  const kernels::DropoutKernels* kernel = &kernels::dropout_kernels();
   kernel->add_rows_apply(stream.seed, stream.call, p, x.data().data(), rows.data(), out.data(), B,
                          n);
   Tensor y(std::move(out));

@@ -32,6 +32,12 @@ void add_rows_apply(std::uint64_t seed, std::uint64_t call, double p, const floa
       y[b * n + i] = (x[b * n + i] + rows[i]) * m(seed, call, p, b * n + i);
 }
 
+// y[b, i] = x[b, i] + rows[i]   (add_rows_apply when nothing is dropped)
+void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i) y[b * n + i] = x[b * n + i] + rows[i];
+}
+
 // keep[e] = m[e] != 0
 void mask(std::uint64_t seed, std::uint64_t call, double p, std::uint8_t* keep, std::size_t n) {
   for (std::size_t e = 0; e < n; ++e) keep[e] = m(seed, call, p, e) != 0.0f;
@@ -40,6 +46,6 @@ void mask(std::uint64_t seed, std::uint64_t call, double p, std::uint8_t* keep, 
 }  // namespace
 
 // extern: a const at namespace scope would otherwise be private to this file.
-extern const DropoutKernels dropout{apply, add_rows_apply, mask};
+extern const DropoutKernels dropout{apply, add_rows_apply, add_rows, mask};
 
 }  // namespace tapegrad::kernels::reference

@@ -36,6 +36,11 @@ std::vector<Array> run(CpuCapability set, const Shape& shape, double p) {
       ops::add_rows_dropout(x3, input({shape[0] + 1, shape[1]}, 5, false).data(), p, true, kStream);
   y3.backward(input(y3.shape(), 6, false).data());
   out.insert(out.end(), {y3.data(), x3.grad()});
+  // nothing dropped (evaluation): the table's rows added to three slices
+  Tensor x4 = input({3, shape[0], shape[1]}, 7, false);
+  out.push_back(
+      ops::add_rows_dropout(x4, input({shape[0], shape[1]}, 8, false).data(), p, false, kStream)
+          .data());
   const xt::xarray<std::uint8_t> keep = ops::dropout_mask(shape, p, kStream);
   out.push_back(xt::cast<float>(keep));
   return out;
