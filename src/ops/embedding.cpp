@@ -8,18 +8,15 @@
 // weight's version.
 // The gather and the dense scatter of the gradient are kernels: embedding_reference.cpp (read it
 // first) and embedding_fast.cpp, picked for the CPU by kernels::embedding_kernels()
-// (docs/kernels.md); the backward runs the kernels of the set the forward ran on. The row-sparse
-// gradient and the fused embedding_add_rows_dropout's forward stay here.
-// Threads (threads.hpp): the row-sparse gradient and the fused forward split positions.
+// (docs/kernels.md), with the fused embedding_add_rows_dropout's forward and the row-sparse
+// gradient's values; the backward runs the kernels of the set the forward ran on.
 #include "tapegrad/ops/embedding.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
-#include "../parallel.hpp"
 #include "dropout_mask.hpp"
 #include "embedding_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -100,32 +97,6 @@ std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
   return pad;
 }
 
-// dst = src, or src * (*scale): one row of the gather, or of the row-sparse gradient.
-void copy_row(float* dst, const float* src, std::size_t dim, const float* scale) {
-  if (scale == nullptr) {
-    std::memcpy(dst, src, dim * sizeof(float));
-  } else {
-    const float s = *scale;
-    for (std::size_t j = 0; j < dim; ++j) dst[j] = src[j] * s;
-  }
-}
-
-// Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
-std::size_t rows_per_thread(std::size_t dim) {
-  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
-}
-
-// out[j] = g[j] * m[first + j] for j < dim: one position's row of dy through the dropout mask.
-const float* masked_row(const DropoutMask& mask, const float* g, std::size_t first, std::size_t dim,
-                        float* out) {
-  mask.chunks(first, first + dim, [&](std::size_t e, std::size_t len, const float* m) {
-    const float* gs = g + (e - first);
-    float* os = out + (e - first);
-    for (std::size_t j = 0; j < len; ++j) os[j] = gs[j] * m[j];
-  });
-  return out;
-}
-
 // out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
 Array gather(const kernels::EmbeddingKernels& kernel, const IndexArray& ids, const Array& weight,
              const float* c) {
@@ -158,7 +129,8 @@ Array dense_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& 
 
 // The row-sparse gradient (row_sparse.hpp): one row per non-pad position, in position order,
 // duplicates kept; every position being padding gives an empty (not an absent) gradient.
-RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shape& weight_shape,
+RowSparseGrad sparse_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
+                              const Array& dy, const Shape& weight_shape,
                               std::optional<std::int64_t> pad, const float* c,
                               const DropoutMask* mask = nullptr) {
   const std::size_t dim = weight_shape[1], n = ids.size();
@@ -173,15 +145,11 @@ RowSparseGrad sparse_backward(const IndexArray& ids, const Array& dy, const Shap
   g.indices = IndexArray::from_shape({kept});
   g.values = Array::from_shape({kept, dim});
   for (std::size_t r = 0; r < kept; ++r) g.indices.data()[r] = id[from[r]];
-  float* values = g.values.data();
-  detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    std::vector<float> masked(mask ? dim : 0);
-    for (std::size_t r = first; r < last; ++r) {
-      const float* gp = dy.data() + from[r] * dim;
-      if (mask) gp = masked_row(*mask, gp, from[r] * dim, dim, masked.data());
-      copy_row(values + r * dim, gp, dim, c);
-    }
-  });
+  const kernels::EmbeddingDropout drop =
+      mask ? kernels::EmbeddingDropout{mask->seed, mask->call, mask->p}
+           : kernels::EmbeddingDropout{};
+  kernel.sparse_values(from.data(), kept, dy.data(), dim, c, mask ? &drop : nullptr,
+                       g.values.data());
   return g;
 }
 
@@ -198,7 +166,8 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
                    [weight, ids, pad, sparse, by_freq, scale, op, kernel](Array dy) {
                      const float* c = scale ? &*scale : nullptr;
                      if (sparse)
-                       weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, c), op);
+                       weight.accumulate_grad(
+                           sparse_backward(*kernel, ids, dy, weight.shape(), pad, c), op);
                      else
                        weight.accumulate_grad(
                            dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, c), op);
@@ -267,28 +236,11 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const bool drops = training && p != 0.0 && n * dim != 0;
   const float c = static_cast<float>(scale);
   const DropoutMask mask{stream.seed, stream.call, p};
+  const kernels::EmbeddingDropout drop{stream.seed, stream.call, p};
   const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
   Array out = Array::from_shape({ids.shape()[0], L, dim});
-  const float* w = weight.data().data();
-  const std::int64_t* id = ids.data();
-  float* y = out.data();
-  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
-    const float s = c;  // a local: read through the capture it might alias y
-    for (std::size_t q = first; q < last;
-         ++q) {  // one position: gather, scale, add its table row, mask
-      const float* wr = w + static_cast<std::size_t>(id[q]) * dim;
-      const float* rr = rows.data() + (q % L) * dim;
-      float* yr = y + q * dim;
-      if (!drops) {
-        for (std::size_t j = 0; j < dim; ++j) yr[j] = wr[j] * s + rr[j];
-        continue;
-      }
-      mask.chunks(q * dim, (q + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
-        const std::size_t j0 = e - q * dim;
-        for (std::size_t j = 0; j < len; ++j) yr[j0 + j] = (wr[j0 + j] * s + rr[j0 + j]) * m[j];
-      });
-    }
-  });
+  kernel->forward_add_rows(ids.data(), n, weight.data().data(), dim, c, rows.data(), L,
+                           drops ? &drop : nullptr, out.data());
   Tensor result(std::move(out));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
   autograd::record(
@@ -296,7 +248,7 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
       [weight, ids, pad, sparse, by_freq, c, mask, drops, op, kernel](Array dy) {
         const DropoutMask* m = drops ? &mask : nullptr;
         if (sparse)
-          weight.accumulate_grad(sparse_backward(ids, dy, weight.shape(), pad, &c, m), op);
+          weight.accumulate_grad(sparse_backward(*kernel, ids, dy, weight.shape(), pad, &c, m), op);
         else
           weight.accumulate_grad(
               dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, &c, m), op);

@@ -129,6 +129,31 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
   if (n > 0) __builtin_prefetch(row + n - 1);
 }
 
+// The formula: embedding_reference.cpp's forward_add_rows, one pass over y: gather, scale, add
+// the position's table row and, when something drops, multiply by the mask computed a chunk at a
+// time (DropoutMask), where the unfused ops take three passes. The same roundings as those ops.
+void forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
+                      float c, const float* rows, std::size_t L, const EmbeddingDropout* drop,
+                      float* y) {
+  const ops::DropoutMask mask{drop ? drop->seed : 0, drop ? drop->call : 0, drop ? drop->p : 0.0};
+  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    const float s = c;  // a local: read through the capture, y's stores might alias it
+    for (std::size_t q = first; q < last; ++q) {  // one position
+      const float* wr = weight + static_cast<std::size_t>(ids[q]) * dim;
+      const float* rr = rows + (q % L) * dim;
+      float* yr = y + q * dim;
+      if (!drop) {
+        for (std::size_t j = 0; j < dim; ++j) yr[j] = wr[j] * s + rr[j];
+        continue;
+      }
+      mask.chunks(q * dim, (q + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
+        const std::size_t j0 = e - q * dim;
+        for (std::size_t j = 0; j < len; ++j) yr[j0 + j] = (wr[j0 + j] * s + rr[j0 + j]) * m[j];
+      });
+    }
+  });
+}
+
 // The positions of each id, in position order, pad positions left out (a counting sort):
 // order[first[k] .. first[k + 1]) are id k's. With by_freq, inv_count[k] = 1 / count_k.
 struct Positions {
@@ -242,9 +267,37 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
   });
 }
 
+// The formula: embedding_reference.cpp's sparse_values. Rows split over the threads, each
+// position's dy row masked a chunk at a time into a buffer when something drops.
+void sparse_values(const std::size_t* from, std::size_t kept, const float* dy, std::size_t dim,
+                   const float* scale, const EmbeddingDropout* drop, float* values) {
+  detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+    detail::Scratch<float> masked(drop ? dim : 0);
+    for (std::size_t r = first; r < last; ++r) {
+      const std::size_t p = from[r];
+      const float* gp = dy + p * dim;
+      if (drop) {  // g = dy * m, rounded
+        const ops::DropoutMask mask{drop->seed, drop->call, drop->p};
+        mask.chunks(p * dim, (p + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
+          for (std::size_t j = 0; j < len; ++j)
+            masked[e - p * dim + j] = gp[e - p * dim + j] * m[j];
+        });
+        gp = masked.data();
+      }
+      float* out = values + r * dim;
+      if (scale) {
+        const float s = *scale;
+        for (std::size_t j = 0; j < dim; ++j) out[j] = gp[j] * s;
+      } else {
+        std::memcpy(out, gp, dim * sizeof(float));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 // extern: a const at namespace scope would otherwise be private to this file.
-extern const EmbeddingKernels embedding{forward, dense_backward};
+extern const EmbeddingKernels embedding{forward, forward_add_rows, dense_backward, sparse_values};
 
 }  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY

@@ -23,6 +23,18 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
     }
 }
 
+// y[p, :] = (weight[ids[p], :] * c + rows[p % L, :]) * m[p, :]     (no "* m" without drop)
+void forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
+                      float c, const float* rows, std::size_t L, const EmbeddingDropout* drop,
+                      float* y) {
+  for (std::size_t p = 0; p < n; ++p)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t e = p * dim + j;  // y's element, and its dropout multiplier's
+      const float z = weight[std::size_t(ids[p]) * dim + j] * c + rows[(p % L) * dim + j];
+      y[e] = drop ? z * ops::dropout_multiplier(drop->seed, drop->call, drop->p, e) : z;
+    }
+}
+
 // dweight = 0;  then for each position p in order, with k = ids[p], unless k == pad:
 //   dweight[k, :] += f_k * (g[p, :] * c)     g = dy, or dy * the dropout mask
 //                                             f_k = 1 / count_k with by_freq, c = *scale, or 1
@@ -45,9 +57,21 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
   }
 }
 
+// values[r, :] = g[from[r], :] * c        g = dy, or dy * the dropout mask; c = *scale, or none
+void sparse_values(const std::size_t* from, std::size_t kept, const float* dy, std::size_t dim,
+                   const float* scale, const EmbeddingDropout* drop, float* values) {
+  for (std::size_t r = 0; r < kept; ++r)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t e = from[r] * dim + j;  // dy's element, and its dropout multiplier's
+      const float g =
+          drop ? dy[e] * ops::dropout_multiplier(drop->seed, drop->call, drop->p, e) : dy[e];
+      values[r * dim + j] = scale ? g * *scale : g;
+    }
+}
+
 }  // namespace
 
 // extern: a const at namespace scope would otherwise be private to this file.
-extern const EmbeddingKernels embedding{forward, dense_backward};
+extern const EmbeddingKernels embedding{forward, forward_add_rows, dense_backward, sparse_values};
 
 }  // namespace tapegrad::kernels::reference

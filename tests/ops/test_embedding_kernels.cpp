@@ -20,7 +20,7 @@ namespace {
 struct Case {
   std::size_t num, dim, B, L;
   EmbeddingOptions options;
-  int form;  // 0 embedding, 1 embedding_scaled, 2 embedding_add_rows_dropout
+  int form;  // 0 embedding, 1 embedding_scaled, 2 embedding_add_rows_dropout, 3 the same, eval
 };
 
 // Ids with repeats, every 7th the padding id 0 when there is one.
@@ -39,10 +39,14 @@ std::vector<Array> run(CpuCapability set, const Case& c) {
   Tensor y;
   if (c.form == 0) y = ops::embedding(ids, w, c.options);
   if (c.form == 1) y = ops::embedding_scaled(ids, w, 2.7, c.options);
-  if (c.form == 2)
+  if (c.form >= 2)
     y = ops::embedding_add_rows_dropout(ids, w, 2.7, input({c.L, c.dim}, 2, false).data(), 0.4,
-                                        true, ops::DropoutStream{5, 9}, c.options);
+                                        c.form == 2, ops::DropoutStream{5, 9}, c.options);
   y.backward(input(y.shape(), 3, false).data());
+  if (w.grad_is_sparse()) {  // the row-sparse gradient's rows and values, as they are
+    const RowSparseGrad& g = w.sparse_grad();
+    return {y.data(), Array(xt::cast<float>(g.indices)), g.values};
+  }
   return {y.data(), w.grad()};
 }
 
@@ -60,6 +64,12 @@ const std::vector<Case> kCases = {
     // every alignment, so each streamed row has a plain head, whole lines and a plain tail;
     // several positions per row, frequency scaling, the scale and the dropout mask
     {16384, 263, 3, 8192, EmbeddingOptions().padding_idx(0).scale_grad_by_freq(true), 2},
+    // the fused lookup with nothing dropped (evaluation)
+    {50, 9, 3, 33, EmbeddingOptions().padding_idx(3), 3},
+    // row-sparse gradients: plain, scaled, through the dropout mask
+    {50, 9, 2, 33, EmbeddingOptions().padding_idx(3).sparse(true), 0},
+    {50, 9, 2, 33, EmbeddingOptions().sparse(true), 1},
+    {50, 9, 2, 33, EmbeddingOptions().padding_idx(0).sparse(true), 2},
 };
 }  // namespace
 
