@@ -3,10 +3,10 @@
 // The embedding lookup's kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
 // reference in embedding_reference.cpp, the fast ones compiled from embedding_fast.cpp. The op
 // (embedding.cpp) checks the ids and options, renormalises (max_norm), allocates, calls
-// kernels::embedding_kernels().forward (or .forward_add_rows, the lookup fused with a table's rows
-// and dropout) and records a backward that calls .dense_backward (or .sparse_values, for a
-// row-sparse gradient) of the same table. ids hold n positions, each in [0, num); weight and dweight are (num, dim), y and dy
-// (n, dim), all contiguous.
+// kernels::embedding_kernels().forward (or .forward_add_rows, the lookup fused with a table's
+// rows and dropout) and records a backward that calls .dense_backward (or .sparse_values, for a
+// row-sparse gradient) of the same table. ids hold n positions, each in [0, num); weight and
+// dweight are (num, dim), y and dy (n, dim), all contiguous.
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,9 @@
 // src/ops/reduce_kernels.hpp (private to src/ops)
 //
 // The reductions' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the reference
-// in reduce_reference.cpp, the fast ones compiled from reduce_fast.cpp. The ops (reduce.cpp, and
-// sum_to_shape in broadcast.cpp) check, plan the shapes, allocate and call
-// kernels::reduce_kernels(). Arrays are contiguous, row-major.
+// in reduce_reference.cpp, the fast ones compiled from reduce_fast.cpp. The ops (reduce.cpp,
+// sum_to_shape in broadcast.cpp, and linear's bias gradient in matmul.cpp) check, plan the
+// shapes, allocate and call kernels::reduce_kernels(). Arrays are contiguous, row-major.
 #pragma once
 
 #include <cstddef>

@@ -56,11 +56,17 @@ std::vector<Array> run(CpuCapability set) {
   Tensor b(testing::input({5, 1}, 22, false).data(), true);  // sum_to_shape over dims 0 and 2
   (finite + b).backward(xt::ones<float>(finite.shape()));
   out.push_back(b.grad());
-  // linear's bias gradient is the column sum of dy over its 30 rows, on the same kernels
+  // linear's bias gradient is the column sum of dy over its 30 rows, on the same kernels; rows 0
+  // and 2 of dy are +-3e16, so that a double sum in another order than the rows' rounds apart
   Tensor w(testing::input({7, 37}, 23, false).data(), true);
   Tensor bias(testing::input({7}, 24, false).data(), true);
   Tensor y = ops::linear(finite, w, bias);
-  y.backward(Array(testing::input(y.shape(), 25, false).data() * 5.0f + 1000.0f));
+  Array dy = testing::input(y.shape(), 25, false).data() * 5.0f + 1000.0f;
+  for (std::size_t j = 0; j < 7; ++j) {
+    dy(0, 0, j) = 3e16f;
+    dy(0, 2, j) = -3e16f;
+  }
+  y.backward(std::move(dy));
   out.push_back(bias.grad());
   return out;
 }
