@@ -17,7 +17,6 @@
 #include <limits>
 #include <vector>
 
-#include "dropout_mask.hpp"
 #include "embedding_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -112,18 +111,16 @@ Array gather(const kernels::EmbeddingKernels& kernel, const IndexArray& ids, con
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
 // by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
 // is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
-// With `mask` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers:
+// With `drop` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers:
 // dz[p, :] = dy[p, :] * m[p, :], rounded, then dz takes dy's place above, which is
 // add_rows_dropout's backward followed by this one.
 Array dense_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
                      const Array& dy, const Shape& weight_shape, std::optional<std::int64_t> pad,
-                     bool by_freq, const float* c, const DropoutMask* mask = nullptr) {
+                     bool by_freq, const float* c,
+                     const kernels::EmbeddingDropout* drop = nullptr) {
   Array dweight = Array::from_shape(weight_shape);  // the kernel writes every element
-  const kernels::EmbeddingDropout drop =
-      mask ? kernels::EmbeddingDropout{mask->seed, mask->call, mask->p}
-           : kernels::EmbeddingDropout{};
   kernel.dense_backward(ids.data(), ids.size(), dy.data(), weight_shape[0], weight_shape[1],
-                        pad ? *pad : -1, by_freq, c, mask ? &drop : nullptr, dweight.data());
+                        pad ? *pad : -1, by_freq, c, drop, dweight.data());
   return dweight;
 }
 
@@ -132,7 +129,7 @@ Array dense_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& 
 RowSparseGrad sparse_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
                               const Array& dy, const Shape& weight_shape,
                               std::optional<std::int64_t> pad, const float* c,
-                              const DropoutMask* mask = nullptr) {
+                              const kernels::EmbeddingDropout* drop = nullptr) {
   const std::size_t dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
   std::vector<std::size_t> from;  // from[r]: the position of kept row r
@@ -145,11 +142,7 @@ RowSparseGrad sparse_backward(const kernels::EmbeddingKernels& kernel, const Ind
   g.indices = IndexArray::from_shape({kept});
   g.values = Array::from_shape({kept, dim});
   for (std::size_t r = 0; r < kept; ++r) g.indices.data()[r] = id[from[r]];
-  const kernels::EmbeddingDropout drop =
-      mask ? kernels::EmbeddingDropout{mask->seed, mask->call, mask->p}
-           : kernels::EmbeddingDropout{};
-  kernel.sparse_values(from.data(), kept, dy.data(), dim, c, mask ? &drop : nullptr,
-                       g.values.data());
+  kernel.sparse_values(from.data(), kept, dy.data(), dim, c, drop, g.values.data());
   return g;
 }
 
@@ -235,7 +228,6 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];
   const bool drops = training && p != 0.0 && n * dim != 0;
   const float c = static_cast<float>(scale);
-  const DropoutMask mask{stream.seed, stream.call, p};
   const kernels::EmbeddingDropout drop{stream.seed, stream.call, p};
   const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
   Array out = Array::from_shape({ids.shape()[0], L, dim});
@@ -245,8 +237,8 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
   autograd::record(
       op, result, {weight}, /*saved=*/{},
-      [weight, ids, pad, sparse, by_freq, c, mask, drops, op, kernel](Array dy) {
-        const DropoutMask* m = drops ? &mask : nullptr;
+      [weight, ids, pad, sparse, by_freq, c, drop, drops, op, kernel](Array dy) {
+        const kernels::EmbeddingDropout* m = drops ? &drop : nullptr;
         if (sparse)
           weight.accumulate_grad(sparse_backward(*kernel, ids, dy, weight.shape(), pad, &c, m), op);
         else

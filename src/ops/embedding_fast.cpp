@@ -194,6 +194,19 @@ struct Scatter {
   const EmbeddingDropout* drop;
 };
 
+// Position p's row of dy, multiplied by the multipliers of `drop` into `masked` (rounded to
+// float) when drop is not null; dy's own row otherwise.
+const float* dy_row(const float* dy, std::size_t p, std::size_t dim, const EmbeddingDropout* drop,
+                    float* masked) {
+  const float* gp = dy + p * dim;
+  if (!drop) return gp;
+  const ops::DropoutMask mask{drop->seed, drop->call, drop->p};
+  mask.chunks(p * dim, (p + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
+    for (std::size_t j = 0; j < len; ++j) masked[e - p * dim + j] = gp[e - p * dim + j] * m[j];
+  });
+  return masked;
+}
+
 // row = the sum of row k's terms: its first position's term stored as 0 + term (exactly what
 // adding it to a zero-filled row gives, -0 included), then the others added in position order.
 // The dy row of the next position is prefetched: those rows are scattered across dy.
@@ -203,15 +216,7 @@ void sum_row(const Scatter& s, std::size_t k, float* row, float* masked) {
   const float f = s.inv_count ? s.inv_count[k] : 1.0f, sc = s.scale ? *s.scale : 1.0f;
   for (std::size_t q = begin; q < end; ++q) {
     if (q + 1 < s.n_order) prefetch_row(s.dy + s.order[q + 1] * dim, dim);
-    const std::size_t p = s.order[q];
-    const float* gp = s.dy + p * dim;
-    if (s.drop) {  // dz = dy * m, rounded, in dy's place
-      const ops::DropoutMask mask{s.drop->seed, s.drop->call, s.drop->p};
-      mask.chunks(p * dim, (p + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
-        for (std::size_t j = 0; j < len; ++j) masked[e - p * dim + j] = gp[e - p * dim + j] * m[j];
-      });
-      gp = masked;
-    }
+    const float* gp = dy_row(s.dy, s.order[q], dim, s.drop, masked);  // dz = dy * m in dy's place
     if (q == begin) {
       if (plain)
         for (std::size_t j = 0; j < dim; ++j) row[j] = 0.0f + gp[j];
@@ -274,16 +279,7 @@ void sparse_values(const std::size_t* from, std::size_t kept, const float* dy, s
   detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> masked(drop ? dim : 0);
     for (std::size_t r = first; r < last; ++r) {
-      const std::size_t p = from[r];
-      const float* gp = dy + p * dim;
-      if (drop) {  // g = dy * m, rounded
-        const ops::DropoutMask mask{drop->seed, drop->call, drop->p};
-        mask.chunks(p * dim, (p + 1) * dim, [&](std::size_t e, std::size_t len, const float* m) {
-          for (std::size_t j = 0; j < len; ++j)
-            masked[e - p * dim + j] = gp[e - p * dim + j] * m[j];
-        });
-        gp = masked.data();
-      }
+      const float* gp = dy_row(dy, from[r], dim, drop, masked.data());
       float* out = values + r * dim;
       if (scale) {
         const float s = *scale;
