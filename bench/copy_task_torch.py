@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/copy_task_torch.py: the copy task of examples/copy_task.cpp in PyTorch, for the speed ratio.
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 bench/copy_task_torch.py --threads 1 --d-model 128 --d-ff 512
+    /usr/bin/python3 bench/copy_task_torch.py --threads 1 --d-model 128 --d-ff 512
 
 The same model as tapegrad's nn::make_model (The Annotated Transformer's architecture: pre-norm
 residual sub-layers with the tutorial's LayerNorm, unbiased std and eps on the std; 4 linears per
@@ -13,11 +13,20 @@ Written for this comparison; it does not import the tutorial.
 """
 import argparse
 import math
+import os
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# The thread count must be in the environment before torch starts: the OpenBLAS it loads sizes its
+# own thread pool then, and torch.set_num_threads does not reach it (Debian's torch calls OpenBLAS
+# for its matrix products). Without this, "--threads 1" would still multiply on every core.
+_threads = argparse.ArgumentParser(add_help=False)
+_threads.add_argument("--threads", type=int, default=1)
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = str(_threads.parse_known_args()[0].threads)
+
+import torch  # noqa: E402  (after the environment above)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class TutorialLayerNorm(nn.Module):

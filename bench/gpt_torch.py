@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/gpt_torch.py: the GPT of examples/gpt in PyTorch, the twin bench/gpt_compare runs beside it.
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 bench/gpt_torch.py --threads 1 --steps 2000
+    /usr/bin/python3 bench/gpt_torch.py --threads 1 --steps 2000
 
 Idiomatic PyTorch 1.13 (Debian's python3-torch) in nanoGPT's structure (karpathy/nanoGPT model.py
 and train.py, written out here in our own words): the same model (pre-LayerNorm blocks with a fused
@@ -24,9 +24,17 @@ import os
 import statistics
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# The thread count must be in the environment before torch starts: the OpenBLAS it loads sizes its
+# own thread pool then, and torch.set_num_threads does not reach it (Debian's torch calls OpenBLAS
+# for its matrix products). Without this, "--threads 1" would still multiply on every core.
+_threads = argparse.ArgumentParser(add_help=False)
+_threads.add_argument("--threads", type=int, default=1)
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = str(_threads.parse_known_args()[0].threads)
+
+import torch  # noqa: E402  (after the environment above)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 FORTUNES = "/usr/share/games/fortunes"
 MASK64 = (1 << 64) - 1
