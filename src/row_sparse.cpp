@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "parallel.hpp"
+#include "ops/row_sparse_kernels.hpp"
 
 namespace tapegrad {
 
@@ -27,24 +27,10 @@ RowSparseGrad RowSparseGrad::coalesce() const {
   out.dense_shape = dense_shape;
   out.indices = xt::xarray<std::int64_t>::from_shape({unique});
   out.values = xt::xarray<float>::from_shape({unique, dim});
-  // Row g = 0 + the group's rows in order: the first is stored as 0 + x (what adding it to a
-  // zeroed row gives, -0 included), the others added. The groups are disjoint: split over threads.
-  const float* in = values.data();
-  float* sum = out.values.data();
-  const std::size_t grain =
-      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
-  detail::parallel_for(unique, grain, [&](std::size_t first, std::size_t last) {
-    for (std::size_t g = first; g < last; ++g) {
-      out.indices.data()[g] = id[order[group[g]]];
-      float* dst = sum + g * dim;
-      const float* src = in + order[group[g]] * dim;
-      for (std::size_t j = 0; j < dim; ++j) dst[j] = 0.0f + src[j];
-      for (std::size_t i = group[g] + 1; i < group[g + 1]; ++i) {
-        src = in + order[i] * dim;
-        for (std::size_t j = 0; j < dim; ++j) dst[j] += src[j];
-      }
-    }
-  });
+  for (std::size_t g = 0; g < unique; ++g) out.indices.data()[g] = id[order[group[g]]];
+  // Each group's rows added in order, from 0 (ops/row_sparse_reference.cpp).
+  kernels::row_sparse_kernels().sum_groups(values.data(), dim, order.data(), group.data(), unique,
+                                           out.values.data());
   return out;
 }
 
