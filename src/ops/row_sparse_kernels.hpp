@@ -15,7 +15,8 @@ namespace tapegrad::kernels {
 struct RowSparseKernels {
   /// For g < groups: out[g, :] = 0 + values[order[group[g]], :] + values[order[group[g] + 1], :]
   /// + ... up to (not including) position group[g + 1] of order, added in that order. values
-  /// and out hold rows of dim floats; group holds groups + 1 ascending positions of order.
+  /// and out hold rows of dim floats and do not overlap; group holds groups + 1 strictly
+  /// ascending positions of order (no group is empty).
   void (*sum_groups)(const float* values, std::size_t dim, const std::size_t* order,
                      const std::size_t* group, std::size_t groups, float* out);
 };

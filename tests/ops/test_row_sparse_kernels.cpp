@@ -37,9 +37,9 @@ TEST_SUITE("ops.row_sparse_kernels") {
     struct Case {
       std::size_t n, num, dim;
     };
-    // few rows; many repeats of few ids; rows of 1 and 263 floats; more groups than a thread's share
-    for (const Case c :
-         {Case{5, 3, 4}, Case{2000, 7, 33}, Case{300, 50, 263}, Case{90000, 60000, 1}}) {
+    // none; few rows; many repeats of few ids; rows of 1 and 263 floats; a dense shape not 2-D
+    for (const Case c : {Case{0, 3, 4}, Case{5, 3, 4}, Case{2000, 7, 33}, Case{300, 50, 263},
+                         Case{90000, 60000, 1}}) {
       CAPTURE(c.n);
       CAPTURE(c.dim);
       const RowSparseGrad g = sparse(c.n, c.num, c.dim, c.n + c.dim);
@@ -56,12 +56,46 @@ TEST_SUITE("ops.row_sparse_kernels") {
     }
   }
 
+  TEST_CASE("a dense shape that is not 2-D coalesces its ids to rows of no floats") {
+    CapabilityGuard guard;
+    RowSparseGrad g;
+    g.dense_shape = {4};
+    g.indices = {3, 1, 3};
+    g.values = xt::xarray<float>::from_shape({3, 0});
+    for (CpuCapability set : available_cpu_capabilities()) {
+      CAPTURE(to_string(set));
+      set_cpu_capability(set);
+      const RowSparseGrad c = g.coalesce();
+      CHECK(c.indices == xt::xarray<std::int64_t>{1, 3});
+      CHECK(c.values.shape() == std::vector<std::size_t>{2, 0});
+    }
+  }
+
+  TEST_CASE("the fast kernels give the same bits on 1 and 2 threads") {
+    CapabilityGuard guard;
+    const int threads = get_num_threads();
+    // rows of 16 floats: 4096 groups to a thread's share, about 17000 groups here
+    const RowSparseGrad g = sparse(40000, 20000, 16, 7);
+    for (CpuCapability set : available_cpu_capabilities()) {
+      CAPTURE(to_string(set));
+      set_cpu_capability(set);
+      set_num_threads(1);
+      const RowSparseGrad one = g.coalesce();
+      set_num_threads(2);
+      const RowSparseGrad two = g.coalesce();
+      set_num_threads(threads);
+      CHECK(one.indices == two.indices);
+      CHECK(bit_equal(one.values, two.values));
+    }
+  }
+
   TEST_CASE("rows are added in the order they were produced, from 0, on every set") {
     CapabilityGuard guard;
     RowSparseGrad g;
     g.dense_shape = {4, 2};
     g.indices = {2, 0, 2, 2};
-    // id 2's rows in order: 3e16, -3e16, 1 gives 1; any other order that starts from 1 gives 0.
+    // id 2's rows in order: 3e16, -3e16, 1 gives 1; any order that does not add the 1 last gives 0
+    // (swapping the first two cannot change a sum).
     // id 0's row is -0, which coalesces to +0, as adding it to a zeroed dense row would.
     g.values = Array{{3e16f, 1.0f}, {-0.0f, 2.0f}, {-3e16f, 1.0f}, {1.0f, 1.0f}};
     for (CpuCapability set : available_cpu_capabilities()) {
