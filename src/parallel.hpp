@@ -23,6 +23,12 @@ std::size_t pool_threads();
 void run_tasks(std::size_t count, void (*task)(void* context, std::size_t t), void* context);
 
 inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
+/// The grain of a loop over rows of row_length floats: rows enough for about 64 Ki floats, since
+/// a pass over a float costs about a nanosecond or less and waking a thread several microseconds.
+constexpr std::size_t rows_grain(std::size_t row_length) {
+  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(row_length, 1));
+}
+
 /// Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n >= 2 * grain
 /// (grain: the least work per thread worth a thread, in loop iterations).
 template <class F>

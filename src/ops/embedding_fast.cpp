@@ -45,11 +45,6 @@ bool streamed([[maybe_unused]] std::size_t bytes) {
 #endif
 }
 
-// Rows of `dim` floats worth a thread: about 64 Ki floats of copying.
-std::size_t rows_per_thread(std::size_t dim) {
-  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
-}
-
 // dst[0, n) = src[0, n): the whole 64-byte lines of dst with non-temporal stores (one AVX-512
 // store per line, two AVX ones or four SSE ones), the unaligned ends with plain ones. Values are
 // copied, never computed: the same bits on every set.
@@ -100,7 +95,7 @@ void end_streaming() {
 void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
              const float* scale, float* y) {
   const bool stream = streamed(n * dim * sizeof(float));
-  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(n, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> row(scale && stream ? dim : 0);
     for (std::size_t p = first; p < last; ++p) {  // one contiguous row per id
       const float* src = weight + static_cast<std::size_t>(ids[p]) * dim;
@@ -136,7 +131,7 @@ void forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weigh
                       float c, const float* rows, std::size_t L, const EmbeddingDropout* drop,
                       float* y) {
   const ops::DropoutMask mask{drop ? drop->seed : 0, drop ? drop->call : 0, drop ? drop->p : 0.0};
-  detail::parallel_for(n, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(n, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {
     const float s = c;  // a local: read through the capture, y's stores might alias it
     for (std::size_t q = first; q < last; ++q) {  // one position
       const float* wr = weight + static_cast<std::size_t>(ids[q]) * dim;
@@ -247,7 +242,7 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
       dy,    dim, first, pos.order.data(), first[num], by_freq ? pos.inv_count.data() : nullptr,
       scale, drop};
   const bool stream = streamed(num * dim * sizeof(float));
-  detail::parallel_for(num, rows_per_thread(dim), [&](std::size_t lo, std::size_t hi) {
+  detail::parallel_for(num, detail::rows_grain(dim), [&](std::size_t lo, std::size_t hi) {
     detail::Scratch<float> masked(drop ? dim : 0), row(stream ? dim : 0);
     for (std::size_t k = lo; k < hi;) {
       if (first[k] == first[k + 1]) {  // a run of untouched rows: zeros, in one piece
@@ -276,7 +271,7 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
 // position's dy row masked a chunk at a time into a buffer when something drops.
 void sparse_values(const std::size_t* from, std::size_t kept, const float* dy, std::size_t dim,
                    const float* scale, const EmbeddingDropout* drop, float* values) {
-  detail::parallel_for(kept, rows_per_thread(dim), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(kept, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> masked(drop ? dim : 0);
     for (std::size_t r = first; r < last; ++r) {
       const float* gp = dy_row(dy, from[r], dim, drop, masked.data());

@@ -25,12 +25,6 @@
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
 namespace {
 
-// Rows worth a thread: about 64 Ki logits (vectorised, an exp costs about a nanosecond; waking a
-// thread costs several microseconds, more than W1-S's whole 512 x 16 loss).
-std::size_t rows_grain(std::size_t C) {
-  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(C, 1));
-}
-
 // One kept row: its max and log_sum, and its loss -log_softmax(row)[t].
 float row_loss(const float* row, std::size_t t, std::size_t C, float& max, float& log_sum) {
   constexpr std::size_t kBlock = 256;
@@ -55,7 +49,7 @@ void forward(const float* x, const std::int64_t* target, std::int64_t ignore,
              std::size_t N, std::size_t C) {
   detail::Scratch<float> scratch(reduction == CrossEntropyReduction::none ? 0 : N);
   float* per_row = reduction == CrossEntropyReduction::none ? loss : scratch.data();
-  detail::parallel_for(N, rows_grain(C), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(N, detail::rows_grain(C), [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i)
       per_row[i] = target[i] == ignore
                        ? 0.0f
@@ -84,7 +78,7 @@ void backward(const float* dy, const float* x, const std::int64_t* target, std::
                           ? static_cast<float>(double(dy[0]) / double(count))
                       : reduction == CrossEntropyReduction::sum ? dy[0]
                                                                 : 0.0f;
-  detail::parallel_for(N, rows_grain(C), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(N, detail::rows_grain(C), [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i) {
       float* drow = dx + i * C;
       const std::int64_t t = target[i];

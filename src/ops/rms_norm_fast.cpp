@@ -22,15 +22,10 @@
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
 namespace {
 
-// Rows (or columns) worth a thread: about 64 Ki floats; waking a thread costs microseconds.
-std::size_t grain(std::size_t N) {
-  return std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(N, 1));
-}
-
 // The formula: rms_norm_reference.cpp's forward.
 void forward(const float* x, const float* w, float* y, float* rstd, std::size_t rows, std::size_t N,
              double eps) {
-  detail::parallel_for(rows, grain(N), [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(rows, detail::rows_grain(N), [&](std::size_t first, std::size_t last) {
     for (std::size_t row = first; row < last; ++row) {
       const float* xr = x + row * N;
       float* yr = y + row * N;
@@ -85,11 +80,11 @@ void backward_dweight(const float* dy, const float* x, const float* rstd, float*
 void backward(const float* dy, const float* x, const float* w, const float* rstd, float* dx,
               float* dw, std::size_t rows, std::size_t N) {
   if (dx)
-    detail::parallel_for(rows, grain(N), [&](std::size_t first, std::size_t last) {
+    detail::parallel_for(rows, detail::rows_grain(N), [&](std::size_t first, std::size_t last) {
       backward_dx(dy, x, w, rstd, dx, first, last, N);
     });
   if (dw)
-    detail::parallel_for(N, std::max<std::size_t>(16, grain(rows)),
+    detail::parallel_for(N, std::max<std::size_t>(16, detail::rows_grain(rows)),
                          [&](std::size_t first, std::size_t last) {
                            backward_dweight(dy, x, rstd, dw, first, last, rows, N);
                          });

@@ -21,9 +21,7 @@ namespace {
 // out = R x (sign 1) or R^T x (sign -1), for every row.
 void rotate(const float* x, float* out, const RotaryLayout& l, const float* cos, const float* sin,
             float sign) {
-  // Rows worth a thread: about 64 Ki floats; waking a thread costs microseconds.
-  const std::size_t grain =
-      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(l.W, 1));
+  const std::size_t grain = detail::rows_grain(l.W);
   detail::parallel_for(l.outer * l.T, grain, [&](std::size_t first, std::size_t last) {
     // the sizes in registers: the stores to out could otherwise alias them
     const std::size_t T = l.T, W = l.W, rotated = l.rotated, half = l.half;

@@ -7,8 +7,6 @@
 //   thread in the same order whatever the thread count.
 // - The first row is stored as 0 + x rather than added to zeros written first: one pass over the
 //   output less, the same bits (0 + x is what the reference's first addition computes).
-#include <algorithm>
-
 #include "../parallel.hpp"
 #include "row_sparse_kernels.hpp"
 
@@ -22,10 +20,7 @@ namespace {
 // The formula: row_sparse_reference.cpp's sum_groups.
 void sum_groups(const float* values, std::size_t dim, const std::size_t* order,
                 const std::size_t* group, std::size_t groups, float* out) {
-  // Groups worth a thread: about 64 Ki floats of output each.
-  const std::size_t grain =
-      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
-  detail::parallel_for(groups, grain, [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(groups, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {
     for (std::size_t g = first; g < last; ++g) {
       float* sum = out + g * dim;
       const float* row = values + order[group[g]] * dim;

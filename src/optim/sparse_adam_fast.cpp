@@ -4,7 +4,6 @@
 // docs/kernels.md): sparse_adam_reference.cpp's maths in PyTorch's order of operations, one pass
 // per row, the rows split over the threads (the rows of a coalesced gradient are distinct). Bias
 // corrections are computed in double and cast to float once.
-#include <algorithm>
 #include <cmath>
 
 #include "../parallel.hpp"
@@ -34,9 +33,7 @@ void step(const SparseAdamStep& h, std::size_t rows, std::size_t dim, const std:
   const float w1 = float(1.0 - h.beta1), w2 = float(1.0 - h.beta2),
               neg_step_size = float(-step_size), eps = float(h.eps);
   const float sign = h.maximize ? -1.0f : 1.0f;  // a factor rather than a select: it vectorises
-  const std::size_t grain =
-      std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(dim, 1));
-  detail::parallel_for(rows, grain, [&](std::size_t first, std::size_t last) {
+  detail::parallel_for(rows, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {
     const float factor = sign;
     for (std::size_t r = first; r < last; ++r) {
       const std::size_t offset = static_cast<std::size_t>(ids[r]) * dim;

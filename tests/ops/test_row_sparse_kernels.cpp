@@ -37,7 +37,7 @@ TEST_SUITE("ops.row_sparse_kernels") {
     struct Case {
       std::size_t n, num, dim;
     };
-    // none; few rows; many repeats of few ids; rows of 1 and 263 floats; a dense shape not 2-D
+    // none; few rows; many repeats of few ids; rows of 1 and 263 floats
     for (const Case c : {Case{0, 3, 4}, Case{5, 3, 4}, Case{2000, 7, 33}, Case{300, 50, 263},
                          Case{90000, 60000, 1}}) {
       CAPTURE(c.n);
