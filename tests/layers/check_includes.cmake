@@ -6,6 +6,8 @@
 # A file's layer is its folder: include/tapegrad/nn/transformer and src/nn/transformer are
 # transformer, include/tapegrad/nn and src/nn are nn, and so on; the rest of src/ and
 # include/tapegrad/ is core. include/tapegrad/tapegrad.hpp, which includes every layer, is left out.
+# A layer the build leaves out (distributed, where MPI is missing) is absent from DEPENDS: its own
+# files are not read, and an include of its headers from any other layer is still a violation.
 
 cmake_minimum_required(VERSION 3.25)   # a script has no project(): set the policies
 
@@ -40,10 +42,12 @@ file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/include/tapegrad/*.hpp ${ROOT}/
 list(REMOVE_ITEM files include/tapegrad/tapegrad.hpp)
 set(violations "")
 set(checked 0)
+set(left_out "")
 foreach(file ${files})
   layer_of(${file} own)
-  if(NOT DEFINED allowed_${own})
-    message(FATAL_ERROR "${file}: layer '${own}' is not declared in DEPENDS")
+  if(NOT DEFINED allowed_${own})  # a layer this build leaves out: distributed, where MPI is missing
+    list(APPEND left_out ${file})
+    continue()
   endif()
   file(STRINGS ${ROOT}/${file} includes REGEX "^#include \"tapegrad/")
   foreach(line ${includes})
@@ -56,8 +60,13 @@ foreach(file ${files})
   endforeach()
 endforeach()
 list(LENGTH files n_files)
+list(LENGTH left_out n_left_out)
+math(EXPR n_files "${n_files} - ${n_left_out}")
 if(violations)
   list(JOIN violations "\n" text)
   message(FATAL_ERROR "an include runs up or across the layers (docs/layers.md):\n${text}")
 endif()
 message(STATUS "layers: ${checked} includes in ${n_files} files, none runs up a layer")
+if(left_out)
+  message(STATUS "layers: ${n_left_out} files of layers this build leaves out were not read")
+endif()
