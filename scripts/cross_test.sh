@@ -7,9 +7,9 @@
 #     scripts/cross_test.sh                 install what is missing, build build-aarch64/, run the suite
 #     scripts/cross_test.sh -R '^ops'       arguments after the script's name go to ctest
 #
-# Run as root on Debian 12 or later. It installs what is missing: the cross compiler
-# (crossbuild-essential-arm64), qemu-user, and OpenBLAS for arm64, which Debian installs only after
-# `dpkg --add-architecture arm64` (the script does that). The tests start the example programs
+# Run as root on Debian 12 or later. It installs what is missing (`scripts/setup.sh --cross-arm64`):
+# the cross compiler, qemu-user, and OpenBLAS for arm64, which Debian installs only after
+# `dpkg --add-architecture arm64` (setup.sh does that). The tests start the example programs
 # themselves, so the kernel must know how to run an AArch64 program: when nothing handles them yet,
 # the script registers qemu-aarch64 with binfmt_misc (until the next boot). Open MPI is left out,
 # so tapegrad::distributed is not built, nor are the benchmarks. Not part of .ci/run: the build
@@ -32,22 +32,8 @@ fi
 sudo=""
 if (( EUID != 0 )); then sudo="sudo"; fi
 
-# 1. Packages: the native ones (scripts/setup.sh), then the cross compiler, qemu and arm64's OpenBLAS.
-scripts/setup.sh
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  echo "cross_test: adding arm64 to dpkg's architectures (to install OpenBLAS for arm64)"
-  $sudo dpkg --add-architecture arm64
-  $sudo apt-get update -qq
-fi
-missing=()
-for p in crossbuild-essential-arm64 qemu-user libopenblas-dev:arm64; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if (( ${#missing[@]} > 0 )); then
-  echo "cross_test: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-remove "${missing[@]}"
-fi
+# 1. Packages: the native ones, the cross compiler, qemu and arm64's OpenBLAS.
+scripts/setup.sh --cross-arm64
 
 # 2. The kernel runs AArch64 programs through qemu (the tests start the examples as programs).
 binfmt=/proc/sys/fs/binfmt_misc
