@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <tapegrad/memory.hpp>
-#include <tapegrad/threads.hpp>
+#include <tapegrad/core/memory.hpp>
+#include <tapegrad/core/threads.hpp>
 
 namespace bench {
 

@@ -8,16 +8,16 @@
 // Where the time goes, and what this program does about it (N = B * T positions of D floats):
 //   forward   h = (W[ids] * sqrt(D) + pe) * m: ONE pass, reading each embedding row and writing h;
 //             m, the dropout multiplier, is computed on the fly from the counter-based stream
-//             (src/philox.hpp, 256 elements at a time in L1) and never stored.
+//             (src/core/philox.hpp, 256 elements at a time in L1) and never stored.
 //   logits    = h Wp^T + b (sgemm); the cross-entropy and its gradient in one pass over each row.
 //   backward  db, dWp = dlogits^T h and dh = dlogits Wp (sgemm); then ONE pass from dh into the
 //             embedding gradient: dW[ids[p]] += (dh[p] * m[p]) * sqrt(D), the mask computed again,
 //             the row of the next positions prefetched; a row's first contribution is written, not
 //             added to a zero, and only the rows no position touches are zero-filled.
 //   Adam      one pass over each parameter at memory bandwidth.
-// Nothing is allocated inside the step. Threads: tapegrad's pool (src/parallel.hpp), which every
+// Nothing is allocated inside the step. Threads: tapegrad's pool (src/core/parallel.hpp), which every
 // loop here shares out the way tapegrad's kernels do; the products go through tapegrad's own
-// sgemm wrapper (src/ops/gemm.hpp), because OpenBLAS may round an element differently when the
+// sgemm wrapper (src/core/gemm.hpp), because OpenBLAS may round an element differently when the
 // call is cut differently, and the losses must be tapegrad's to the bit.
 //
 // Prints "W1-S-floor threads=T median_ms=..." (and M, L): 20 steps after 5 warm-up steps.
@@ -29,12 +29,12 @@
 #include <vector>
 
 #include <tapegrad/nn/positional_encoding.hpp>
-#include <tapegrad/random.hpp>
+#include <tapegrad/core/random.hpp>
 
-#include "../src/exp_f32.hpp"   // the same vectorised e^x as tapegrad's cross_entropy
-#include "../src/ops/gemm.hpp"  // tapegrad's sgemm call, cut by shape alone
-#include "../src/parallel.hpp"  // tapegrad's thread pool
-#include "../src/philox.hpp"    // the dropout mask's counter-based stream
+#include "../src/kernels/exp_f32.hpp"   // the same vectorised e^x as tapegrad's cross_entropy
+#include "../src/core/gemm.hpp"  // tapegrad's sgemm call, cut by shape alone
+#include "../src/core/parallel.hpp"  // tapegrad's thread pool
+#include "../src/core/philox.hpp"    // the dropout mask's counter-based stream
 #include "bench_common.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // so that the tests after it run on the set they expect. Shared by every *_kernels test.
 #pragma once
 
-#include <tapegrad/cpu.hpp>
+#include <tapegrad/core/cpu.hpp>
 
 namespace tapegrad::testing {
 

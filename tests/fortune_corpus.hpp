@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include <tapegrad/random.hpp>
+#include <tapegrad/core/random.hpp>
 
 namespace tapegrad::testing {
 

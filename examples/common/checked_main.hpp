@@ -19,7 +19,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <tapegrad/cpu.hpp>
+#include <tapegrad/core/cpu.hpp>
 
 namespace examples {
 

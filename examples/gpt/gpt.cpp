@@ -99,8 +99,8 @@ void add_model_flags(CLI::App& app, Settings& s) {
       ->check(flags::one_of({"learned", "sinusoidal", "rope"}));
   app.add_option("--norm", s.norm, "the blocks' norm: layernorm (GPT-2) or rmsnorm (LLaMA)")
       ->check(flags::one_of({"layernorm", "rmsnorm"}));
-  app.add_option("--mlp", s.mlp, "the blocks' MLP: gelu (GPT-2) or swiglu (LLaMA)")
-      ->check(flags::one_of({"gelu", "swiglu"}));
+  app.add_option("--mlp", s.mlp, "the blocks' MLP: gelu (GPT-2), relu_squared (Primer) or swiglu (LLaMA)")
+      ->check(flags::one_of({"gelu", "relu_squared", "swiglu"}));
   app.add_option("--gelu", s.gelu, "GELU form of --mlp gelu")
       ->check(flags::one_of({"none", "tanh"}));
 }
@@ -178,8 +178,9 @@ Settings parse_settings(int argc, char** argv) {
   if (s.pos == "rope" && (s.n_embd / s.n_head) % 2 != 0)
     throw examples::FlagError("--pos rope: expected an even head size --n-embd / --n-head, got " +
                               std::to_string(s.n_embd / s.n_head));
-  if (s.mlp == "swiglu" && s.gelu != "none")
-    throw examples::FlagError("--gelu: it chooses the GELU of --mlp gelu; --mlp swiglu has none");
+  if (s.mlp != "gelu" && s.gelu != "none")
+    throw examples::FlagError("--gelu: it chooses the GELU of --mlp gelu; --mlp " + s.mlp +
+                              " has none");
   if (s.warmup >= s.steps) {
     std::cout << "note: --warmup " << s.warmup << " is not shorter than the run (--steps "
               << s.steps << "): the learning rate warms up over " << s.steps - 1

@@ -133,7 +133,7 @@ inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
       .n_embd(integer_note(f, "gpt.n_embd", path, 1, Limits::kMaxWidth))
       .position(choice_note(f, "gpt.position", path, {"learned", "sinusoidal", "rope"}))
       .norm(choice_note(f, "gpt.norm", path, {"layernorm", "rmsnorm"}))
-      .mlp(choice_note(f, "gpt.mlp", path, {"gelu", "swiglu"}))
+      .mlp(choice_note(f, "gpt.mlp", path, {"gelu", "relu_squared", "swiglu"}))
       .gelu(choice_note(f, "gpt.gelu", path, {"none", "tanh"}));
   const std::string dropout = note(f, "gpt.dropout", path);
   double p = 0;

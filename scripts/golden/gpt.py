@@ -1,10 +1,10 @@
 # scripts/golden/gpt.py: the PyTorch goldens of the GPT pieces, for tests/ops/test_activation.cpp,
 # tests/ops/test_causal_attention.cpp, tests/optim/test_adamw_groups.cpp and
-# tests/nn/transformer/test_gpt_parity.cpp.
+# tests/transformer/test_gpt_parity.cpp.
 #
 # Run by hand with Debian's PyTorch (the tests never need it):
 #     /usr/bin/python3 scripts/golden/gpt.py
-# It writes tests/nn/transformer/fixtures/gpt_parity.safetensors (a plain writer of the format, tensors sorted by
+# It writes tests/transformer/fixtures/gpt_parity.safetensors (a plain writer of the format, tensors sorted by
 # name), float32 unless noted:
 #   gelu.x, gelu.g                       inputs and an upstream gradient (33,)
 #   gelu.{none,tanh}.y, .dx              F.gelu(x, approximate=...) and d(sum(g * y))/dx

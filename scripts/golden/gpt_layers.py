@@ -101,9 +101,9 @@ cpp("cos", cos), cpp("sin", sin), cpp("qkv", qkv), cpp("g", g), cpp("y", y), cpp
 
 
 # ---- a tiny GPT with all three: RMSNorm, SwiGLU, RoPE ---------------------------------------------
-# The GPT of tests/nn/transformer/test_gpt_choices_parity.cpp, nanoGPT's structure with tapegrad's
+# The GPT of tests/transformer/test_gpt_choices_parity.cpp, nanoGPT's structure with tapegrad's
 # names for the new pieces (mlp.swiglu.w1 ...), written to
-# tests/nn/transformer/fixtures/gpt_choices_parity.safetensors: "param.<key>" every parameter (the
+# tests/transformer/fixtures/gpt_choices_parity.safetensors: "param.<key>" every parameter (the
 # tied table once), idx and targets (2, 7) I64 (one target 0, not scored), logits (2, 7, 11),
 # loss (), "grad.<key>" the gradients. vocab 11, block 8, 2 layers, 2 heads, n_embd 12, eval mode.
 import json  # noqa: E402

@@ -1,4 +1,4 @@
-# scripts/golden/transformer.py: the PyTorch parity fixture for tests/nn/transformer/test_transformer_parity.cpp.
+# scripts/golden/transformer.py: the PyTorch parity fixture for tests/transformer/test_transformer_parity.cpp.
 #
 # Run by hand with Debian's PyTorch (the tests never need it):
 #     /usr/bin/python3 scripts/golden/transformer.py
@@ -9,7 +9,7 @@
 #     out  = model.decode(model.encode(src, src_mask), src_mask, tgt, tgt_mask)      (2, 4, 16)
 #     logp = generator(out)                                                           (2, 4, 11)
 #     loss = LabelSmoothing(11, padding_idx 0, smoothing 0.1)(logp, tgt_y) / ntokens
-# and writes tests/nn/transformer/fixtures/transformer_parity.safetensors (a plain writer of the format,
+# and writes tests/transformer/fixtures/transformer_parity.safetensors (a plain writer of the format,
 # tensors sorted by name): "param.<key>" every parameter, "grad.<key>" its gradient, the inputs
 # "src", "tgt", "tgt_y" (I64) and the outputs "out", "logp", "loss". The positional-encoding
 # buffers are left out (640 KB each, and recomputed by the model).

@@ -1,5 +1,5 @@
 # scripts/golden/transformer_layers.py: golden values for the Transformer ops' tests
-# (tests/ops/test_layer_norm.cpp, test_attention.cpp, test_kl_div.cpp, tests/nn/transformer/test_label_smoothing.cpp).
+# (tests/ops/test_layer_norm.cpp, test_attention.cpp, test_kl_div.cpp, tests/transformer/test_label_smoothing.cpp).
 #
 # Run by hand with Debian's PyTorch (the tests never need it):
 #     /usr/bin/python3 scripts/golden/transformer_layers.py

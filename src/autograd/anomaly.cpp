@@ -3,7 +3,7 @@
 // for NaN and Inf, and the first op to produce one is named.
 #include <cmath>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
 

@@ -1,6 +1,6 @@
 // src/autograd/checks.cpp: what recording and backward refuse, each with PyTorch's message where
 // PyTorch has one. record.cpp and engine.cpp call these by name; a learner can skip the texts.
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 
 namespace tapegrad::autograd::detail {

@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 
 namespace tapegrad::autograd::detail {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/record.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 struct TensorImpl;
@@ -48,7 +48,7 @@ class WalkScope {
   std::uint64_t previous_;
 };
 
-// ---- src/tensor.cpp: a tensor's pending gradient during a backward --------------------------
+// ---- src/core/tensor.cpp: a tensor's pending gradient during a backward --------------------------
 /// Whether `t` received a gradient in this backward; a row-sparse one (an intermediate used as an
 /// embedding table) is made dense, since an entry's closure takes a dense gradient.
 bool take_pending_dense(TensorImpl& t);

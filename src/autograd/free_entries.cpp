@@ -6,7 +6,7 @@
 // in a list, and the outermost call empties it.
 #include <vector>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 
 namespace tapegrad::autograd::detail {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad {
 

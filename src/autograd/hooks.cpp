@@ -11,14 +11,14 @@
 #include <functional>
 #include <vector>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad {
 
 namespace {
-TensorImpl& defined_impl(const Tensor& t) {  // the same check and text as src/tensor.cpp's
+TensorImpl& defined_impl(const Tensor& t) {  // the same check and text as src/core/tensor.cpp's
   check<ValueError>(
       t.defined(),
       "Tensor: expected a defined tensor, got an empty handle; construct it from an Array first");

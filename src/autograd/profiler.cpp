@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "../ops/gemm.hpp"
+#include "../core/gemm.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/threads.hpp"
+#include "tapegrad/core/threads.hpp"
 
 namespace tapegrad::autograd {
 

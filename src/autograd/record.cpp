@@ -5,7 +5,7 @@
 #include <atomic>
 #include <memory>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/record.hpp"
 
@@ -41,3 +41,7 @@ void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor
 EntryBase::~EntryBase() { unlist_entry(this); }
 
 }  // namespace tapegrad::autograd::detail
+
+namespace tapegrad {
+const char* TensorImpl::producer() const { return grad_fn ? grad_fn->op : ""; }
+}  // namespace tapegrad

@@ -13,7 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "../tensor_impl.hpp"
+#include "../core/tensor_impl.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "tapegrad/errors.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/errors.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::data {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "tapegrad/data/text.hpp"
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::data {
 

@@ -1,7 +1,7 @@
 // src/data/windows.cpp: batches of windows of token ids (data/windows.hpp).
 #include "tapegrad/data/windows.hpp"
 
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::data {
 

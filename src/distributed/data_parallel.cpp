@@ -247,6 +247,7 @@ struct DistributedDataParallel::State {
   void copy_in(Slot& slot);
   void launch_ready(bool in_backward);
   void launch(Bucket& b);
+  void launch_allreduce(Bucket& b);
   void launch_sparse(Bucket& b);
   void launch_sparse_dense(Bucket& b);
   void launch_sparse_gather(Bucket& b, std::int64_t mine, const std::vector<std::int64_t>& counts);
@@ -343,8 +344,13 @@ void DistributedDataParallel::State::launch(Bucket& b) {
   }
   b.launched = true;
   if (b.sparse) return launch_sparse(b);
-  b.requests = 1;
   b.completions[0].done = false;
+  launch_allreduce(b);
+}
+
+// One all-reduce (a sum) of b's buffer in place, started now; the progress thread sees it finish.
+void DistributedDataParallel::State::launch_allreduce(Bucket& b) {
+  b.requests = 1;
   b.bytes = b.buffer.size() * sizeof(float);
   MPI_Request request = MPI_REQUEST_NULL;
   {
@@ -389,17 +395,7 @@ void DistributedDataParallel::State::launch_sparse_dense(Bucket& b) {
     for (std::size_t k = 0; k < slot.numel; ++k) b.buffer[k] = dense.data()[k] * inv_size;
     b.buffer[slot.numel] = 1.0f;
   }
-  b.requests = 1;
-  b.bytes = b.buffer.size() * sizeof(float);
-  MPI_Request request = MPI_REQUEST_NULL;
-  {
-    std::lock_guard lock(detail::mpi_mutex());
-    detail::check_mpi(
-        MPI_Iallreduce(MPI_IN_PLACE, b.buffer.data(), static_cast<int>(b.buffer.size()), MPI_FLOAT,
-                       MPI_SUM, comm, &request),
-        where.c_str());
-  }
-  progress->add(request, &b.completions[0].done);
+  launch_allreduce(b);
 }
 
 // Every rank's ids, then every rank's rows (divided by N), in rank order. `mine` is this rank's

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "mpi.hpp"
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::distributed {
 

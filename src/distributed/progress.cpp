@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "mpi.hpp"
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::distributed::detail {
 

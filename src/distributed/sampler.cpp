@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "tapegrad/distributed/process_group.hpp"
-#include "tapegrad/errors.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/errors.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::distributed {
 

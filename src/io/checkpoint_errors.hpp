@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::io {
 

@@ -17,7 +17,7 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xnpy.hpp>
 
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::io {

@@ -8,7 +8,7 @@
 
 #include "checkpoint_errors.hpp"
 #include "dtypes.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 #include "utf8.hpp"
 
 namespace tapegrad::io {

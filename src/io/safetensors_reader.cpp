@@ -38,7 +38,7 @@
 #include "dtypes.hpp"
 #include "input_file.hpp"
 #include "json_util.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 #include "utf8.hpp"
 
 namespace tapegrad::io {

@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-#include "set_namespace.hpp"
+#include "../core/set_namespace.hpp"
 
 namespace tapegrad::detail {
 inline namespace TAPEGRAD_SET_NAMESPACE {

@@ -27,4 +27,9 @@ Tensor SiLU::forward(const Tensor& x) {
   return ops::silu(x);
 }
 
+Tensor ReLUSquared::forward(const Tensor& x) {
+  autograd::ModuleScope scope(type_name(), path());
+  return ops::relu_squared(x);
+}
+
 }  // namespace tapegrad::nn

@@ -5,7 +5,7 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 
 namespace tapegrad::nn {
 

@@ -9,7 +9,7 @@
 #include <ostream>
 
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 #include "tapegrad/ops/matmul.hpp"
 
 namespace tapegrad::nn {

@@ -18,21 +18,13 @@
 #include <typeinfo>
 #include <unordered_set>
 
+#include "add_indent.hpp"
+
 namespace tapegrad::nn {
 
 namespace {
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
-}
-
-// Indents every line but the first by n spaces (PyTorch's _addindent).
-std::string add_indent(const std::string& s, std::size_t n) {
-  std::string out;
-  for (char c : s) {
-    out += c;
-    if (c == '\n') out.append(n, ' ');
-  }
-  return out;
 }
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -264,7 +256,8 @@ std::string Module::repr() const {
   std::vector<std::string> lines;
   if (!extra.str().empty()) lines = split_lines(extra.str());
   const std::size_t extra_lines = lines.size();
-  for (const auto& [n, c] : children_) lines.push_back("(" + n + "): " + add_indent(c->repr(), 2));
+  for (const auto& [n, c] : children_)
+    lines.push_back("(" + n + "): " + detail::add_indent(c->repr(), 2));
   std::string s = type_name() + "(";
   if (extra_lines == 1 && children_.empty()) {
     s += lines[0];

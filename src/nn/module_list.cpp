@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cxxabi.h>
 
+#include "add_indent.hpp"
+
 namespace tapegrad::nn {
 
 ModuleList::ModuleList(std::vector<std::shared_ptr<Module>> modules) {
@@ -34,17 +36,6 @@ void ModuleList::throw_wrong_type(std::int64_t i, const char* mangled) const {
                   ptr(i)->type_name());
 }
 
-namespace {
-std::string add_indent(const std::string& s, std::size_t n) {
-  std::string out;
-  for (char c : s) {
-    out += c;
-    if (c == '\n') out.append(n, ' ');
-  }
-  return out;
-}
-}  // namespace
-
 std::string ModuleList::repr() const {
   if (modules_.empty()) return type_name() + "()";
   // Runs of identical printed forms become one line "(first-last): n x repr".
@@ -55,7 +46,7 @@ std::string ModuleList::repr() const {
     std::string line = start == end ? "(" + std::to_string(start) + "): " + block
                                     : "(" + std::to_string(start) + "-" + std::to_string(end) +
                                           "): " + std::to_string(end - start + 1) + " x " + block;
-    s += "\n  " + add_indent(line, 2);
+    s += "\n  " + detail::add_indent(line, 2);
   };
   for (std::size_t i = 1; i < modules_.size(); ++i) {
     std::string r = modules_[i]->repr();

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tapegrad/autograd/tape.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 
 namespace tapegrad::nn {
 

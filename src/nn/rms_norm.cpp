@@ -7,7 +7,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
 #include "tapegrad/ops/rms_norm.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 
 namespace tapegrad::nn {
 

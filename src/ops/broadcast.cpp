@@ -2,7 +2,7 @@
 #include "tapegrad/ops/broadcast.hpp"
 
 #include "reduce_kernels.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 
 namespace tapegrad::ops {
 
@@ -32,7 +32,7 @@ Array sum_axis_keepdim(const Array& g, std::size_t ax) {
   Shape out_shape = s;
   out_shape[ax] = 1;
   Array out = Array::from_shape(out_shape);
-  kernels::reduce_kernels().sum_axis(g.data(), outer, n, inner, out.data());  // in float
+  kernels::pick<reduce_sum_axis>()(g.data(), outer, n, inner, out.data());  // in float
   return out;
 }
 }  // namespace

@@ -4,14 +4,16 @@
 // single ops it would record a split, three view/transposes (copies here), two matmuls, a scale,
 // a masked_fill, a softmax and the inverse transpose; fused, the heads are read and written in
 // place, and the scale, the causal mask and the softmax are one pass over each row of scores.
-// The maths is in the kernels: causal_attention_reference.cpp (read it first) and
-// causal_attention_fast.cpp, picked for the CPU by kernels::causal_attention_kernels()
-// (docs/kernels.md). This file checks, draws the dropout mask and records the backward.
+// The maths is in the reference kernels below (read them first), and
+// src/kernels/causal_attention.cpp has their fast versions, which kernels::pick chooses for the
+// CPU (docs/kernels.md). The op checks, draws the dropout mask and records the backward.
 // Saved for backward: qkv (as a tensor, version-checked), the softmax P (B, nh, T, T) and, with
 // dropout, the keep mask and the weights actually applied.
 #include "tapegrad/ops/causal_attention.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -20,6 +22,92 @@
 #include "tapegrad/ops/dropout.hpp"
 
 namespace tapegrad::ops {
+
+// ---- the reference kernels ----------------------------------------------------------------------
+// The maths as plain loops, one (batch, head) pair and one query row at a time, no threads. The
+// fast versions tile the products and vectorise the softmax with exp_f32 and four-lane sums; the
+// results differ by a few float roundings (docs/semantics.md#kernel-sets).
+
+// For each batch b and head h, with q_i, k_j, v_j the rows of the head's (T, hs) blocks:
+//   s_ij = (q_i . k_j) * scale                       for j <= i (the causal mask: no j > i)
+//   p_ij = exp(s_ij - max_j s_ij) / sum_j exp(...)   softmax over j <= i; p_ij = 0 for j > i
+//   w_ij = p_ij * (keep_ij ? drop_scale : 0)         dropout, only when keep is given
+//   y_i  = sum_{j <= i} w_ij v_j
+void causal_attention_forward(const float* qkv, float* y, float* p, const std::uint8_t* keep,
+                              float drop_scale, float* p_used, std::size_t B, std::size_t T,
+                              std::size_t H, std::size_t hs, float scale) {
+  const std::size_t C = H * hs, ld = 3 * C;
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      const float *q = qkv + b * T * ld + h * hs, *k = q + C, *v = q + 2 * C;
+      const std::size_t at = (b * H + h) * T * T;
+      float* P = p + at;
+      float* W = keep ? p_used + at : P;
+      for (std::size_t i = 0; i < T; ++i) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::size_t j = 0; j <= i; ++j) {
+          float s = 0.0f;
+          for (std::size_t c = 0; c < hs; ++c) s += q[i * ld + c] * k[j * ld + c];
+          P[i * T + j] = s * scale;
+          m = std::max(m, P[i * T + j]);
+        }
+        double sum = 0.0;
+        for (std::size_t j = 0; j <= i; ++j) {
+          P[i * T + j] = std::exp(P[i * T + j] - m);
+          sum += P[i * T + j];
+        }
+        for (std::size_t j = 0; j < T; ++j) P[i * T + j] = j <= i ? P[i * T + j] / float(sum) : 0;
+        for (std::size_t j = 0; keep && j < T; ++j)
+          W[i * T + j] = P[i * T + j] * (keep[at + i * T + j] ? drop_scale : 0.0f);
+        for (std::size_t c = 0; c < hs; ++c) {
+          float o = 0.0f;
+          for (std::size_t j = 0; j <= i; ++j) o += W[i * T + j] * v[j * ld + c];
+          y[(b * T + i) * C + h * hs + c] = o;
+        }
+      }
+    }
+}
+
+// Each forward line, then its adjoint (g_i = dL/dy_i):
+//   y_i = sum_j w_ij v_j         dv_j += w_ij g_i        dw_ij = g_i . v_j
+//   w = p * mask                 dp_ij = dw_ij * mask_ij
+//   p = softmax(s)               ds_ij = p_ij (dp_ij - sum_j dp_ij p_ij)       (j <= i)
+//   s_ij = (q_i . k_j) * scale   dq_i += ds_ij * scale k_j    dk_j += ds_ij * scale q_i
+void causal_attention_backward(const float* dy, const float* qkv, const float* p,
+                               const std::uint8_t* keep, float drop_scale, const float* p_used,
+                               float* dqkv, std::size_t B, std::size_t T, std::size_t H,
+                               std::size_t hs, float scale) {
+  const std::size_t C = H * hs, ld = 3 * C;
+  std::vector<float> ds(T);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t row0 = b * T * ld + h * hs, at = (b * H + h) * T * T;
+      const float *q = qkv + row0, *k = q + C, *v = q + 2 * C, *g = dy + b * T * C + h * hs;
+      const float *P = p + at, *W = keep ? p_used + at : P;
+      float *dq = dqkv + row0, *dk = dq + C, *dv = dq + 2 * C;
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t c = 0; c < hs; ++c) dq[t * ld + c] = dk[t * ld + c] = dv[t * ld + c] = 0;
+      for (std::size_t i = 0; i < T; ++i) {
+        double dot = 0.0;
+        for (std::size_t j = 0; j <= i; ++j) {
+          float dp = 0.0f;
+          for (std::size_t c = 0; c < hs; ++c) dp += g[i * C + c] * v[j * ld + c];
+          ds[j] = keep ? dp * (keep[at + i * T + j] ? drop_scale : 0.0f) : dp;
+          dot += double(ds[j]) * double(P[i * T + j]);
+        }
+        for (std::size_t j = 0; j <= i; ++j) {
+          ds[j] = (P[i * T + j] * (ds[j] - float(dot))) * scale;
+          for (std::size_t c = 0; c < hs; ++c) {
+            dq[i * ld + c] += ds[j] * k[j * ld + c];
+            dk[j * ld + c] += ds[j] * q[i * ld + c];
+            dv[j * ld + c] += W[i * T + j] * g[i * C + c];
+          }
+        }
+      }
+    }
+}
+
+// ---- the op -------------------------------------------------------------------------------------
 
 namespace {
 struct Dims {
@@ -75,20 +163,22 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                   0};
     make_keep_mask(*s, p_drop, stream);
   }
-  // The set in use's kernels (a static table): backward runs the same set's backward.
-  const kernels::CausalAttentionKernels* kernel = &kernels::causal_attention_kernels();
+  // The set in use's kernels, picked once: backward runs the same set's backward.
+  const auto forward = kernels::pick<causal_attention_forward>();
+  const auto backward_kernel = kernels::pick<causal_attention_backward>();
   Array out = Array::from_shape({d.B, d.T, C});
-  kernel->forward(qkv.data().data(), out.data(), s->p.data(), s->keep_or_null(), s->drop_scale,
-                  s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
+  forward(qkv.data().data(), out.data(), s->p.data(), s->keep_or_null(), s->drop_scale,
+          s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
   if (attn_out) *attn_out = s->keep.empty() ? s->p : s->p_used;
   Tensor y(std::move(out));
 
-  autograd::record("causal_self_attention", y, {qkv}, {qkv}, [qkv, s, d, kernel](Array dy) {
-    Array dqkv = Array::from_shape(qkv.shape());  // the kernel writes every element
-    kernel->backward(dy.data(), qkv.data().data(), s->p.data(), s->keep_or_null(), s->drop_scale,
-                     s->p_used_or_null(), dqkv.data(), d.B, d.T, d.H, d.hs, s->scale);
-    qkv.accumulate_grad(std::move(dqkv), "causal_self_attention");
-  });
+  autograd::record(
+      "causal_self_attention", y, {qkv}, {qkv}, [qkv, s, d, backward_kernel](Array dy) {
+        Array dqkv = Array::from_shape(qkv.shape());  // the kernel writes every element
+        backward_kernel(dy.data(), qkv.data().data(), s->p.data(), s->keep_or_null(), s->drop_scale,
+                        s->p_used_or_null(), dqkv.data(), d.B, d.T, d.H, d.hs, s->scale);
+        qkv.accumulate_grad(std::move(dqkv), "causal_self_attention");
+      });
   return y;
 }
 

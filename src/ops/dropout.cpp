@@ -1,10 +1,10 @@
 // src/ops/dropout.cpp
 //
 // Inverted dropout. x: any shape; the mask has x's shape and is never stored: element e's
-// multiplier m[e] = keep(e) ? scale : 0 is computed from the Philox stream (src/philox.hpp)
+// multiplier m[e] = keep(e) ? scale : 0 is computed from the Philox stream (src/core/philox.hpp)
 // right where it is applied, in forward and again in backward, by the kernels:
-// dropout_reference.cpp (read it first) and dropout_fast.cpp, picked for the CPU by
-// kernels::dropout_kernels() (docs/kernels.md).
+// the reference kernels below (read them first) and their fast versions in
+// src/kernels/dropout.cpp, picked for the CPU by kernels::pick (docs/kernels.md).
 // Kept elements are scaled by 1 / (1 - p) so that E[y] = x: evaluation then needs no rescaling,
 // which is why eval mode is the identity. Backward reads neither x nor a mask, so nothing is
 // saved; it scales the incoming gradient in place and hands that buffer on.
@@ -15,10 +15,50 @@
 #include <cmath>
 #include <memory>
 
+#include "dropout_mask.hpp"
 #include "dropout_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
+
+// ---- the reference kernels ----------------------------------------------------------------------
+
+namespace {
+// m[e] = keep(e) ? 1.0f / float(1 - p) : 0
+// keep(e) = (x >> 8) >= ceil(p 2^24)
+//   x = word e % 4 of philox(key = seed, counter = (e / 4, call))
+float m(std::uint64_t seed, std::uint64_t call, double p, std::size_t e) {
+  return ops::dropout_multiplier(seed, call, p, e);
+}
+}  // namespace
+
+// y[e] = x[e] * m[e]   (forward, and backward with x = y = the gradient)
+void dropout_apply(std::uint64_t seed, std::uint64_t call, double p, const float* x, float* y,
+                   std::size_t n) {
+  for (std::size_t e = 0; e < n; ++e) y[e] = x[e] * m(seed, call, p, e);
+}
+
+// y[b, i] = (x[b, i] + rows[i]) * m[b n + i]
+void dropout_add_rows_apply(std::uint64_t seed, std::uint64_t call, double p, const float* x,
+                            const float* rows, float* y, std::size_t B, std::size_t n) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i)
+      y[b * n + i] = (x[b * n + i] + rows[i]) * m(seed, call, p, b * n + i);
+}
+
+// y[b, i] = x[b, i] + rows[i]   (add_rows_apply when nothing is dropped)
+void dropout_add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i) y[b * n + i] = x[b * n + i] + rows[i];
+}
+
+// keep[e] = m[e] != 0
+void dropout_keep(std::uint64_t seed, std::uint64_t call, double p, std::uint8_t* keep,
+                  std::size_t n) {
+  for (std::size_t e = 0; e < n; ++e) keep[e] = m(seed, call, p, e) != 0.0f;
+}
+
+// ---- the op -------------------------------------------------------------------------------------
 
 namespace {
 // In place on a leaf that requires grad (with grad mode on) would change a parameter behind the
@@ -41,7 +81,7 @@ void check_dropout_probability(double p) {
 xt::xarray<std::uint8_t> dropout_mask(const Shape& shape, double p, DropoutStream stream) {
   check_dropout_probability(p);
   auto keep = xt::xarray<std::uint8_t>::from_shape(shape);
-  kernels::dropout_kernels().mask(stream.seed, stream.call, p, keep.data(), keep.size());
+  kernels::pick<dropout_keep>()(stream.seed, stream.call, p, keep.data(), keep.size());
   return keep;
 }
 
@@ -55,22 +95,22 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
 
   const std::size_t n = x.numel();
   // The set in use's kernels (a static table): backward runs the same set's.
-  const kernels::DropoutKernels* kernel = &kernels::dropout_kernels();
+  const auto apply = kernels::pick<dropout_apply>();
   // In place, the result lives in x's storage (one version bump). The tape entry needs an output
   // distinct from its input, so when the op is recorded the result is a new handle on that same
   // storage and version counter (what detach() gives); otherwise it is x itself.
   Tensor y;
   if (inplace) {
     float* data = x.mutable_data().data();
-    kernel->apply(stream.seed, stream.call, p, data, data, n);
+    apply(stream.seed, stream.call, p, data, data, n);
     y = autograd::should_record({x}) ? x.detach() : x;
   } else {
     Array out = Array::from_shape(x.shape());
-    kernel->apply(stream.seed, stream.call, p, x.data().data(), out.data(), n);
+    apply(stream.seed, stream.call, p, x.data().data(), out.data(), n);
     y = Tensor(std::move(out));
   }
-  autograd::record("dropout", y, {x}, /*saved=*/{}, [x, stream, p, kernel](Array dy) {
-    kernel->apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());  // dx = dy * m
+  autograd::record("dropout", y, {x}, /*saved=*/{}, [x, stream, p, apply](Array dy) {
+    apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());  // dx = dy * m
     x.accumulate_grad(std::move(dy), "dropout");
   });
   return y;
@@ -101,19 +141,19 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   const std::size_t B = s[0], n = s[1] * s[2];
   Array out = Array::from_shape(s);
   const bool identity = !training || p == 0.0 || x.numel() == 0;
-  const kernels::DropoutKernels* kernel = &kernels::dropout_kernels();
+  const auto apply = kernels::pick<dropout_apply>();
   if (identity) {  // y = x + rows
-    kernel->add_rows(x.data().data(), rows.data(), out.data(), B, n);
+    kernels::pick<dropout_add_rows>()(x.data().data(), rows.data(), out.data(), B, n);
     Tensor y(std::move(out));
     autograd::record("add_rows", y, {x}, {},
                      [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
-  kernel->add_rows_apply(stream.seed, stream.call, p, x.data().data(), rows.data(), out.data(), B,
-                         n);
+  kernels::pick<dropout_add_rows_apply>()(stream.seed, stream.call, p, x.data().data(), rows.data(),
+                                          out.data(), B, n);
   Tensor y(std::move(out));
-  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, stream, p, kernel](Array dy) {
-    kernel->apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());
+  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, stream, p, apply](Array dy) {
+    apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());
     x.accumulate_grad(std::move(dy), "add_rows_dropout");
   });
   return y;

@@ -1,7 +1,7 @@
 // src/ops/dropout_mask.hpp (private to src/ops)
 //
 // DropoutMask: the multipliers m[e] = keep(e) ? 1 / (1 - p) : 0 of one dropout mask, computed a
-// chunk at a time from its counter-based stream (src/philox.hpp) wherever they are applied: by
+// chunk at a time from its counter-based stream (src/core/philox.hpp) wherever they are applied: by
 // the dropout kernels and the fused embedding, in forward and again in backward.
 // dropout_multiplier: the same m[e], one element at a time, in the plain words of the definition
 // (the reference kernels').
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "../kernels/set_namespace.hpp"
-#include "../philox.hpp"
+#include "../core/set_namespace.hpp"
+#include "../core/philox.hpp"
 
 namespace tapegrad::ops {
 inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp

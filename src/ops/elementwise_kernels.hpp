@@ -1,16 +1,15 @@
-// src/ops/elementwise_kernels.hpp (private to src/ops)
+// src/ops/elementwise_kernels.hpp (private)
 //
-// The elementwise ops' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
-// reference in elementwise_reference.cpp, the fast ones compiled from elementwise_fast.cpp. Many
-// small ops share two loop shapes, so four of the table's entries take the op to run as an enum.
-// The ops (elementwise.cpp) check, allocate, call them, and record backwards that call the same
-// table. Binary kernels see operands of one shape (the op broadcasts other shapes itself); every
-// pointer holds n floats.
+// The elementwise ops' kernels: the references are defined in elementwise.cpp, their fast
+// versions in src/kernels/elementwise.cpp (src/core/dispatch.hpp). Many small ops share two loop
+// shapes, so four of the kernels take the op to run as an enum. The ops (elementwise.cpp) check,
+// allocate, call them, and record backwards that call the same set's. Binary kernels see operands
+// of one shape (the op broadcasts other shapes itself); every pointer holds n floats.
 #pragma once
 
 #include <cstddef>
 
-#include "../kernels/kernel_sets.hpp"
+#include "../core/dispatch.hpp"
 
 namespace tapegrad::kernels {
 
@@ -35,23 +34,27 @@ enum class UnaryOp {
   sigmoid
 };
 
-struct ElementwiseKernels {
-  /// y = a op b (y may be a or b).
-  void (*binary)(BinaryOp op, const float* a, const float* b, float* y, std::size_t n);
-  /// da and db from dy (each written, not added; a null one is not computed). da may be dy
-  /// itself: each dy[i] is read before da[i] is written. add has nothing to compute.
-  void (*binary_backward)(BinaryOp op, const float* dy, const float* a, const float* b, float* da,
-                          float* db, std::size_t n);
-  /// y = op(a, c).
-  void (*unary)(UnaryOp op, const float* a, float c, float* y, std::size_t n);
-  /// dy = dy * dy/da in place (dy becomes da), from the forward's input a and output y (each
-  /// read only by the ops whose derivative needs it, may be null otherwise).
-  void (*unary_backward)(UnaryOp op, const float* a, const float* y, float c, float* dy,
-                         std::size_t n);
-  /// y = mask ? value : a (y may be a). Its backward is the same with value 0, on dy.
-  void (*masked_fill)(const float* a, const bool* mask, float value, float* y, std::size_t n);
-};
-
-TAPEGRAD_KERNEL_TABLES(ElementwiseKernels, elementwise)
-
 }  // namespace tapegrad::kernels
+
+namespace tapegrad::ops {
+
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+/// y = a op b (y may be a or b).
+void elementwise_binary(BinaryOp op, const float* a, const float* b, float* y, std::size_t n);
+/// da and db from dy (each written, not added; a null one is not computed). da may be dy
+/// itself: each dy[i] is read before da[i] is written. add has nothing to compute.
+void elementwise_binary_backward(BinaryOp op, const float* dy, const float* a, const float* b,
+                                 float* da, float* db, std::size_t n);
+/// y = op(a, c).
+void elementwise_unary(UnaryOp op, const float* a, float c, float* y, std::size_t n);
+/// dy = dy * dy/da in place (dy becomes da), from the forward's input a and output y (each
+/// read only by the ops whose derivative needs it, may be null otherwise).
+void elementwise_unary_backward(UnaryOp op, const float* a, const float* y, float c, float* dy,
+                                std::size_t n);
+/// y = mask ? value : a (y may be a). Its backward is the same with value 0, on dy.
+void elementwise_masked_fill(const float* a, const bool* mask, float value, float* y,
+                             std::size_t n);
+
+}  // namespace tapegrad::ops

@@ -6,10 +6,11 @@
 // saved: the closure keeps the ids (and the options) alive. Everything a user can get wrong is
 // checked before the weight is touched; the max_norm renorm is the one in-place write, and it bumps
 // weight's version.
-// The gather and the dense scatter of the gradient are kernels: embedding_reference.cpp (read it
-// first) and embedding_fast.cpp, picked for the CPU by kernels::embedding_kernels()
-// (docs/kernels.md), with the fused embedding_add_rows_dropout's forward and the row-sparse
-// gradient's values; the backward runs the kernels of the set the forward ran on.
+// The gather and the dense scatter of the gradient are kernels: the reference kernels below (read
+// them first; the padding row is skipped in embedding_dense_backward) and their fast versions in
+// src/kernels/embedding.cpp, picked for the CPU by kernels::pick (docs/kernels.md), with the fused
+// embedding_add_rows_dropout's forward and the row-sparse gradient's values; the backward runs the
+// kernels of the set the forward ran on.
 #include "tapegrad/ops/embedding.hpp"
 
 #include <algorithm>
@@ -17,10 +18,72 @@
 #include <limits>
 #include <vector>
 
+#include "dropout_mask.hpp"
 #include "embedding_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
+
+// ---- the reference kernels ----------------------------------------------------------------------
+
+// y[p, :] = weight[ids[p], :] * c        (c = *scale; a plain copy without one)
+void embedding_forward(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
+                       const float* scale, float* y) {
+  for (std::size_t p = 0; p < n; ++p)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const float w = weight[std::size_t(ids[p]) * dim + j];
+      y[p * dim + j] = scale ? w * *scale : w;
+    }
+}
+
+// y[p, :] = (weight[ids[p], :] * c + rows[p % L, :]) * m[p, :]     (no "* m" without drop)
+void embedding_forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weight,
+                                std::size_t dim, float c, const float* rows, std::size_t L,
+                                const EmbeddingDropout* drop, float* y) {
+  for (std::size_t p = 0; p < n; ++p)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t e = p * dim + j;  // y's element, and its dropout multiplier's
+      const float z = weight[std::size_t(ids[p]) * dim + j] * c + rows[(p % L) * dim + j];
+      y[e] = drop ? z * ops::dropout_multiplier(drop->seed, drop->call, drop->p, e) : z;
+    }
+}
+
+// dweight = 0;  then for each position p in order, with k = ids[p], unless k == pad:
+//   dweight[k, :] += f_k * (g[p, :] * c)     g = dy, or dy * the dropout mask
+//                                             f_k = 1 / count_k with by_freq, c = *scale, or 1
+void embedding_dense_backward(const std::int64_t* ids, std::size_t n, const float* dy,
+                              std::size_t num, std::size_t dim, std::int64_t pad, bool by_freq,
+                              const float* scale, const EmbeddingDropout* drop, float* dweight) {
+  std::vector<std::size_t> count(num, 0);
+  for (std::size_t p = 0; p < n; ++p) ++count[std::size_t(ids[p])];
+  std::fill(dweight, dweight + num * dim, 0.0f);
+  for (std::size_t p = 0; p < n; ++p) {
+    if (ids[p] == pad) continue;
+    const std::size_t k = std::size_t(ids[p]);
+    const float f = by_freq ? float(1.0 / double(count[k])) : 1.0f, c = scale ? *scale : 1.0f;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t e = p * dim + j;  // dy's element, and its dropout multiplier's
+      const float g =
+          drop ? dy[e] * ops::dropout_multiplier(drop->seed, drop->call, drop->p, e) : dy[e];
+      dweight[k * dim + j] += f * (g * c);
+    }
+  }
+}
+
+// values[r, :] = g[from[r], :] * c        g = dy, or dy * the dropout mask; c = *scale, or none
+void embedding_sparse_values(const std::size_t* from, std::size_t kept, const float* dy,
+                             std::size_t dim, const float* scale, const EmbeddingDropout* drop,
+                             float* values) {
+  for (std::size_t r = 0; r < kept; ++r)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t e = from[r] * dim + j;  // dy's element, and its dropout multiplier's
+      const float g =
+          drop ? dy[e] * ops::dropout_multiplier(drop->seed, drop->call, drop->p, e) : dy[e];
+      values[r * dim + j] = scale ? g * *scale : g;
+    }
+}
+
+// ---- the op -------------------------------------------------------------------------------------
 
 namespace {
 
@@ -97,13 +160,13 @@ std::optional<std::int64_t> prepare(const IndexArray& ids, const Tensor& weight,
 }
 
 // out[p, :] = w[ids[p], :] * c (a plain copy when not scaled: x * c is then skipped, not rounded).
-Array gather(const kernels::EmbeddingKernels& kernel, const IndexArray& ids, const Array& weight,
+Array gather(decltype(&embedding_forward) forward, const IndexArray& ids, const Array& weight,
              const float* c) {
   const std::size_t dim = weight.shape()[1];
   Shape out_shape(ids.shape().begin(), ids.shape().end());
   out_shape.push_back(dim);
   Array out = Array::from_shape(out_shape);
-  kernel.forward(ids.data(), ids.size(), weight.data(), dim, c, out.data());
+  forward(ids.data(), ids.size(), weight.data(), dim, c, out.data());
   return out;
 }
 
@@ -114,22 +177,21 @@ Array gather(const kernels::EmbeddingKernels& kernel, const IndexArray& ids, con
 // With `drop` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers:
 // dz[p, :] = dy[p, :] * m[p, :], rounded, then dz takes dy's place above, which is
 // add_rows_dropout's backward followed by this one.
-Array dense_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
+Array dense_backward(decltype(&embedding_dense_backward) scatter, const IndexArray& ids,
                      const Array& dy, const Shape& weight_shape, std::optional<std::int64_t> pad,
-                     bool by_freq, const float* c,
-                     const kernels::EmbeddingDropout* drop = nullptr) {
+                     bool by_freq, const float* c, const EmbeddingDropout* drop = nullptr) {
   Array dweight = Array::from_shape(weight_shape);  // the kernel writes every element
-  kernel.dense_backward(ids.data(), ids.size(), dy.data(), weight_shape[0], weight_shape[1],
-                        pad ? *pad : -1, by_freq, c, drop, dweight.data());
+  scatter(ids.data(), ids.size(), dy.data(), weight_shape[0], weight_shape[1], pad ? *pad : -1,
+          by_freq, c, drop, dweight.data());
   return dweight;
 }
 
 // The row-sparse gradient (row_sparse.hpp): one row per non-pad position, in position order,
 // duplicates kept; every position being padding gives an empty (not an absent) gradient.
-RowSparseGrad sparse_backward(const kernels::EmbeddingKernels& kernel, const IndexArray& ids,
+RowSparseGrad sparse_backward(decltype(&embedding_sparse_values) values, const IndexArray& ids,
                               const Array& dy, const Shape& weight_shape,
                               std::optional<std::int64_t> pad, const float* c,
-                              const kernels::EmbeddingDropout* drop = nullptr) {
+                              const EmbeddingDropout* drop = nullptr) {
   const std::size_t dim = weight_shape[1], n = ids.size();
   const std::int64_t* id = ids.data();
   std::vector<std::size_t> from;  // from[r]: the position of kept row r
@@ -142,7 +204,7 @@ RowSparseGrad sparse_backward(const kernels::EmbeddingKernels& kernel, const Ind
   g.indices = IndexArray::from_shape({kept});
   g.values = Array::from_shape({kept, dim});
   for (std::size_t r = 0; r < kept; ++r) g.indices.data()[r] = id[from[r]];
-  kernel.sparse_values(from.data(), kept, dy.data(), dim, c, drop, g.values.data());
+  values(from.data(), kept, dy.data(), dim, c, drop, g.values.data());
   return g;
 }
 
@@ -152,18 +214,21 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
   const std::string where = autograd::where(op);
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
   // The set in use's kernels (a static table): backward runs the same set's.
-  const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
-  Tensor y(gather(*kernel, ids, weight.data(), scale ? &*scale : nullptr));
+  // The set in use's kernels, picked once: backward runs the same set's backward.
+  const auto scatter = kernels::pick<embedding_dense_backward>();
+  const auto values = kernels::pick<embedding_sparse_values>();
+  Tensor y(
+      gather(kernels::pick<embedding_forward>(), ids, weight.data(), scale ? &*scale : nullptr));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
   autograd::record(op, y, {weight}, /*saved=*/{},
-                   [weight, ids, pad, sparse, by_freq, scale, op, kernel](Array dy) {
+                   [weight, ids, pad, sparse, by_freq, scale, op, scatter, values](Array dy) {
                      const float* c = scale ? &*scale : nullptr;
                      if (sparse)
                        weight.accumulate_grad(
-                           sparse_backward(*kernel, ids, dy, weight.shape(), pad, c), op);
+                           sparse_backward(values, ids, dy, weight.shape(), pad, c), op);
                      else
                        weight.accumulate_grad(
-                           dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, c), op);
+                           dense_backward(scatter, ids, dy, weight.shape(), pad, by_freq, c), op);
                    });
   return y;
 }
@@ -228,22 +293,23 @@ Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, d
   const std::size_t dim = weight.shape()[1], n = ids.size(), L = ids.shape()[1];
   const bool drops = training && p != 0.0 && n * dim != 0;
   const float c = static_cast<float>(scale);
-  const kernels::EmbeddingDropout drop{stream.seed, stream.call, p};
-  const kernels::EmbeddingKernels* kernel = &kernels::embedding_kernels();
+  const EmbeddingDropout drop{stream.seed, stream.call, p};
+  const auto scatter = kernels::pick<embedding_dense_backward>();
+  const auto values = kernels::pick<embedding_sparse_values>();
   Array out = Array::from_shape({ids.shape()[0], L, dim});
-  kernel->forward_add_rows(ids.data(), n, weight.data().data(), dim, c, rows.data(), L,
-                           drops ? &drop : nullptr, out.data());
+  kernels::pick<embedding_forward_add_rows>()(ids.data(), n, weight.data().data(), dim, c,
+                                              rows.data(), L, drops ? &drop : nullptr, out.data());
   Tensor result(std::move(out));
   const bool sparse = o.sparse(), by_freq = o.scale_grad_by_freq();
   autograd::record(
       op, result, {weight}, /*saved=*/{},
-      [weight, ids, pad, sparse, by_freq, c, drop, drops, op, kernel](Array dy) {
-        const kernels::EmbeddingDropout* m = drops ? &drop : nullptr;
+      [weight, ids, pad, sparse, by_freq, c, drop, drops, op, scatter, values](Array dy) {
+        const EmbeddingDropout* m = drops ? &drop : nullptr;
         if (sparse)
-          weight.accumulate_grad(sparse_backward(*kernel, ids, dy, weight.shape(), pad, &c, m), op);
+          weight.accumulate_grad(sparse_backward(values, ids, dy, weight.shape(), pad, &c, m), op);
         else
           weight.accumulate_grad(
-              dense_backward(*kernel, ids, dy, weight.shape(), pad, by_freq, &c, m), op);
+              dense_backward(scatter, ids, dy, weight.shape(), pad, by_freq, &c, m), op);
       });
   return result;
 }

@@ -1,8 +1,8 @@
 // src/ops/matmul.cpp
 //
 // Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only op
-// that includes cblas (src/blas.cpp asks OpenBLAS about itself); other ops reach sgemm through
-// detail::gemm (src/ops/gemm.hpp).
+// that includes cblas (src/core/blas.cpp asks OpenBLAS about itself); other ops reach sgemm through
+// detail::gemm (src/core/gemm.hpp).
 // Transposes are never materialised: sgemm's transpose flags read B^T or A^T in place.
 // Shapes (row-major, contiguous):
 //   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
@@ -23,9 +23,9 @@
 
 #include <cblas.h>
 
-#include "../blas.hpp"
-#include "../parallel.hpp"
-#include "gemm.hpp"
+#include "../core/blas.hpp"
+#include "../core/parallel.hpp"
+#include "../core/gemm.hpp"
 #include "reduce_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
@@ -202,9 +202,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
-  const kernels::ReduceKernels* reduce = &kernels::reduce_kernels();  // for the bias's gradient
+  const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
   autograd::record(
-      "linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f, reduce](Array dy) {
+      "linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f, sum_dims](Array dy) {
         if (x.requires_grad()) {
           Array dx = Array::from_shape(x.shape());
           gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
@@ -220,7 +220,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           // (N, out), on the reductions' kernels of the set the forward ran on.
           std::vector<double> sums(out_f, 0.0);
           const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
-          reduce->sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
+          sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
           Array dbias = Array::from_shape({out_f});
           std::copy(sums.begin(), sums.end(), dbias.data());
           bias.accumulate_grad(std::move(dbias), "linear");

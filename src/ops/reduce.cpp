@@ -6,8 +6,8 @@
 // them afterwards changes the shape, not the order of the data. Backward broadcasts dy back over
 // the reduced dimensions. max() over all elements shares its gradient evenly among tied maxima;
 // max(dim) sends it to the first index holding the maximum (what argmax returns), as PyTorch does.
-// The loops are in the kernels: reduce_reference.cpp (read it first) and reduce_fast.cpp, picked
-// for the CPU by kernels::reduce_kernels() (docs/kernels.md); they add in the same order.
+// The loops are in the reference kernels below (read them first); src/kernels/reduce.cpp has fast
+// versions, picked for the CPU by kernels::pick (docs/kernels.md), which add in the same order.
 #include "tapegrad/ops/reduce.hpp"
 
 #include <algorithm>
@@ -22,9 +22,64 @@
 
 namespace tapegrad::ops {
 
+// ---- the reference kernels ----------------------------------------------------------------------
+// Sums in double, each in the order of its elements in memory. reduce_sum has no fast version
+// (every set runs it as it is); the fast versions of the others add in the same order, so every
+// set gives the same bits.
+
+// sum = x_0 + x_1 + ... + x_(n-1)
+double reduce_sum(const float* x, std::size_t n) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) total += x[i];
+  return total;
+}
+
+// acc[o] += x[i], o = the offset of i's index with its summed coordinates dropped (stride 0)
+void reduce_sum_dims(const float* x, const std::size_t* shape, const std::size_t* out_strides,
+                     std::size_t rank, double* acc) {
+  std::size_t total = 1;
+  for (std::size_t d = 0; d < rank; ++d) total *= shape[d];
+  for (std::size_t i = 0; i < total; ++i) {
+    std::size_t rest = i, o = 0;  // i's index, last dimension first
+    for (std::size_t d = rank; d-- > 0;) {
+      o += (rest % shape[d]) * out_strides[d];
+      rest /= shape[d];
+    }
+    acc[o] += x[i];
+  }
+}
+
+// out[o, j] = sum over k of x[o, k, j]
+void reduce_sum_axis(const float* x, std::size_t outer, std::size_t n, std::size_t inner,
+                     float* out) {
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t j = 0; j < inner; ++j) {
+      float total = 0.0f;
+      for (std::size_t k = 0; k < n; ++k) total += x[(o * n + k) * inner + j];
+      out[o * inner + j] = total;
+    }
+}
+
+// values[o, j] = max over k of x[o, k, j], indices[o, j] = the first such k; NaN beats everything
+void reduce_max_along(const float* x, std::size_t outer, std::size_t n, std::size_t inner,
+                      float* values, std::int64_t* indices) {
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t j = 0; j < inner; ++j) {
+      std::size_t best = 0;
+      for (std::size_t k = 1; k < n; ++k) {
+        const float v = x[(o * n + k) * inner + j], b = x[(o * n + best) * inner + j];
+        if (!std::isnan(b) && (v > b || std::isnan(v))) best = k;
+      }
+      values[o * inner + j] = x[(o * n + best) * inner + j];
+      indices[o * inner + j] = static_cast<std::int64_t>(best);
+    }
+}
+
+// ---- the op -------------------------------------------------------------------------------------
+
 Tensor sum(const Tensor& a) {
   // y = sum_i a_i            da_i = dy
-  const double total = kernels::reduce_kernels().sum(a.data().data(), a.numel());
+  const double total = reduce_sum(a.data().data(), a.numel());
   Array out = Array::from_shape({});
   out() = static_cast<float>(total);
   Tensor y(std::move(out));
@@ -38,7 +93,7 @@ Tensor sum(const Tensor& a) {
 
 Tensor mean(const Tensor& a) {
   // y = sum_i a_i / n        da_i = dy / n
-  const double total = kernels::reduce_kernels().sum(a.data().data(), a.numel());
+  const double total = reduce_sum(a.data().data(), a.numel());
   const double n = static_cast<double>(a.numel());
   Array out = Array::from_shape({});
   out() = static_cast<float>(total / n);
@@ -95,11 +150,11 @@ Reduction plan_reduction(const std::string& op, const Shape& in,
 }
 
 // y = sum (or mean) of a over the planned dimensions.
-Array reduce_sum(const Array& a, const Reduction& r, bool mean) {
+Array sum_over(const Array& a, const Reduction& r, bool mean) {
   std::vector<double> acc(r.out_size, 0.0);
   const std::vector<std::size_t> shape(a.shape().begin(), a.shape().end());
-  kernels::reduce_kernels().sum_dims(a.data(), shape.data(), r.out_strides.data(), shape.size(),
-                                     acc.data());
+  kernels::pick<reduce_sum_dims>()(a.data(), shape.data(), r.out_strides.data(), shape.size(),
+                                   acc.data());
   Array out = Array::from_shape(r.out_shape);
   for (std::size_t o = 0; o < r.out_size; ++o)
     out.data()[o] = static_cast<float>(mean ? acc[o] / r.count : acc[o]);
@@ -107,7 +162,7 @@ Array reduce_sum(const Array& a, const Reduction& r, bool mean) {
 }
 
 // da = dy (or dy / count) broadcast back over the reduced dimensions.
-Array reduce_sum_backward(const Array& dy, const Shape& in_shape, const Reduction& r, bool mean) {
+Array sum_over_backward(const Array& dy, const Shape& in_shape, const Reduction& r, bool mean) {
   Array da = Array::from_shape(in_shape);
   const float* pd = dy.data();
   float* pa = da.data();
@@ -126,9 +181,9 @@ Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64
   // mean: y[o] = that sum / count                         da[i] = dy[o] / count
   // where o is i with its reduced coordinates set to 0, count the number of elements in the sum.
   Reduction r = plan_reduction(autograd::where(op), a.shape(), dims, keepdim);
-  Tensor y(reduce_sum(a.data(), r, mean));
+  Tensor y(sum_over(a.data(), r, mean));
   autograd::record(op, y, {a}, {}, [a, r = std::move(r), mean, op](Array dy) {
-    a.accumulate_grad(reduce_sum_backward(dy, a.shape(), r, mean), op);
+    a.accumulate_grad(sum_over_backward(dy, a.shape(), r, mean), op);
   });
   return y;
 }
@@ -159,7 +214,7 @@ Tensor max(const Tensor& a) {
   const std::size_t n = a.numel();
   float best;
   std::int64_t at;
-  kernels::reduce_kernels().max_along(a.data().data(), 1, n, 1, &best, &at);
+  kernels::pick<reduce_max_along>()(a.data().data(), 1, n, 1, &best, &at);
   Array out = Array::from_shape({});
   out() = best;
   Tensor y(std::move(out));
@@ -209,8 +264,8 @@ Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
   const AlongDim p = plan_along("max", a.shape(), dim, keepdim);
   Array values = Array::from_shape(p.out_shape);
   IndexArray indices = IndexArray::from_shape(p.out_shape);
-  kernels::reduce_kernels().max_along(a.data().data(), p.outer, p.n, p.inner, values.data(),
-                                      indices.data());
+  kernels::pick<reduce_max_along>()(a.data().data(), p.outer, p.n, p.inner, values.data(),
+                                    indices.data());
   Tensor y(std::move(values));
   autograd::record("max", y, {a}, {}, [a, p, indices = std::move(indices)](Array dy) {
     Array da = xt::zeros<float>(a.shape());
@@ -228,8 +283,8 @@ IndexArray argmax(const Tensor& a, std::int64_t dim, bool keepdim) {
   const AlongDim p = plan_along("argmax", a.shape(), dim, keepdim);
   Array values = Array::from_shape(p.out_shape);
   IndexArray indices = IndexArray::from_shape(p.out_shape);
-  kernels::reduce_kernels().max_along(a.data().data(), p.outer, p.n, p.inner, values.data(),
-                                      indices.data());
+  kernels::pick<reduce_max_along>()(a.data().data(), p.outer, p.n, p.inner, values.data(),
+                                    indices.data());
   return indices;
 }
 

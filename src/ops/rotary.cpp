@@ -2,8 +2,8 @@
 //
 // Rotary position embeddings: the checks, the forward kernel and a recorded backward kernel (the
 // convention and the references: include/tapegrad/ops/rotary.hpp). The maths is in the kernels:
-// rotary_reference.cpp (read it first) and rotary_fast.cpp, picked for the CPU by
-// kernels::rotary_kernels() (docs/kernels.md). x is viewed as (outer, T, W): each row of W
+// the reference kernels below (read it first) and src/kernels/rotary.cpp, picked for the CPU by
+// kernels::pick (docs/kernels.md). x is viewed as (outer, T, W): each row of W
 // columns sits at position m = offset + t; its first `rotated` columns are heads of head_dim
 // columns, the rest (the values of a packed qkv) are copied. Nothing is saved but the tables.
 #include "tapegrad/ops/rotary.hpp"
@@ -14,6 +14,48 @@
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
+
+// ---- the reference kernels ----------------------------------------------------------------------
+
+// Row r = (o, t) of x sits at position m = offset + t. Its columns [0, rotated) are heads of
+// 2 * half columns; pair p of a head, (x0, x1) = columns (2p, 2p + 1), turns by the angle
+// m * theta_p, with c = cos[m, p] and s = sin[m, p]:
+//   y0 = x0 c - x1 s        y1 = x0 s + x1 c           (y = R x, R a rotation)
+// The columns [rotated, W) (the values of a packed qkv) are copied.
+void rotary_forward(const float* x, const float* cos, const float* sin, float* y,
+                    const RotaryLayout& l) {
+  for (std::size_t r = 0; r < l.outer * l.T; ++r) {
+    const std::size_t m = l.offset + r % l.T;
+    for (std::size_t col = 0; col < l.W; ++col) y[r * l.W + col] = x[r * l.W + col];
+    for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
+      for (std::size_t p = 0; p < l.half; ++p) {
+        const float c = cos[m * l.half + p], s = sin[m * l.half + p];
+        const float x0 = x[r * l.W + head + 2 * p], x1 = x[r * l.W + head + 2 * p + 1];
+        y[r * l.W + head + 2 * p] = x0 * c - x1 * s;
+        y[r * l.W + head + 2 * p + 1] = x0 * s + x1 * c;
+      }
+  }
+}
+
+// dx = R^T dy, the inverse turn (the angle negated):
+//   dx0 = dy0 c + dy1 s     dx1 = -dy0 s + dy1 c
+// and the copied columns pass dy through.
+void rotary_backward(const float* dy, const float* cos, const float* sin, float* dx,
+                     const RotaryLayout& l) {
+  for (std::size_t r = 0; r < l.outer * l.T; ++r) {
+    const std::size_t m = l.offset + r % l.T;
+    for (std::size_t col = 0; col < l.W; ++col) dx[r * l.W + col] = dy[r * l.W + col];
+    for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
+      for (std::size_t p = 0; p < l.half; ++p) {
+        const float c = cos[m * l.half + p], s = sin[m * l.half + p];
+        const float dy0 = dy[r * l.W + head + 2 * p], dy1 = dy[r * l.W + head + 2 * p + 1];
+        dx[r * l.W + head + 2 * p] = dy0 * c + dy1 * s;
+        dx[r * l.W + head + 2 * p + 1] = -dy0 * s + dy1 * c;
+      }
+  }
+}
+
+// ---- the op -------------------------------------------------------------------------------------
 
 namespace {
 using kernels::RotaryLayout;
@@ -46,16 +88,18 @@ RotaryLayout layout(const std::string& where, const Tensor& x, const Tensor& cos
 
 Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
              const RotaryLayout& l) {
-  // The set in use's kernels (a static table): backward runs the same set's backward.
-  const kernels::RotaryKernels* kernel = &kernels::rotary_kernels();
+  // The set in use's kernels, picked once: backward runs the same set's backward.
+  const auto forward = kernels::pick<rotary_forward>();
+  const auto backward_kernel = kernels::pick<rotary_backward>();
   Array out = Array::from_shape(x.shape());
-  kernel->forward(x.data().data(), cos.data().data(), sin.data().data(), out.data(), l);
+  forward(x.data().data(), cos.data().data(), sin.data().data(), out.data(), l);
   Tensor y(std::move(out));
-  autograd::record(op, y, {x}, /*saved=*/{cos, sin}, [x, cos, sin, l, op, kernel](Array dy) {
-    Array dx = Array::from_shape(dy.shape());
-    kernel->backward(dy.data(), cos.data().data(), sin.data().data(), dx.data(), l);
-    x.accumulate_grad(std::move(dx), op);
-  });
+  autograd::record(op, y, {x}, /*saved=*/{cos, sin},
+                   [x, cos, sin, l, op, backward_kernel](Array dy) {
+                     Array dx = Array::from_shape(dy.shape());
+                     backward_kernel(dy.data(), cos.data().data(), sin.data().data(), dx.data(), l);
+                     x.accumulate_grad(std::move(dx), op);
+                   });
   return y;
 }
 }  // namespace

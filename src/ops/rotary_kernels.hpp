@@ -1,14 +1,12 @@
-// src/ops/rotary_kernels.hpp (private to src/ops)
+// src/ops/rotary_kernels.hpp (private)
 //
-// Rotary position embeddings' kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
-// reference in rotary_reference.cpp, the fast ones compiled from rotary_fast.cpp. The op
-// (rotary.cpp) checks, allocates, calls kernels::rotary_kernels().forward and records a backward
-// that calls .backward of the same table.
+// Rotary position embeddings' kernels, declared once: the references are defined in rotary.cpp,
+// their fast versions in src/kernels/rotary.cpp (src/core/dispatch.hpp).
 #pragma once
 
 #include <cstddef>
 
-#include "../kernels/kernel_sets.hpp"
+#include "../core/dispatch.hpp"
 
 namespace tapegrad::kernels {
 
@@ -19,16 +17,18 @@ struct RotaryLayout {
   std::size_t outer, T, W, rotated, half, offset;
 };
 
-struct RotaryKernels {
-  /// y = R x: for pair p of a head at position m, c = cos[m, p], s = sin[m, p]:
-  /// y0 = x0 c - x1 s, y1 = x0 s + x1 c.
-  void (*forward)(const float* x, const float* cos, const float* sin, float* y,
-                  const RotaryLayout& layout);
-  /// dx = R^T dy (written, not added): dx0 = dy0 c + dy1 s, dx1 = -dy0 s + dy1 c.
-  void (*backward)(const float* dy, const float* cos, const float* sin, float* dx,
-                   const RotaryLayout& layout);
-};
-
-TAPEGRAD_KERNEL_TABLES(RotaryKernels, rotary)
-
 }  // namespace tapegrad::kernels
+
+namespace tapegrad::ops {
+
+using kernels::RotaryLayout;
+
+/// y = R x: for pair p of a head at position m, c = cos[m, p], s = sin[m, p]:
+/// y0 = x0 c - x1 s, y1 = x0 s + x1 c.
+void rotary_forward(const float* x, const float* cos, const float* sin, float* y,
+                    const RotaryLayout& layout);
+/// dx = R^T dy (written, not added): dx0 = dy0 c + dy1 s, dx1 = -dy0 s + dy1 c.
+void rotary_backward(const float* dy, const float* cos, const float* sin, float* dx,
+                     const RotaryLayout& layout);
+
+}  // namespace tapegrad::ops

@@ -16,7 +16,7 @@
 #include "strided.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/broadcast.hpp"
-#include "tapegrad/sizes.hpp"
+#include "tapegrad/core/sizes.hpp"
 
 namespace tapegrad::ops {
 

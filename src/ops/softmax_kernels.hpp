@@ -1,29 +1,25 @@
-// src/ops/softmax_kernels.hpp (private to src/ops)
+// src/ops/softmax_kernels.hpp (private)
 //
-// softmax's and log_softmax's kernels, one table per kernel set (src/kernels/kernel_sets.hpp): the
-// reference in softmax_reference.cpp, the fast ones compiled from softmax_fast.cpp. x is seen as
-// (outer, n, inner) and the op runs along the middle axis: row (o, i) is x[(o * n + k) * inner + i]
-// for k < n. Along the last dimension inner is 1 and rows are contiguous.
+// softmax's and log_softmax's kernels: the references are defined in softmax.cpp, their fast
+// versions in src/kernels/softmax.cpp (src/core/dispatch.hpp). x is seen as (outer, n, inner) and
+// the op runs along the middle axis: row (o, i) is x[(o * n + k) * inner + i] for k < n. Along the
+// last dimension inner is 1 and rows are contiguous.
 #pragma once
 
 #include <cstddef>
 
-#include "../kernels/kernel_sets.hpp"
+#include "../core/dispatch.hpp"
 
-namespace tapegrad::kernels {
+namespace tapegrad::ops {
 
-struct SoftmaxKernels {
-  /// y = softmax(x), or log_softmax(x) when log, along each row.
-  void (*forward)(const float* x, float* y, std::size_t outer, std::size_t n, std::size_t inner,
-                  bool log);
-  /// dx (written) from y = softmax(x) and dy.
-  void (*softmax_backward)(const float* y, const float* dy, float* dx, std::size_t outer,
-                           std::size_t n, std::size_t inner);
-  /// dx (written) from y = log_softmax(x) and dy.
-  void (*log_softmax_backward)(const float* y, const float* dy, float* dx, std::size_t outer,
-                               std::size_t n, std::size_t inner);
-};
+/// y = softmax(x), or log_softmax(x) when log, along each row.
+void softmax_forward(const float* x, float* y, std::size_t outer, std::size_t n, std::size_t inner,
+                     bool log);
+/// dx (written) from y = softmax(x) and dy.
+void softmax_backward(const float* y, const float* dy, float* dx, std::size_t outer, std::size_t n,
+                      std::size_t inner);
+/// dx (written) from y = log_softmax(x) and dy.
+void log_softmax_backward(const float* y, const float* dy, float* dx, std::size_t outer,
+                          std::size_t n, std::size_t inner);
 
-TAPEGRAD_KERNEL_TABLES(SoftmaxKernels, softmax)
-
-}  // namespace tapegrad::kernels
+}  // namespace tapegrad::ops

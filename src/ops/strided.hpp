@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops::detail {
 

@@ -1,17 +1,16 @@
 // src/optim/adam_kernels.hpp (private to src/optim)
 //
-// Adam's and AdamW's update kernel, one table per kernel set (src/kernels/kernel_sets.hpp): the
-// reference in adam_reference.cpp, the fast ones compiled from adam_fast.cpp. The optimizers
-// (adam.cpp) check the gradients, keep the state and call kernels::adam_kernels().step once per
-// parameter per step.
+// Adam's and AdamW's update kernel: the reference is defined in adam.cpp, its fast versions in
+// src/kernels/optim/adam.cpp (src/core/dispatch.hpp). The optimizers (adam.cpp) check the
+// gradients, keep the state and call it once per parameter per step.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "../kernels/kernel_sets.hpp"
+#include "../core/dispatch.hpp"
 
-namespace tapegrad::kernels {
+namespace tapegrad::optim {
 
 /// One parameter's step of Adam (l2 = weight_decay, decay = 1) or AdamW (l2 = 0,
 /// decay = 1 - lr * weight_decay), as the optimizer's options give it, in double.
@@ -23,13 +22,9 @@ struct AdamStep {
   bool maximize;
 };
 
-struct AdamKernels {
-  /// One step over n elements: theta, m (exp_avg), v (exp_avg_sq) and, with amsgrad, vmax
-  /// (max_exp_avg_sq; null without) updated in place from grad.
-  void (*step)(const AdamStep& h, std::size_t n, float* theta, const float* grad, float* m,
+/// One step over n elements: theta, m (exp_avg), v (exp_avg_sq) and, with amsgrad, vmax
+/// (max_exp_avg_sq; null without) updated in place from grad.
+void adam_step(const AdamStep& h, std::size_t n, float* theta, const float* grad, float* m,
                float* v, float* vmax);
-};
 
-TAPEGRAD_KERNEL_TABLES(AdamKernels, adam)
-
-}  // namespace tapegrad::kernels
+}  // namespace tapegrad::optim

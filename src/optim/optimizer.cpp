@@ -204,37 +204,36 @@ std::vector<std::optional<std::size_t>> Optimizer::checked_state_ids(
 // ---- hyper-parameter helpers ---------------------------------------------------------------------
 
 namespace {
-const HyperValue& find_hyper(const HyperParams& h, const std::string& key,
-                             const std::string& where) {
+// h[key] as a T. ValueError naming `where` if h has no `key`, or if its value is not a T or not
+// well_formed: "expected '<key>' to be <expected>".
+template <class T>
+const T& hyper_as(const HyperParams& h, const std::string& key, const std::string& where,
+                  const char* expected, bool (*well_formed)(const T&) = nullptr) {
   const auto it = h.find(key);
   check<ValueError>(it != h.end(), where, ": expected a hyper-parameter '", key, "', got none");
-  return it->second;
+  const T* value = std::get_if<T>(&it->second);
+  check<ValueError>(value != nullptr && (!well_formed || well_formed(*value)), where,
+                    ": expected '", key, "' to be ", expected);
+  return *value;
 }
 }  // namespace
 
 void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
                 double& value) {
-  const HyperValue& v = find_hyper(h, key, where);
-  check<ValueError>(std::holds_alternative<double>(v), where, ": expected '", key,
-                    "' to be a number");
-  value = std::get<double>(v);
+  value = hyper_as<double>(h, key, where, "a number");
 }
 
 void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
                 bool& value) {
-  const HyperValue& v = find_hyper(h, key, where);
-  check<ValueError>(std::holds_alternative<bool>(v), where, ": expected '", key,
-                    "' to be true or false");
-  value = std::get<bool>(v);
+  value = hyper_as<bool>(h, key, where, "true or false");
 }
 
 void read_hyper(const HyperParams& h, const std::string& key, const std::string& where,
                 Betas& value) {
-  const HyperValue& v = find_hyper(h, key, where);
-  const auto* list = std::get_if<std::vector<double>>(&v);
-  check<ValueError>(list != nullptr && list->size() == 2, where, ": expected '", key,
-                    "' to be a list of two numbers");
-  value = {(*list)[0], (*list)[1]};
+  const auto& list =
+      hyper_as<std::vector<double>>(h, key, where, "a list of two numbers",
+                                    [](const std::vector<double>& l) { return l.size() == 2; });
+  value = {list[0], list[1]};
 }
 
 void check_hyper_keys(const HyperParams& h, const std::vector<std::string>& known,

@@ -1,16 +1,48 @@
 // src/optim/sparse_adam.cpp
 //
 // SparseAdam, PyTorch's order: the gradient is coalesced (ids ascending, duplicate rows summed),
-// then only its rows of m, v and θ are updated, by kernels::sparse_adam_kernels().step of the set in
-// use (sparse_adam_reference.cpp holds the maths as plain loops, sparse_adam_fast.cpp the fast
-// version). The update is not linear in g, so the rows of a repeated id must be summed BEFORE it,
-// not applied one by one.
+// then only its rows of m, v and θ are updated, by sparse_adam_step of the kernel set in use
+// (kernels::pick). The update is not linear in g, so the rows of a repeated id must be summed
+// BEFORE it, not applied one by one. The reference kernel below is PyTorch's algorithm
+// (https://pytorch.org/docs/stable/generated/torch.optim.SparseAdam.html) on the gradient's rows
+// only, one element after another, in float, no threads (docs/kernels.md: read this first). Its
+// fast versions (src/kernels/optim/sparse_adam.cpp) write the moments' updates as corrections,
+// m + (1 − β1)(g − m), and split the rows over the threads, which can move a result by a few float
+// roundings (docs/semantics.md#kernel-sets).
 #include "tapegrad/optim/sparse_adam.hpp"
+
+#include <cmath>
 
 #include "sparse_adam_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::optim {
+
+// ---- the reference kernel -----------------------------------------------------------------------
+
+// for the rows r of the gradient G only (the others keep m, v and θ as they are):
+// g = ±G_r     m_r = β1·m_r + (1 − β1)·g     v_r = β2·v_r + (1 − β2)·g²
+// θ_r = θ_r − lr·sqrt(1 − β2^t)/(1 − β1^t) · m_r / (sqrt(v_r) + eps)    (eps before the correction)
+void sparse_adam_step(const SparseAdamStep& h, std::size_t rows, std::size_t dim,
+                      const std::int64_t* ids, const float* values, float* theta, float* m,
+                      float* v) {
+  // Every scalar is a Python number to PyTorch: computed in double, cast to float once.
+  const float b1 = float(h.beta1), b2 = float(h.beta2), eps = float(h.eps);
+  const float w1 = float(1.0 - h.beta1), w2 = float(1.0 - h.beta2);
+  const double t = double(h.step);
+  const float step_size =
+      float(h.lr * std::sqrt(1.0 - std::pow(h.beta2, t)) / (1.0 - std::pow(h.beta1, t)));
+  for (std::size_t p = 0; p < rows; ++p)
+    for (std::size_t j = 0; j < dim; ++j) {
+      const std::size_t i = std::size_t(ids[p]) * dim + j;
+      const float g = h.maximize ? -values[p * dim + j] : values[p * dim + j];
+      m[i] = b1 * m[i] + w1 * g;
+      v[i] = b2 * v[i] + w2 * g * g;
+      theta[i] -= step_size * (m[i] / (std::sqrt(v[i]) + eps));
+    }
+}
+
+// ---- the optimizer ------------------------------------------------------------------------------
 
 void SparseAdamOptions::check(const std::string& where) const {
   // PyTorch's `not 0.0 < x`: strict, and NaN is refused.
@@ -33,7 +65,7 @@ void SparseAdam::step() {
       check_sparse_rows(p, "SparseAdam");
     }
 
-  const kernels::SparseAdamKernels& kernel = kernels::sparse_adam_kernels();  // the set in use
+  const auto update = kernels::pick<sparse_adam_step>();  // the set in use
   std::size_t id = 0;
   for (std::size_t g = 0; g < num_param_groups(); ++g) {
     const SparseAdamOptions& o = options(g);
@@ -47,9 +79,9 @@ void SparseAdam::step() {
       s.step += 1;  // even if the gradient turns out to have no rows
       const RowSparseGrad G = p.sparse_grad().coalesce();
       if (G.indices.size() == 0) continue;
-      const kernels::SparseAdamStep h{o.lr(), beta1, beta2, o.eps(), s.step, o.maximize()};
-      kernel.step(h, G.indices.size(), G.dense_shape[1], G.indices.data(), G.values.data(),
-                  p.mutable_data().data(), s.exp_avg.data(), s.exp_avg_sq.data());  // one bump
+      const SparseAdamStep h{o.lr(), beta1, beta2, o.eps(), s.step, o.maximize()};
+      update(h, G.indices.size(), G.dense_shape[1], G.indices.data(), G.values.data(),
+             p.mutable_data().data(), s.exp_avg.data(), s.exp_avg_sq.data());  // one bump
     }
   }
 }

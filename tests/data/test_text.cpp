@@ -10,7 +10,7 @@
 #include <string>
 
 #include <tapegrad/data.hpp>
-#include <tapegrad/errors.hpp>
+#include <tapegrad/core/errors.hpp>
 
 #include "../fortune_corpus.hpp"
 

@@ -86,7 +86,7 @@ TEST_SUITE("examples.gpt_inputs") {
   TEST_CASE("the parameter count from the sizes is the built model's, for every choice") {
     for (const char* pos : {"learned", "sinusoidal", "rope"})
       for (const char* norm : {"layernorm", "rmsnorm"})
-        for (const char* mlp : {"gelu", "swiglu"}) {
+        for (const char* mlp : {"gelu", "relu_squared", "swiglu"}) {
           const auto c =
               tt::GPTConfig(11, 6).n_layer(2).n_head(2).n_embd(12).position(pos).norm(norm).mlp(
                   mlp);

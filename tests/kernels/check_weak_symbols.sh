@@ -6,8 +6,8 @@
 # objects or in the rest of the library. The linker keeps one copy of a weak symbol for every
 # caller, so an avx512 copy could be the one a baseline kernel or the generic code calls, and the
 # program would die of an illegal instruction on a CPU without AVX-512. The fix: put the helper in
-# the per-set inline namespace (src/kernels/set_namespace.hpp), or keep std containers and
-# algorithms out of the *_fast.cpp file (allocate in the op, pass pointers).
+# the per-set inline namespace (src/core/set_namespace.hpp), or keep std containers and
+# algorithms out of the src/kernels/ file (allocate in the op, pass pointers).
 # DW.ref.__gxx_personality_v0, a pointer to the C++ runtime's unwinder, is the same data in every
 # object and is allowed.
 set -euo pipefail

@@ -14,7 +14,7 @@ using tapegrad::testing::all_close;
 
 namespace {
 const std::string FIXTURE =
-    std::string(TAPEGRAD_SOURCE_DIR) + "/tests/nn/transformer/fixtures/gpt_parity.safetensors";
+    std::string(TAPEGRAD_SOURCE_DIR) + "/tests/transformer/fixtures/gpt_parity.safetensors";
 }
 
 TEST_SUITE("ops.activation") {

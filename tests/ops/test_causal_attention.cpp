@@ -15,7 +15,7 @@ using tapegrad::testing::bit_equal;
 
 namespace {
 const std::string FIXTURE =
-    std::string(TAPEGRAD_SOURCE_DIR) + "/tests/nn/transformer/fixtures/gpt_parity.safetensors";
+    std::string(TAPEGRAD_SOURCE_DIR) + "/tests/transformer/fixtures/gpt_parity.safetensors";
 
 // nanoGPT's attention, spelled with single tapegrad ops: split qkv, view + transpose each into
 // (B, nh, T, hs), (q @ k^T) * (1 / sqrt(hs)), the causal mask, softmax, @ v, transpose back.

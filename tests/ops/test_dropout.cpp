@@ -1,7 +1,7 @@
 // tests/ops/test_dropout.cpp: ops::dropout: the probability check, the identity cases, the mask
 // of a stream (element e from Philox block e / 4, word e % 4) and the scaling, statistics on 1e6
 // elements, backward through the same mask, determinism by seed, the generator form (one seed
-// drawn per call), and the in-place rules. Philox itself: tests/test_philox.cpp.
+// drawn per call), and the in-place rules. Philox itself: tests/core/test_philox.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "../../src/philox.hpp"
+#include "../../src/core/philox.hpp"
 #include "../helpers.hpp"
 
 using namespace tapegrad;

@@ -18,7 +18,7 @@ TEST_SUITE("optim.adamw_groups") {
   TEST_CASE(
       "AdamW with a decayed and an undecayed group under the cosine schedule matches PyTorch") {
     const io::SafetensorsFile f = io::load_safetensors(
-        std::string(TAPEGRAD_SOURCE_DIR) + "/tests/nn/transformer/fixtures/gpt_parity.safetensors");
+        std::string(TAPEGRAD_SOURCE_DIR) + "/tests/transformer/fixtures/gpt_parity.safetensors");
     Parameter w(f.to_float("adamw.w0")), b(f.to_float("adamw.b0"));
     const auto base = optim::AdamWOptions(1e-2).betas({0.9, 0.99}).eps(1e-8);
     optim::AdamW opt({{{w}, optim::AdamWOptions(base).weight_decay(0.1)},

@@ -111,7 +111,7 @@ TEST_SUITE("optim.lr_scheduler") {
     // scripts/golden/gpt.py: get_lr(it) / learning_rate for it = 0 .. 12, warm-up 3, decay to step 10,
     // min_lr = 0.1 learning_rate (PyTorch 1.13's Python, float64)
     const io::SafetensorsFile f = io::load_safetensors(
-        std::string(TAPEGRAD_SOURCE_DIR) + "/tests/nn/transformer/fixtures/gpt_parity.safetensors");
+        std::string(TAPEGRAD_SOURCE_DIR) + "/tests/transformer/fixtures/gpt_parity.safetensors");
     const io::TensorRecord& golden = f.record("cosine.factor");  // F64
     REQUIRE(golden.bytes().size() == 13 * sizeof(double));
     for (std::int64_t it = 0; it < 13; ++it) {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

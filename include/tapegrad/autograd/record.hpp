@@ -22,8 +22,8 @@
 #include "tapegrad/autograd/detail/listing.hpp"
 #include "tapegrad/autograd/detail/small_vector.hpp"
 #include "tapegrad/autograd/grad_mode.hpp"
-#include "tapegrad/detail/object_cache.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/detail/object_cache.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::autograd {
 namespace detail {

@@ -36,7 +36,7 @@
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/autograd/module_scope.hpp"
 #include "tapegrad/autograd/record.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::autograd {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tapegrad/random.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::data {
 

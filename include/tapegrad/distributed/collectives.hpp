@@ -16,7 +16,7 @@
 
 #include <xtensor/xarray.hpp>
 
-#include "tapegrad/errors.hpp"
+#include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::distributed {
 

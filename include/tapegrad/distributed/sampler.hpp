@@ -24,7 +24,7 @@
 #include <optional>
 #include <vector>
 
-#include "tapegrad/options.hpp"
+#include "tapegrad/core/options.hpp"
 namespace tapegrad::distributed {
 
 class DistributedSamplerOptions {

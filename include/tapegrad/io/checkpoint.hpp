@@ -33,7 +33,7 @@
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/optim/lr_scheduler.hpp"
 #include "tapegrad/optim/optimizer.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::io {
 

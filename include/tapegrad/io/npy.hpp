@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::io {
 

@@ -30,7 +30,7 @@
 #include <variant>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::io {
 

@@ -1,7 +1,8 @@
 // include/tapegrad/nn/activation.hpp
 //
 // Activation modules: thin shells around the functions of ops/activation.hpp, for models that
-// list their layers as modules (PyTorch's nn.GELU, nn.SiLU). They hold no parameters and no buffers.
+// list their layers as modules (PyTorch's nn.GELU, nn.SiLU; ReLUSquared has no PyTorch module:
+// it is F.relu(x).square()). They hold no parameters and no buffers.
 #pragma once
 
 #include <string>
@@ -31,6 +32,14 @@ class SiLU : public Module {
   Tensor forward(const Tensor& x);
 
   std::string type_name() const override { return "SiLU"; }
+};
+
+/// Squared ReLU: y = relu(x)^2 elementwise, any shape (the GPT's mlp "relu_squared").
+class ReLUSquared : public Module {
+ public:
+  Tensor forward(const Tensor& x);
+
+  std::string type_name() const override { return "ReLUSquared"; }
 };
 
 }  // namespace tapegrad::nn

@@ -21,9 +21,9 @@
 #include <xtensor/xarray.hpp>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
+#include "tapegrad/core/options.hpp"
 #include "tapegrad/ops/dropout.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::nn {
 

@@ -20,7 +20,7 @@
 
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/ops/embedding.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::nn {
 

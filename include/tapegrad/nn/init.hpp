@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/random.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::nn::init {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
+#include "tapegrad/core/options.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
 
 namespace tapegrad::nn {

@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::nn {
 

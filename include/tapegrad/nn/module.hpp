@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "tapegrad/parameter.hpp"
+#include "tapegrad/core/parameter.hpp"
 #include "tapegrad/nn/state_dict.hpp"
 
 namespace tapegrad::nn {

@@ -17,8 +17,8 @@
 
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
-#include "tapegrad/random.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/random.hpp"
 
 namespace tapegrad::nn {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
+#include "tapegrad/core/options.hpp"
 
 namespace tapegrad::nn {
 

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "tapegrad/nn/module.hpp"
-#include "tapegrad/options.hpp"
+#include "tapegrad/core/options.hpp"
 
 namespace tapegrad::nn {
 

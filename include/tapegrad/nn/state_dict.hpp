@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::nn {
 

@@ -7,12 +7,15 @@
 //   "tanh"   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))              (GPT-2's approximation)
 // and SiLU (also called swish), PyTorch's F.silu, the gate of LLaMA's SwiGLU feed-forward:
 //   silu     y = x * sigmoid(x) = x / (1 + exp(-x))
+// and squared ReLU (Primer, So et al. 2021; the MLP of the fastest nanoGPT speedruns), PyTorch's
+// F.relu(x).square():
+//   relu_squared   y = relu(x)^2
 // Elementwise, any shape; backward reads the input x only.
 #pragma once
 
 #include <string>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 
@@ -20,7 +23,11 @@ namespace tapegrad::ops {
 /// default) or "tanh", as in PyTorch; anything else is a ValueError.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 
-/// SiLU elementwise, x of any shape -> the same shape: x * sigmoid(x) (src/ops/silu.cpp).
+/// SiLU elementwise, x of any shape -> the same shape: x * sigmoid(x) (src/ops/pointwise.cpp).
 Tensor silu(const Tensor& x);
+
+/// Squared ReLU elementwise, x of any shape -> the same shape: relu(x)^2, NaN kept as NaN
+/// (src/ops/pointwise.cpp).
+Tensor relu_squared(const Tensor& x);
 
 }  // namespace tapegrad::ops

@@ -17,9 +17,9 @@
 
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/elementwise.hpp"
-#include "tapegrad/random.hpp"
-#include "tapegrad/options.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

@@ -6,7 +6,7 @@
 // sum_to_shape; Tensor::accumulate_grad catches a forgotten one by checking the shape.
 #pragma once
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

@@ -22,9 +22,9 @@
 #include <optional>
 
 #include "tapegrad/ops/dropout.hpp"
-#include "tapegrad/random.hpp"
-#include "tapegrad/options.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

@@ -17,8 +17,8 @@
 
 #include <xtensor/xarray.hpp>
 
-#include "tapegrad/random.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/random.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

@@ -7,7 +7,7 @@
 
 #include <xtensor/xarray.hpp>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "tapegrad/ops/dropout.hpp"
-#include "tapegrad/options.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

@@ -13,8 +13,8 @@
 
 #include <string>
 
-#include "tapegrad/options.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad {
 

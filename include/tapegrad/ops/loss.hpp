@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tapegrad/options.hpp"
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

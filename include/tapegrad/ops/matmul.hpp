@@ -4,7 +4,7 @@
 // xtensor-blas / cblas). A side that needs no gradient costs no work in backward.
 #pragma once
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

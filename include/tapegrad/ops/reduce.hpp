@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

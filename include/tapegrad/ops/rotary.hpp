@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::ops {
 

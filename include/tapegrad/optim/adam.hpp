@@ -7,9 +7,9 @@
 //   AdamW  weight_decay is decoupled: θ ← θ·(1 − lr·wd) before the Adam update, whatever the
 //          gradient. Default 1e-2.
 // Their options are the same list (AdamOptionsOf, written once, with each one's weight_decay
-// default); they share the per-parameter state (AdamState) and the one-pass update kernel in
-// adam.cpp. Dense gradients only: a row-sparse
-// one (Embedding(sparse=true)) belongs to SparseAdam or SGD.
+// default); they share the per-parameter state (AdamState) and the step (AdamOptimizerOf, told
+// which weight_decay it applies), with its one-pass update kernel, in adam.cpp. Dense gradients
+// only: a row-sparse one (Embedding(sparse=true)) belongs to SparseAdam or SGD.
 //
 //     optim::Adam opt(model.parameters(), optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9));
 #pragma once
@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
-#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
@@ -37,28 +36,19 @@ class AdamOptionsOf {
 
   /// ValueError with PyTorch's texts ("Invalid learning rate: -1.0 | Adam: expected lr >= 0").
   void check(const std::string& where) const;
-  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
-  static void hyper_fields(auto& o, auto&& field) {
-    field("lr", o.lr_);
-    field("betas", o.betas_);
-    field("eps", o.eps_);
-    field("weight_decay", o.weight_decay_);
-    field("amsgrad", o.amsgrad_);
-    field("maximize", o.maximize_);
-  }
 
   /// Learning rate, >= 0 (0 is accepted: nothing moves); default 1e-3.
-  TAPEGRAD_ARG(double, lr);
+  TAPEGRAD_HYPER(double, lr);
   /// (β1, β2), each in [0, 1): decay rates of the first and second moment averages; (0.9, 0.999).
-  TAPEGRAD_ARG(Betas, betas) = {0.9, 0.999};
+  TAPEGRAD_HYPER(Betas, betas) = {0.9, 0.999};
   /// Added to the bias-corrected sqrt(v) in the denominator, >= 0; default 1e-8.
-  TAPEGRAD_ARG(double, eps) = 1e-8;
+  TAPEGRAD_HYPER(double, eps) = 1e-8;
   /// >= 0. Adam: L2, g += wd·θ (default 0). AdamW: decoupled, θ *= 1 − lr·wd (default 1e-2).
-  TAPEGRAD_ARG(double, weight_decay) = Defaults::weight_decay;
+  TAPEGRAD_HYPER(double, weight_decay) = Defaults::weight_decay;
   /// Divide by sqrt of the running maximum of v instead of v itself (AMSGrad); default false.
-  TAPEGRAD_ARG(bool, amsgrad) = false;
+  TAPEGRAD_HYPER(bool, amsgrad) = false;
   /// Ascend instead of descend: the gradient's sign is flipped first; default false.
-  TAPEGRAD_ARG(bool, maximize) = false;
+  TAPEGRAD_HYPER(bool, maximize) = false;
 };
 
 struct AdamDefaults {
@@ -85,20 +75,35 @@ struct AdamState {
   }
 };
 
-class Adam : public OptimizerOf<AdamOptions, AdamState> {
+/// What Adam and AdamW share: their state and their step, which each calls with what its
+/// weight_decay means.
+template <class Options>
+class AdamOptimizerOf : public OptimizerOf<Options, AdamState> {
+ protected:
+  using OptimizerOf<Options, AdamState>::OptimizerOf;
+
+  enum class WeightDecay {
+    l2,         ///< Adam's: wd·θ added to the gradient
+    decoupled,  ///< AdamW's: θ ← θ·(1 − lr·wd) before the update
+  };
+  /// One step of every parameter that has a gradient (adam.cpp); the caller checked them.
+  void step_with(WeightDecay weight_decay);
+};
+
+class Adam : public AdamOptimizerOf<AdamOptions> {
  public:
   explicit Adam(std::vector<Parameter> params, AdamOptions options = AdamOptions())
-      : OptimizerOf("Adam", std::move(params), options) {}
-  explicit Adam(std::vector<Group> groups) : OptimizerOf("Adam", std::move(groups)) {}
+      : AdamOptimizerOf("Adam", std::move(params), options) {}
+  explicit Adam(std::vector<Group> groups) : AdamOptimizerOf("Adam", std::move(groups)) {}
   /// Throws TypeError (changing nothing) if any gradient is row-sparse.
   void step() override;
 };
 
-class AdamW : public OptimizerOf<AdamWOptions, AdamState> {
+class AdamW : public AdamOptimizerOf<AdamWOptions> {
  public:
   explicit AdamW(std::vector<Parameter> params, AdamWOptions options = AdamWOptions())
-      : OptimizerOf("AdamW", std::move(params), options) {}
-  explicit AdamW(std::vector<Group> groups) : OptimizerOf("AdamW", std::move(groups)) {}
+      : AdamOptimizerOf("AdamW", std::move(params), options) {}
+  explicit AdamW(std::vector<Group> groups) : AdamOptimizerOf("AdamW", std::move(groups)) {}
   /// Throws TypeError (changing nothing) if any gradient is row-sparse.
   void step() override;
 };

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "tapegrad/parameter.hpp"
+#include "tapegrad/core/parameter.hpp"
 
 namespace tapegrad::optim {
 

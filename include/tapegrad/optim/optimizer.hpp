@@ -17,11 +17,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include "tapegrad/parameter.hpp"
+#include "tapegrad/core/options.hpp"
+#include "tapegrad/core/parameter.hpp"
 
 namespace tapegrad::optim {
 
@@ -170,15 +172,59 @@ void check_hyper(bool ok, const char* pytorch_text, double value, const std::str
 /// Throws ValueError with PyTorch's texts unless 0 <= β1 < 1 and 0 <= β2 < 1 (NaN is refused).
 void check_betas(const Betas& betas, const std::string& where);
 
+// ---- TAPEGRAD_HYPER: an option that is also a hyper-parameter of param_groups --------------------
+
+/// One line per hyper-parameter of an optimizer's options, written like TAPEGRAD_ARG
+/// (core/options.hpp), the default after `=`:
+///
+///     /// Momentum factor, >= 0; default 0.
+///     TAPEGRAD_HYPER(double, momentum) = 0.0;
+///
+/// declares the option (field, chained setter, getter) and makes it a hyper-parameter that
+/// param_groups, state dicts and load_state_dict hold under the key "momentum" (hyper_fields):
+/// each is declared once. C++ cannot list a class's fields, so each line also leaves a function
+/// keyed by how many lines below lr's it stands: lr comes first, the others fewer than kHyperLines
+/// lines below it (both checked when the class compiles).
+#define TAPEGRAD_HYPER(T, name)                                                           \
+ private:                                                                                 \
+  static constexpr int name##_line_ = __LINE__;                                           \
+  static_assert(name##_line_ - lr_line_ < ::tapegrad::optim::detail::kHyperLines,         \
+                "TAPEGRAD_HYPER(" #T ", " #name ") stands too far below lr's");           \
+                                                                                          \
+ public:                                                                                  \
+  static void hyper_field_(::tapegrad::optim::detail::HyperLine<name##_line_ - lr_line_>, \
+                           auto& options, auto&& field) {                                 \
+    field(#name, options.name##_);                                                        \
+  }                                                                                       \
+  TAPEGRAD_ARG(T, name)
+
+namespace detail {
+/// A TAPEGRAD_HYPER's place in its class: how many lines below lr's it stands.
+template <int Line>
+struct HyperLine {};
+inline constexpr int kHyperLines = 256;
+}  // namespace detail
+
+/// field(key, value) for each TAPEGRAD_HYPER of `options`, in the order its class declares them
+/// (`value` is the field itself, const when `options` is).
+template <int Line = 0>
+void hyper_fields(auto& options, auto&& field) {
+  using Options = std::remove_cvref_t<decltype(options)>;
+  if constexpr (Line < detail::kHyperLines) {
+    if constexpr (requires { Options::hyper_field_(detail::HyperLine<Line>{}, options, field); })
+      Options::hyper_field_(detail::HyperLine<Line>{}, options, field);
+    hyper_fields<Line + 1>(options, field);
+  }
+}
+
 // ---- the bookkeeping every optimizer shares ------------------------------------------------------
 
 /// Groups with their options, per-parameter state created at first use, the learning rate that
 /// schedulers read and write, and the six state-dict hooks: written once, here. An optimizer is
 /// then its options, its state and its step() (adam.hpp, sgd.hpp, sparse_adam.hpp):
 ///
-///   Options  one TAPEGRAD_ARG per hyper-parameter, a default constructor, and
+///   Options  one TAPEGRAD_HYPER per hyper-parameter (lr first), a default constructor, and
 ///              void check(const std::string& where) const;   the constructor's checks
-///              static void hyper_fields(auto& o, auto&& f);   f(key, field) per hyper-parameter
 ///   State    one parameter's state: `step` if it counts steps, its tensors, and
 ///              static void tensor_fields(auto& s, auto&& f);  f(name, field) per tensor
 ///                                                              (std::optional<Array>: may be absent)
@@ -190,7 +236,7 @@ void check_betas(const Betas& betas, const std::string& where);
 ///       void step() override;        // the formula, then a loop over each parameter
 ///     };
 ///
-/// state_dict() holds each group's hyper-parameters under the keys hyper_fields names and each
+/// state_dict() holds each group's hyper-parameters under their names (hyper_fields) and each
 /// state tensor under its tensor_fields name; load_state_dict() reads them back through the same
 /// lists, and checks the options with the same check() as the constructor and set_options().
 template <class Options, class State>
@@ -237,12 +283,11 @@ class OptimizerOf : public Optimizer {
   /// The state of the parameter with id `id`: empty until the step() that creates it.
   std::optional<State>& state_slot(std::size_t id) { return state_[id]; }
 
-  // ---- the state-dict hooks, from Options::hyper_fields and State::tensor_fields ----
+  // ---- the state-dict hooks, from the options' TAPEGRAD_HYPER lines and State::tensor_fields ----
   HyperParams hyper_params(std::size_t group) const override {
     HyperParams h;
-    Options::hyper_fields(options(group), [&](const char* key, const auto& value) {
-      h.emplace(key, hyper_value(value));
-    });
+    hyper_fields(options(group),
+                 [&](const char* key, const auto& value) { h.emplace(key, hyper_value(value)); });
     return h;
   }
   void check_hyper_params(const HyperParams& h, const std::string& where) const override {
@@ -296,10 +341,9 @@ class OptimizerOf : public Optimizer {
   static Options from_hyper(const HyperParams& h, const std::string& where) {
     Options o;
     std::vector<std::string> keys;
-    Options::hyper_fields(o, [&](const char* key, const auto&) { keys.emplace_back(key); });
+    hyper_fields(o, [&](const char* key, const auto&) { keys.emplace_back(key); });
     check_hyper_keys(h, keys, where);
-    Options::hyper_fields(o,
-                          [&](const char* key, auto& value) { read_hyper(h, key, where, value); });
+    hyper_fields(o, [&](const char* key, auto& value) { read_hyper(h, key, where, value); });
     o.check(where);
     return o;
   }

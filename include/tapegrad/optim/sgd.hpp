@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
-#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
@@ -23,28 +22,19 @@ class SGDOptions {
 
   /// ValueError with PyTorch's texts ("Invalid momentum value: -0.1 | SGD: ...").
   void check(const std::string& where) const;
-  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
-  static void hyper_fields(auto& o, auto&& field) {
-    field("lr", o.lr_);
-    field("momentum", o.momentum_);
-    field("dampening", o.dampening_);
-    field("weight_decay", o.weight_decay_);
-    field("nesterov", o.nesterov_);
-    field("maximize", o.maximize_);
-  }
 
   /// Learning rate, >= 0; default 1e-3.
-  TAPEGRAD_ARG(double, lr);
+  TAPEGRAD_HYPER(double, lr);
   /// Momentum factor μ, >= 0: buf ← buf·μ + (1 − dampening)·g; default 0 (no state kept).
-  TAPEGRAD_ARG(double, momentum) = 0.0;
+  TAPEGRAD_HYPER(double, momentum) = 0.0;
   /// Dampening of the gradient's share in the buffer (not at the buffer's first step); default 0.
-  TAPEGRAD_ARG(double, dampening) = 0.0;
+  TAPEGRAD_HYPER(double, dampening) = 0.0;
   /// L2 penalty, >= 0: g ← g + weight_decay·θ, which needs a dense gradient; default 0.
-  TAPEGRAD_ARG(double, weight_decay) = 0.0;
+  TAPEGRAD_HYPER(double, weight_decay) = 0.0;
   /// Nesterov momentum, a step along g + μ·buf (needs momentum > 0, dampening 0); default false.
-  TAPEGRAD_ARG(bool, nesterov) = false;
+  TAPEGRAD_HYPER(bool, nesterov) = false;
   /// Ascend instead of descend: the gradient's sign is flipped first; default false.
-  TAPEGRAD_ARG(bool, maximize) = false;
+  TAPEGRAD_HYPER(bool, maximize) = false;
 };
 
 /// One parameter's SGD state: the momentum buffer (only kept while momentum ≠ 0).

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "tapegrad/optim/optimizer.hpp"
-#include "tapegrad/options.hpp"
 
 namespace tapegrad::optim {
 
@@ -28,22 +27,15 @@ class SparseAdamOptions {
 
   /// ValueError with PyTorch's texts (lr and eps must be > 0, strictly).
   void check(const std::string& where) const;
-  /// Each hyper-parameter under its key in PyTorch's param_groups (optimizer.hpp).
-  static void hyper_fields(auto& o, auto&& field) {
-    field("lr", o.lr_);
-    field("betas", o.betas_);
-    field("eps", o.eps_);
-    field("maximize", o.maximize_);
-  }
 
   /// Learning rate, > 0 (strict, as PyTorch); default 1e-3.
-  TAPEGRAD_ARG(double, lr);
+  TAPEGRAD_HYPER(double, lr);
   /// (β1, β2), each in [0, 1); default (0.9, 0.999).
-  TAPEGRAD_ARG(Betas, betas) = {0.9, 0.999};
+  TAPEGRAD_HYPER(Betas, betas) = {0.9, 0.999};
   /// Added to sqrt(v) (not bias-corrected), > 0 (strict); default 1e-8.
-  TAPEGRAD_ARG(double, eps) = 1e-8;
+  TAPEGRAD_HYPER(double, eps) = 1e-8;
   /// Ascend instead of descend: the gradient's sign is flipped first; default false.
-  TAPEGRAD_ARG(bool, maximize) = false;
+  TAPEGRAD_HYPER(bool, maximize) = false;
 };
 
 /// One parameter's SparseAdam state: dense m and v, of which only touched rows ever change.

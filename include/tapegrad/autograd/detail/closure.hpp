@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include "tapegrad/tensor.hpp"
+#include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::autograd::detail {
 

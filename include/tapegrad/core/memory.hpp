@@ -1,0 +1,30 @@
+// include/tapegrad/core/memory.hpp
+//
+// How tapegrad can ask the C library to treat large freed buffers. A training step frees and
+// reallocates the same large arrays every step (activations, their gradients, dropout masks).
+// glibc's malloc serves a block above its mmap threshold (128 KiB, adapting up to 32 MiB) with a
+// fresh mmap() and hands it back to the kernel on free(), so each step page-faults its buffers in
+// again, and writing to freshly mapped pages (a page fault and a zeroed page each) runs at a
+// fraction of the speed of writing to pages already mapped. That was most of a W1-L step.
+//
+// tapegrad changes nothing on its own: a library that retunes the process's allocator behind the
+// caller's back surprises every other part of the program. A training program that wants the
+// speed calls keep_freed_memory(true) once, at the start of main (the examples and benchmarks
+// do); glibc then serves every block from the heap and never shrinks it (mallopt M_MMAP_MAX = 0,
+// M_TRIM_THRESHOLD = max): freed buffers stay mapped and the next step reuses them. The cost is
+// that the process keeps its peak heap until it exits, which is what a training process wants.
+// Other C libraries: nothing changes.
+#pragma once
+
+namespace tapegrad {
+
+/// keep = true: freed memory stays in the process for reuse (call it at the start of a training
+/// program). keep = false: glibc's own defaults again (large blocks mmap'ed and unmapped), and the
+/// free heap top is returned to the system now. Without a call, glibc's defaults are in force.
+void keep_freed_memory(bool keep);
+
+/// Whether the keep policy is in force (false until keep_freed_memory(true); always false on C
+/// libraries other than glibc).
+bool keeps_freed_memory();
+
+}  // namespace tapegrad

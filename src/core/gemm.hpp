@@ -1,0 +1,22 @@
+// src/core/gemm.hpp (private to src/ops)
+//
+// The one matrix-multiply kernel every op uses: OpenBLAS's sgemm on row-major float matrices
+// given by pointer and leading dimension (the distance in elements between consecutive rows).
+// A leading dimension larger than the row length lets a kernel address a block of columns in
+// place, e.g. one attention head inside a (T, heads * d_k) activation, without copying it out.
+// Implemented in src/ops/matmul.cpp, the only file that includes cblas.
+#pragma once
+
+#include <cstddef>
+
+namespace tapegrad::ops::detail {
+
+/// C = alpha op(A) op(B) + beta C with op(A) (M, K) and op(B) (K, N), C (M, N). A is stored
+/// (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b. beta = 0 writes C
+/// without reading it. K = 0 gives C = beta C. Sizes must be below 2^31 (ShapeError otherwise).
+/// M = 1 (one row, as when a model generates one token at a time) goes to sgemv.
+void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+          const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+          std::size_t ldc);
+
+}  // namespace tapegrad::ops::detail

@@ -1,0 +1,2 @@
+// The autograd floor of the planted tree.
+#pragma once
