@@ -75,7 +75,7 @@ Tape tape_of(const Tensor& loss) {
   return Tape(std::move(entries), Tape::Order::replay);
 }
 
-// ---- printing --------------------------------------------------------------------------------------
+// ---- printing -----------------------------------------------------------------------------------
 
 std::ostream& operator<<(std::ostream& os, const Tape& tape) {
   os << "tape: " << tape.size() << (tape.size() == 1 ? " entry" : " entries")

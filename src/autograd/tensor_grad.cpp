@@ -137,7 +137,7 @@ void Tensor::set_grad(Array g) const {
   impl_->grad = std::move(g);
 }
 
-// ---- backward, clone, detach -----------------------------------------------------------------------
+// ---- backward, clone, detach --------------------------------------------------------------------
 
 void Tensor::backward(bool retain_graph) const {
   check_defined(impl_);

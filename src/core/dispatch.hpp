@@ -15,9 +15,9 @@
 //
 // The fast version's type is the reference's (decltype): a signature that differs in one argument
 // does not compile, so a kernel's signature is written where its reference is, and nowhere else.
-// pick returns the reference under the reference set and the set's version otherwise. It costs
-// one atomic load. This is PyTorch's DispatchStub (ATen/native/DispatchStub.h) without a registry:
-// the op names each set's pointer, so the linker brings every set's kernel along with the op.
+// pick returns the reference under the reference set and the set's version otherwise. It costs one
+// atomic load. This is PyTorch's DispatchStub (ATen/native/DispatchStub.h) without a registry: the
+// op names each set's pointer, so the linker brings every set's kernel along with the op.
 #pragma once
 
 #include <string>

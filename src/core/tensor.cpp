@@ -166,7 +166,7 @@ std::string Tensor::describe() const {
   return os.str();
 }
 
-// ---- printing --------------------------------------------------------------------------------------
+// ---- printing -----------------------------------------------------------------------------------
 
 std::string summary(const Tensor& t) {
   if (!t.defined()) return "Tensor(undefined)";

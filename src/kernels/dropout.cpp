@@ -1,8 +1,8 @@
 // src/kernels/dropout.cpp
 //
 // Dropout's fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
-// docs/kernels.md). The maths is the reference kernels' (src/ops/dropout.cpp), the same mask and the same bits; what
-// differs is how it runs:
+// docs/kernels.md). The maths is the reference kernels' (src/ops/dropout.cpp), the same mask and
+// the same bits; what differs is how it runs:
 // - The multipliers are computed a chunk of 256 at a time (DropoutMask, dropout_mask.hpp: 16
 //   Philox blocks per step, vectorised with AVX2), right where they are applied, and never stored.
 // - Threads: elements are split over the pool; each thread computes the multipliers of its own
@@ -25,8 +25,8 @@ namespace {
 // a worker. W1-S's 16 x 32 x 64 activations stay on one thread, as in the hand-written floor.
 constexpr std::size_t kGrain = std::size_t{1} << 15;
 
-// The formula: dropout_apply's. Separate in-place / out-of-place loops, so that
-// both vectorise (x == y would defeat the alias check).
+// The formula: dropout_apply's. Separate in-place / out-of-place loops, so that both
+// vectorise (x == y would defeat the alias check).
 void apply(std::uint64_t seed, std::uint64_t call, double p, const float* x, float* y,
            std::size_t n) {
   const ops::DropoutMask mask{seed, call, p};
@@ -43,8 +43,8 @@ void apply(std::uint64_t seed, std::uint64_t call, double p, const float* x, flo
   });
 }
 
-// The formula: dropout_add_rows_apply's. The unfused form is z = x + rows (rounded
-// to float), then dropout(z): the same two roundings.
+// The formula: dropout_add_rows_apply's. The unfused form is z = x + rows (rounded to float), then
+// dropout(z): the same two roundings.
 void add_rows_apply(std::uint64_t seed, std::uint64_t call, double p, const float* x,
                     const float* rows, float* y, std::size_t B, std::size_t n) {
   const ops::DropoutMask mask{seed, call, p};
@@ -61,8 +61,8 @@ void add_rows_apply(std::uint64_t seed, std::uint64_t call, double p, const floa
   });
 }
 
-// The formula: dropout_add_rows's. An addition is cheap: a thread pays for itself
-// on larger pieces than a multiplier's.
+// The formula: dropout_add_rows's. An addition is cheap: a thread pays for itself on larger pieces
+// than a multiplier's.
 void add_rows(const float* x, const float* rows, float* y, std::size_t B, std::size_t n) {
   detail::parallel_for(B * n, kGrain * 2, [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last;) {  // [first, last) in pieces that stay in one slice

@@ -16,8 +16,7 @@
 #include "../ops/elementwise_kernels.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error \
-    "src/kernels/elementwise.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/elementwise.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

@@ -1,8 +1,9 @@
 // src/kernels/embedding.cpp
 //
 // The embedding lookup's fast kernels, compiled once per kernel set (namespace
-// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernels' (src/ops/embedding.cpp), the same
-// terms added in the same order, so the same bits; what differs is how it runs:
+// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernels'
+// (src/ops/embedding.cpp), the same terms added in the same order, so the same bits; what differs
+// is how it runs:
 // - The dense backward sorts the positions by id once (a counting sort), then writes each row of
 //   the gradient exactly once, a run of untouched rows as one block of zeros: no zero-fill pass
 //   before the scatter. Threads own blocks of gradient rows, each row summed over its positions
@@ -124,9 +125,9 @@ void forward(const std::int64_t* ids, std::size_t n, const float* weight, std::s
   if (n > 0) __builtin_prefetch(row + n - 1);
 }
 
-// The formula: embedding_forward_add_rows's, one pass over y: gather, scale, add
-// the position's table row and, when something drops, multiply by the mask computed a chunk at a
-// time (DropoutMask), where the unfused ops take three passes. The same roundings as those ops.
+// The formula: embedding_forward_add_rows's, one pass over y: gather, scale, add the position's
+// table row and, when something drops, multiply by the mask computed a chunk at a time
+// (DropoutMask), where the unfused ops take three passes. The same roundings as those ops.
 void forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
                       float c, const float* rows, std::size_t L, const EmbeddingDropout* drop,
                       float* y) {
@@ -226,13 +227,13 @@ void sum_row(const Scatter& s, std::size_t k, float* row, float* masked) {
   }
 }
 
-// The formula: embedding_dense_backward's. Each thread owns the gradient rows
-// [lo, hi) and writes each once: zeros for a run of rows no position holds, in one piece, else
-// the row's sum (sum_row). A gradient too large for the caches (as the gather's output) is
-// written with non-temporal stores, each sum made in a buffer that stays in L1 and then streamed
-// out: plain stores made every written line a read first, 64 MiB of reads for nothing in W4,
-// whose backward went from 8.4 to 5.4 ms on an AMD EPYC (Zen 5), W1-L's step about 4 % faster.
-// (On a Zen 4 an earlier version of this cost about 10 % more CPU time than plain stores.)
+// The formula: embedding_dense_backward's. Each thread owns the gradient rows [lo, hi) and writes
+// each once: zeros for a run of rows no position holds, in one piece, else the row's sum (sum_row).
+// A gradient too large for the caches (as the gather's output) is written with non-temporal stores,
+// each sum made in a buffer that stays in L1 and then streamed out: plain stores made every written
+// line a read first, 64 MiB of reads for nothing in W4, whose backward went from 8.4 to 5.4 ms on
+// an AMD EPYC (Zen 5), W1-L's step about 4 % faster. (On a Zen 4 an earlier version of this cost
+// about 10 % more CPU time than plain stores.)
 void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std::size_t num,
                     std::size_t dim, std::int64_t pad, bool by_freq, const float* scale,
                     const EmbeddingDropout* drop, float* dweight) {
@@ -267,8 +268,8 @@ void dense_backward(const std::int64_t* ids, std::size_t n, const float* dy, std
   });
 }
 
-// The formula: embedding_sparse_values's. Rows split over the threads, each
-// position's dy row masked a chunk at a time into a buffer when something drops.
+// The formula: embedding_sparse_values's. Rows split over the threads, each position's dy row
+// masked a chunk at a time into a buffer when something drops.
 void sparse_values(const std::size_t* from, std::size_t kept, const float* dy, std::size_t dim,
                    const float* scale, const EmbeddingDropout* drop, float* values) {
   detail::parallel_for(kept, detail::rows_grain(dim), [&](std::size_t first, std::size_t last) {

@@ -1,7 +1,8 @@
 // src/kernels/layer_norm.cpp
 //
 // Layer norm's fast kernels, compiled once per kernel set (namespace tapegrad::kernels::<set>,
-// docs/kernels.md). The maths is the reference kernels' (src/ops/layer_norm.cpp); what differs is how it runs:
+// docs/kernels.md). The maths is the reference kernels' (src/ops/layer_norm.cpp); what differs is
+// how it runs:
 // - Row statistics are summed in double in four interleaved lanes (element i in lane i % 4, the
 //   lanes added at the end): a fixed order that vectorises, where one running double sum waits for
 //   the previous addition at every element. The forward takes four rows' statistics side by side,
@@ -20,7 +21,7 @@
 
 #if !defined(TAPEGRAD_CAPABILITY)
 #error \
-    "src/kernels/layer_norm.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+    "src/kernels/layer_norm.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

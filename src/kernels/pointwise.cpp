@@ -12,7 +12,7 @@
 
 #if !defined(TAPEGRAD_CAPABILITY)
 #error \
-    "src/kernels/pointwise.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+    "src/kernels/pointwise.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

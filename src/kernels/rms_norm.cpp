@@ -17,8 +17,7 @@
 #include "../ops/rms_norm_kernels.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error \
-    "src/kernels/rms_norm.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/rms_norm.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

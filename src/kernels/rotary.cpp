@@ -1,11 +1,11 @@
 // src/kernels/rotary.cpp
 //
 // Rotary position embeddings' fast kernels, compiled once per kernel set (namespace
-// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernels' (src/ops/rotary.cpp), in the same
-// float operations (the backward is the forward's loop with sin negated: x1 * (-s) is -(x1 s)
-// exactly), so every set gives the reference's bits. What differs: one loop for both directions,
-// pointers walked per row, copied columns copied once, and rows split over the threads (they are
-// independent).
+// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernels'
+// (src/ops/rotary.cpp), in the same float operations (the backward is the forward's loop with sin
+// negated: x1 * (-s) is -(x1 s) exactly), so every set gives the reference's bits. What differs:
+// one loop for both directions, pointers walked per row, copied columns copied once, and rows split
+// over the threads (they are independent).
 #include <algorithm>
 
 #include "../core/parallel.hpp"

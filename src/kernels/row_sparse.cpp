@@ -1,8 +1,8 @@
 // src/kernels/row_sparse.cpp
 //
 // The row-sparse gradient's fast kernel, compiled once per kernel set (namespace
-// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernel's (src/core/row_sparse.cpp); what
-// differs is how it runs:
+// tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernel's
+// (src/core/row_sparse.cpp); what differs is how it runs:
 // - The groups are disjoint, so they are split over tapegrad's pool; each group is summed by one
 //   thread in the same order whatever the thread count.
 // - The first row is stored as 0 + x rather than added to zeros written first: one pass over the
@@ -11,8 +11,7 @@
 #include "../core/row_sparse_kernels.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error \
-    "src/kernels/row_sparse.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/row_sparse.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

@@ -22,6 +22,9 @@
 namespace tapegrad::ops {
 
 // ---- the reference kernels ----------------------------------------------------------------------
+// One element at a time, each multiplier from its own Philox block. The fast versions draw the
+// same numbers a chunk at a time (DropoutMask) and split the elements over threads: the same mask
+// and the same bits.
 
 namespace {
 // m[e] = keep(e) ? 1.0f / float(1 - p) : 0
@@ -94,7 +97,7 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
   check_inplace(x, inplace);
 
   const std::size_t n = x.numel();
-  // The set in use's kernels (a static table): backward runs the same set's.
+  // The set in use's kernel, picked once: backward runs the same set's.
   const auto apply = kernels::pick<dropout_apply>();
   // In place, the result lives in x's storage (one version bump). The tape entry needs an output
   // distinct from its input, so when the op is recorded the result is a new handle on that same

@@ -1,11 +1,11 @@
-// src/ops/dropout_mask.hpp (private to src/ops)
+// src/ops/dropout_mask.hpp (private)
 //
 // DropoutMask: the multipliers m[e] = keep(e) ? 1 / (1 - p) : 0 of one dropout mask, computed a
 // chunk at a time from its counter-based stream (src/core/philox.hpp) wherever they are applied: by
 // the dropout kernels and the fused embedding, in forward and again in backward.
 // dropout_multiplier: the same m[e], one element at a time, in the plain words of the definition
 // (the reference kernels').
-// Included by fast kernels, so defined in the per-set inline namespace (kernels/set_namespace.hpp).
+// Included by fast kernels, so defined in the per-set inline namespace (core/set_namespace.hpp).
 #pragma once
 
 #include <algorithm>
@@ -17,9 +17,10 @@
 #include "../core/philox.hpp"
 
 namespace tapegrad::ops {
-inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: kernels/set_namespace.hpp
+inline namespace TAPEGRAD_SET_NAMESPACE {  // one copy per kernel set: core/set_namespace.hpp
 
-// scale = 1.0f / float(1 - p): PyTorch divides a 0/1 float mask by (1 - p), which rounds the same way.
+// scale = 1.0f / float(1 - p): PyTorch divides a 0/1 float mask by (1 - p), which rounds the same
+// way.
 inline float keep_scale(double p) { return p == 1.0 ? 0.0f : 1.0f / static_cast<float>(1.0 - p); }
 
 // m[e] of the mask of stream (seed, call): element e takes word e % 4 of the Philox block with

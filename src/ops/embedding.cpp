@@ -25,6 +25,8 @@
 namespace tapegrad::ops {
 
 // ---- the reference kernels ----------------------------------------------------------------------
+// The fast versions sort the positions by id once and write each gradient row once, in parallel;
+// they add the same terms in the same order, so both give the same bits.
 
 // y[p, :] = weight[ids[p], :] * c        (c = *scale; a plain copy without one)
 void embedding_forward(const std::int64_t* ids, std::size_t n, const float* weight, std::size_t dim,
@@ -172,8 +174,8 @@ Array gather(decltype(&embedding_forward) forward, const IndexArray& ids, const 
 
 // Dense backward with the fused scale c: for each position p in ascending order, unless it holds
 // the pad id,  dW[k, :] += f * (dy[p, :] * c)  with k = ids[p] and f = 1 / count[k] when scaling
-// by frequency. The multiplications by f and c are skipped when they are absent; since x * 1
-// is exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
+// by frequency. The multiplications by f and c are skipped when they are absent; since x * 1 is
+// exactly x, that is only speed, and the sums are bit-identical to embedding() followed by mul().
 // With `drop` (embedding_add_rows_dropout), dy is first multiplied by the dropout multipliers:
 // dz[p, :] = dy[p, :] * m[p, :], rounded, then dz takes dy's place above, which is
 // add_rows_dropout's backward followed by this one.
@@ -213,7 +215,6 @@ Tensor lookup(const char* op, const IndexArray& ids, const Tensor& weight,
               const EmbeddingOptions& o, std::optional<float> scale) {
   const std::string where = autograd::where(op);
   const std::optional<std::int64_t> pad = prepare(ids, weight, o, where);
-  // The set in use's kernels (a static table): backward runs the same set's.
   // The set in use's kernels, picked once: backward runs the same set's backward.
   const auto scatter = kernels::pick<embedding_dense_backward>();
   const auto values = kernels::pick<embedding_sparse_values>();

@@ -38,6 +38,9 @@ void embedding_forward(const std::int64_t* ids, std::size_t n, const float* weig
 void embedding_forward_add_rows(const std::int64_t* ids, std::size_t n, const float* weight,
                                 std::size_t dim, float c, const float* rows, std::size_t L,
                                 const EmbeddingDropout* drop, float* y);
+/// dweight (every element written): for each row k, the sum over the positions p with
+/// ids[p] == k != pad, in position order, of f_k * (g[p, :] * c) added to 0, where g = dy, or
+/// dy times the multipliers of `drop` when it is not null (rounded to float first);
 /// f_k = 1 / count_k (count_k: k's occurrences among all n ids) when by_freq; c = *scale when
 /// scale is not null. A factor that is absent is not multiplied by. pad < 0: no padding id.
 void embedding_dense_backward(const std::int64_t* ids, std::size_t n, const float* dy,

@@ -106,7 +106,7 @@ Tensor mean(const Tensor& a) {
   return y;
 }
 
-// ---- sum and mean over dimensions ----------------------------------------------------------------
+// ---- sum and mean over dimensions ---------------------------------------------------------------
 
 namespace {
 // Which dimensions a reduction removes, and how input positions map to output positions.
@@ -202,11 +202,11 @@ Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim
   return sum_or_mean("mean", a, dims, keepdim, true);
 }
 
-// ---- max and argmax --------------------------------------------------------------------------------
+// ---- max and argmax -----------------------------------------------------------------------------
 
 Tensor max(const Tensor& a) {
   // y = max_i a_i (NaN if any a_i is NaN)
-  // da_i = dy / k where a_i == y (k = the number of such ties; for a NaN y: where a_i is NaN), else 0
+  // da_i = dy / k where a_i == y, else 0 (k = the number of such ties; a NaN y: where a_i is NaN)
   check<ShapeError>(a.numel() > 0,
                     "max(): Expected reduction dim to be specified for input.numel() == 0. Specify "
                     "the reduction dim with the 'dim' argument. | ",

@@ -1,11 +1,11 @@
 // src/ops/rotary.cpp
 //
 // Rotary position embeddings: the checks, the forward kernel and a recorded backward kernel (the
-// convention and the references: include/tapegrad/ops/rotary.hpp). The maths is in the kernels:
-// the reference kernels below (read it first) and src/kernels/rotary.cpp, picked for the CPU by
-// kernels::pick (docs/kernels.md). x is viewed as (outer, T, W): each row of W
-// columns sits at position m = offset + t; its first `rotated` columns are heads of head_dim
-// columns, the rest (the values of a packed qkv) are copied. Nothing is saved but the tables.
+// convention and the references: include/tapegrad/ops/rotary.hpp). The maths is in the reference
+// kernels below (read them first); their fast versions in src/kernels/rotary.cpp are picked for
+// the CPU by kernels::pick (docs/kernels.md). x is viewed as (outer, T, W): each row of W columns
+// sits at position m = offset + t; its first `rotated` columns are heads of head_dim columns, the
+// rest (the values of a packed qkv) are copied. Nothing is saved but the tables.
 #include "tapegrad/ops/rotary.hpp"
 
 #include <cmath>
@@ -16,6 +16,7 @@
 namespace tapegrad::ops {
 
 // ---- the reference kernels ----------------------------------------------------------------------
+// One row at a time. The fast versions make the same float operations: the same bits.
 
 // Row r = (o, t) of x sits at position m = offset + t. Its columns [0, rotated) are heads of
 // 2 * half columns; pair p of a head, (x0, x1) = columns (2p, 2p + 1), turns by the angle
@@ -58,7 +59,6 @@ void rotary_backward(const float* dy, const float* cos, const float* sin, float*
 // ---- the op -------------------------------------------------------------------------------------
 
 namespace {
-using kernels::RotaryLayout;
 
 // Checks the tables and the offset, and returns the layout of x (*, T, W) with the first
 // `rotated_parts` of `parts` equal parts of W rotated.

@@ -1,4 +1,4 @@
-// tests/ops/kernel_set_compare.hpp: what the *_kernels tests of the elementwise family share: the
+// tests/kernels/kernel_set_compare.hpp: what the *_kernels tests of the elementwise family share: the
 // set in use put back when a test ends, and "within k float roundings".
 #pragma once
 

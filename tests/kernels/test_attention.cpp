@@ -1,4 +1,4 @@
-// tests/ops/test_attention_kernels.cpp: scaled_dot_product_attention on every kernel set this CPU
+// tests/kernels/test_attention.cpp: scaled_dot_product_attention on every kernel set this CPU
 // can run. The fast sets (baseline, avx2, avx512: one source compiled three times, the products on
 // OpenBLAS) give the same bits; the reference kernels (plain loops, std::exp) differ from them by
 // a few float roundings (the bound: docs/semantics.md#kernel-sets).

@@ -1,4 +1,4 @@
-// tests/ops/test_causal_attention_kernels.cpp: causal_self_attention on every kernel set this CPU
+// tests/kernels/test_causal_attention.cpp: causal_self_attention on every kernel set this CPU
 // can run. The fast sets (baseline, avx2, avx512: one source compiled three times) give the same
 // bits; the reference kernels (plain loops, std::exp, plain-order sums) differ from them by a few
 // float roundings (the bound: docs/semantics.md#kernel-sets).

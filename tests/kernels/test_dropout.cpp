@@ -1,4 +1,4 @@
-// tests/ops/test_dropout_kernels.cpp: dropout on every kernel set this CPU can run. The mask is
+// tests/kernels/test_dropout.cpp: dropout on every kernel set this CPU can run. The mask is
 // integer arithmetic on the Philox stream and the apply one multiplication per element: every
 // set, the reference (one Philox block per element, plain loops) included, gives the same bits.
 #include <doctest/doctest.h>

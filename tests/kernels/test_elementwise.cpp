@@ -1,4 +1,4 @@
-// tests/ops/test_elementwise_kernels.cpp: the elementwise ops on every kernel set this CPU can run.
+// tests/kernels/test_elementwise.cpp: the elementwise ops on every kernel set this CPU can run.
 // The fast sets (baseline, avx2, avx512: one source compiled three times) give the same bits. The
 // reference kernels compute the same float operations, so they give the same bits too, but for
 // exp and sigmoid: there the C library's exp stands for exp_f32, a rounding or two apart (the

@@ -1,4 +1,4 @@
-// tests/ops/test_embedding_kernels.cpp: the embedding lookup on every kernel set this CPU can run.
+// tests/kernels/test_embedding.cpp: the embedding lookup on every kernel set this CPU can run.
 // Every set, the reference included, adds the same terms in the same order: all give the same
 // bits, forward and backward, the streaming stores of large outputs included.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// tests/ops/test_gelu_kernels.cpp: gelu on every kernel set this CPU can run. The fast sets
+// tests/kernels/test_gelu.cpp: gelu on every kernel set this CPU can run. The fast sets
 // (baseline, avx2, avx512: one source compiled three times) give the same bits; the reference
 // kernels use the C library's erf, exp and tanh, so they differ by a few float roundings (the
 // bound: docs/semantics.md#kernel-sets).

@@ -1,4 +1,4 @@
-// tests/ops/test_kl_div_kernels.cpp: kl_div on every kernel set this CPU can run. The fast sets
+// tests/kernels/test_kl_div.cpp: kl_div on every kernel set this CPU can run. The fast sets
 // (one source compiled three times) give the same bits; the reference kernels call std::exp where
 // the fast ones call exp_f32 (log_target only), so they differ there by a float rounding or two
 // (the bound: docs/semantics.md#kernel-sets), and give the same bits elsewhere.

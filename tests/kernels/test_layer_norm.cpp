@@ -1,4 +1,4 @@
-// tests/ops/test_layer_norm_kernels.cpp: layer_norm on every kernel set this CPU can run. The fast
+// tests/kernels/test_layer_norm.cpp: layer_norm on every kernel set this CPU can run. The fast
 // sets (baseline, avx2, avx512: one source compiled three times) give the same bits; the reference
 // kernels differ from them only in the order of their double sums, so by at most a few float
 // roundings (the bound: docs/semantics.md#kernel-sets).

@@ -1,4 +1,4 @@
-// tests/ops/test_loss_kernels.cpp: cross_entropy on every kernel set this CPU can run. The fast
+// tests/kernels/test_loss.cpp: cross_entropy on every kernel set this CPU can run. The fast
 // sets (baseline, avx2, avx512: one source compiled three times) give the same bits; the reference
 // kernels call std::exp where the fast ones call exp_f32, and subtract the one-hot before scaling
 // by the gradient, so they differ by a few float roundings (the bound: docs/semantics.md#kernel-sets).

@@ -1,4 +1,4 @@
-// tests/ops/test_reduce_kernels.cpp: the reductions on every kernel set this CPU can run. The fast
+// tests/kernels/test_reduce.cpp: the reductions on every kernel set this CPU can run. The fast
 // sets and the reference add every sum in the same order (in double, in the order of the elements
 // in memory; sum_to_shape's in float, in the order of the summed axis), so all give the same bits.
 // Linear's bias gradient, a column sum on these kernels, is compared here too.

@@ -1,4 +1,4 @@
-// tests/ops/test_rms_norm_kernels.cpp: rms_norm on every kernel set this CPU can run. The fast sets
+// tests/kernels/test_rms_norm.cpp: rms_norm on every kernel set this CPU can run. The fast sets
 // (one source compiled three times) and the reference kernels make the same float operations and
 // add every sum in the same order, so all of them give the same bits (docs/semantics.md#kernel-sets).
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// tests/ops/test_rotary_kernels.cpp: rotary_embedding and rotary_embedding_qkv on every kernel set
+// tests/kernels/test_rotary.cpp: rotary_embedding and rotary_embedding_qkv on every kernel set
 // this CPU can run. The fast sets (one source compiled three times) and the reference kernels make
 // the same float operations, so all of them give the same bits (docs/semantics.md#kernel-sets).
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// tests/ops/test_row_sparse_kernels.cpp: coalescing a row-sparse gradient on every kernel set this
+// tests/kernels/test_row_sparse.cpp: coalescing a row-sparse gradient on every kernel set this
 // CPU can run. Each group's rows are added in the order they were produced, from 0, on every set:
 // the reference (plain loops) included, the same bits.
 #include <doctest/doctest.h>

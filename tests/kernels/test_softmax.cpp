@@ -1,4 +1,4 @@
-// tests/ops/test_softmax_kernels.cpp: softmax and log_softmax on every kernel set this CPU can
+// tests/kernels/test_softmax.cpp: softmax and log_softmax on every kernel set this CPU can
 // run. The fast sets give the same bits; the reference kernels call std::exp where the fast ones
 // call exp_f32, so they differ by a few float roundings (the bound: docs/semantics.md#kernel-sets).
 #include <doctest/doctest.h>
