@@ -45,6 +45,13 @@ struct Fast {
 #endif
 };
 
+// Clang warns that Fast<Reference>::avx2 has no definition in the op's file: it is defined in the
+// src/kernels/ file, as an explicit specialization, and the linker finds it there (PyTorch's
+// DispatchStub.h silences the same warning).
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wundefined-var-template"
+#endif
+
 /// The version of `Reference` that the set in use runs: `Reference` itself under the reference set.
 template <auto Reference>
 decltype(Reference) pick() {
