@@ -14,14 +14,6 @@
 namespace tapegrad {
 
 namespace {
-void check_defined(const std::shared_ptr<TensorImpl>& impl) {
-  check<ValueError>(
-      impl != nullptr,
-      "Tensor: expected a defined tensor, got an empty handle; construct it from an Array first");
-}
-}  // namespace
-
-namespace {
 void check_grad_shape(const Tensor& t, const Shape& g, const char* op) {
   if (g != t.shape())
     fail<AutogradError>(op, ": produced a gradient of shape ", g, " for ", t.describe(),

@@ -17,14 +17,6 @@
 
 namespace tapegrad {
 
-namespace {
-void check_defined(const std::shared_ptr<TensorImpl>& impl) {
-  check<ValueError>(
-      impl != nullptr,
-      "Tensor: expected a defined tensor, got an empty handle; construct it from an Array first");
-}
-}  // namespace
-
 Tensor::Tensor(Array data, bool requires_grad) {
   // An array made with sizes that multiply past 2^63 holds a wrapped-around number of elements
   // (xtensor does not check): refuse it before anything reads it.

@@ -49,6 +49,13 @@ struct TensorImpl {
   const char* producer() const;
 };
 
+/// ValueError unless the handle points to a tensor (what every Tensor member checks first).
+inline void check_defined(const std::shared_ptr<TensorImpl>& impl) {
+  check<ValueError>(
+      impl != nullptr,
+      "Tensor: expected a defined tensor, got an empty handle; construct it from an Array first");
+}
+
 /// A new tensor owning `data`.
 inline std::shared_ptr<TensorImpl> make_impl(Array&& data) {
   auto impl = std::allocate_shared<TensorImpl>(detail::CachingAllocator<TensorImpl>());

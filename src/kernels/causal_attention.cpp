@@ -48,7 +48,7 @@ struct Heads {
   const float* weights() const { return keep ? p_used : p; }
 };
 
-// ---- vectors ---------------------------------------------------------------------------------------
+// ---- vectors ------------------------------------------------------------------------------------
 // kLanes floats as one value, GCC's and Clang's vector extension: one AVX-512 register in the
 // avx512 set; elsewhere eight floats, an AVX register, or two SSE ones on a CPU without AVX. VecU
 // is the same type for unaligned memory that may alias floats.
@@ -110,7 +110,8 @@ float row_max(const float* x, std::size_t n) {
 }
 
 // Row i of the (T, T) block S holds q_i . k_j for j <= i; it becomes softmax over j <= i, then 0:
-//   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);  P[i, j] = e_j * (1 / sum_j e_j)   (sum in double)
+//   s_j = S[i, j] * scale;  m = max_j s_j;  e_j = exp(s_j - m);
+//   P[i, j] = e_j * (1 / sum_j e_j)   (sum in double)
 // The loops run over n8 = i + 1 rounded up to 8 (at most T): the scores between i + 1 and n8 are
 // set to -inf, so their exponentials are 0 and change neither the maximum nor the sum, and the
 // loops run by whole vectors of eight (with AVX-512's sixteen, the last eight go one at a time).
@@ -137,14 +138,14 @@ void apply_keep_mask(const Heads& s, std::size_t at, std::size_t n, const float*
   for (std::size_t i = 0; i < n; ++i) out[i] = in[i] * (s.keep[at + i] ? s.drop_scale : 0.0f);
 }
 
-// ---- one head's products ---------------------------------------------------------------------------
-// Every product of a head is C = A B on blocks of (T, T) or (T, hs), computed by tiles of kR rows and
-// up to kW columns whose sums stay in registers while k runs.
-// A(r, k) = A[r * ar + k * ak] reads the left operand with any strides, so P^T and dS^T are read in
-// place; the right operand B has contiguous rows (keys and values are transposed into scratch where a
-// product needs them by column). Each element of C is summed over k ascending in one tile, so the
-// result depends on the sizes only, never on the tile width, the vector width or the thread that
-// computes it: every kernel set gives the same bits.
+// ---- one head's products ------------------------------------------------------------------------
+// Every product of a head is C = A B on blocks of (T, T) or (T, hs), computed by tiles of kR rows
+// and up to kW columns whose sums stay in registers while k runs.
+// A(r, k) = A[r * ar + k * ak] reads the left operand with any strides, so P^T and dS^T are read
+// in place; the right operand B has contiguous rows (keys and values are transposed into scratch
+// where a product needs them by column). Each element of C is summed over k ascending in one tile,
+// so the result depends on the sizes only, never on the tile width, the vector width or the thread
+// that computes it: every kernel set gives the same bits.
 // The tiles are kR = 6 rows of two vectors: 12 vector sums, most of the 16 AVX registers (of 32
 // with AVX-512, whose vectors are twice as wide, so a tile covers twice the columns; without AVX
 // an eight-float vector is two SSE registers, and some sums wait in memory).
@@ -268,7 +269,7 @@ void transpose_into(const float* X, std::size_t ld, std::size_t T, std::size_t w
 
 // Forward of one (batch b, head h) pair, for rows i = 0 .. T-1 (Kt: scratch, (hs, T)); p and
 // p_used: where s.p and s.p_used are, writable:
-//   S[i, j] = (q_i . k_j) * scale    for j <= i           the mask: the loops stop at the diagonal's tile
+//   S[i, j] = (q_i . k_j) * scale    for j <= i    the mask: the loops stop at the diagonal's tile
 //   P = causal softmax(S)            by rows, zeros above the diagonal
 //   P' = P * m                       dropout (only with p > 0)
 //   o_i = sum_{j <= i} P'[i, j] v_j  written into y's columns h*hs ..
@@ -305,7 +306,8 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
 //   o_i = sum_j P'[i, j] v_j     dv_j = sum_{i >= j} P'[i, j] do_i      dP'[i, j] = do_i . v_j
 //   P' = P * m                   dP = dP' * m
 //   P = softmax(S)               dS = P * (dP - rowsum(dP * P))         (j <= i; 0 above)
-//   S = (q_i . k_j) * scale      dS = dS * scale;  dq_i = sum_j dS[i, j] k_j;  dk_j = sum_{i >= j} dS[i, j] q_i
+//   S = (q_i . k_j) * scale      dS = dS * scale;  dq_i = sum_j dS[i, j] k_j;
+//                                dk_j = sum_{i >= j} dS[i, j] q_i
 void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS,
                    const Heads& s, const Dims& d, std::size_t b, std::size_t h) {
   const std::size_t C = d.C(), ld = d.ld(), T = d.T, hs = d.hs, at = (b * d.H + h) * d.block();

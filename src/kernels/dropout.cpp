@@ -14,7 +14,7 @@
 #include "../ops/dropout_mask.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error "dropout.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/dropout.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

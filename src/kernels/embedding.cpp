@@ -25,7 +25,7 @@
 #endif
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error "embedding.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/embedding.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

@@ -12,7 +12,7 @@
 #include "../ops/rotary_kernels.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error "rotary.cpp is compiled once per kernel set by CMake, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/rotary.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {

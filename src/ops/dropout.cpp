@@ -89,8 +89,8 @@ xt::xarray<std::uint8_t> dropout_mask(const Shape& shape, double p, DropoutStrea
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, bool inplace) {
-  // m[e] = keep(e) ? scale : 0      keep(e) = u(seed, call, e) >= p      scale = 1.0f / float(1 - p)
-  // y = x * m                       dx = dy * m   (the mask computed again, from the stream)
+  // m[e] = keep(e) ? scale : 0     keep(e) = u(seed, call, e) >= p     scale = 1.0f / float(1 - p)
+  // y = x * m                      dx = dy * m   (the mask computed again, from the stream)
   // p == 1 keeps nothing: y = x * 0, so NaN and Inf inputs give NaN, as in PyTorch.
   check_dropout_probability(p);
   if (!training || p == 0.0 || x.numel() == 0) return x;  // the same tensor, no entry
@@ -128,9 +128,9 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
 
 Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training,
                         DropoutStream stream) {
-  // z[b, l, :] = x[b, l, :] + rows[l, :]                rows: the first L rows of a (..., R, D) table
-  // y = z * m                                          exactly dropout(z, p, training, stream)
-  // dx = dy * m                                        (rows is a constant: it receives nothing)
+  // z[b, l, :] = x[b, l, :] + rows[l, :]     rows: the first L rows of a (..., R, D) table
+  // y = z * m                               exactly dropout(z, p, training, stream)
+  // dx = dy * m                             (rows is a constant: it receives nothing)
   const std::string where = autograd::where("add_rows_dropout");
   check_dropout_probability(p);
   const Shape& s = x.shape();

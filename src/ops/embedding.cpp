@@ -273,10 +273,11 @@ Tensor embedding_scaled(const IndexArray& ids, const Tensor& weight, double scal
 Tensor embedding_add_rows_dropout(const IndexArray& ids, const Tensor& weight, double scale,
                                   const Array& rows, double p, bool training, DropoutStream stream,
                                   const EmbeddingOptions& o) {
-  // e[b, l, :] = weight[ids[b, l], :] * c           c = float(scale)             (embedding_scaled)
-  // z[b, l, :] = e[b, l, :] + rows[l, :]            rows: the first L rows of a (..., R, D) table
-  // y = z * m,   m[i] = keep(i) ? 1 / (1 - p) : 0   the mask of `stream`          (add_rows_dropout)
-  // dweight[k, :] = sum over positions p with ids[p] == k != padding_idx of (dy[p, :] * m[p, :]) * c
+  // e[b, l, :] = weight[ids[b, l], :] * c          c = float(scale)            (embedding_scaled)
+  // z[b, l, :] = e[b, l, :] + rows[l, :]           rows: the first L rows of a (..., R, D) table
+  // y = z * m,   m[i] = keep(i) ? 1 / (1 - p) : 0  the mask of `stream`         (add_rows_dropout)
+  // dweight[k, :] = sum over positions p with ids[p] == k != padding_idx
+  //                 of (dy[p, :] * m[p, :]) * c
   // One pass over the activations each way instead of three; the roundings are the unfused ops',
   // so values and gradients equal add_rows_dropout(embedding_scaled(...), ...) bit for bit.
   const char* op = "embedding_add_rows_dropout";
