@@ -1,0 +1,287 @@
+// examples/tokenize.cpp: a byte-level byte pair encoding (tapegrad::data::BytePairEncoding) from
+// the command line: train one on a text file, turn text into token ids and ids back into text.
+//
+//     tokenize --train-bpe 512 --text corpus.txt --out corpus.bpe    # learns 256 merges
+//     tokenize --bpe corpus.bpe --text letter.txt > letter.ids       # the ids, on one line
+//     tokenize --bpe corpus.bpe --decode < letter.ids                # the text again
+//
+// Training and encoding also say on standard error how much the tokens compress the text (bytes
+// per token). An existing --out is replaced only with --force, and never when it is a folder, a
+// device or a FIFO. Files are read only when they are regular files of at most 1 GiB: a FIFO
+// with no writer would block the read for ever, and /dev/zero never ends.
+//
+// Exit status: 0, or 2 with one line saying which flag or file is wrong.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <tapegrad/data/bpe.hpp>
+#include <tapegrad/core/errors.hpp>
+#include <tapegrad/io/safetensors.hpp>
+
+#include "common/checked_main.hpp"
+#include "common/flag_checks.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tapegrad::DataError;
+using tapegrad::data::BytePairEncoding;
+
+/// The most this program reads from one file, or from standard input.
+constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t(1) << 30;
+
+struct Settings {
+  std::int64_t vocab_size = 0;  ///< --train-bpe N
+  std::string text, out, bpe;
+  bool decode = false, force = false;
+  bool train = false, has_text = false, has_out = false, has_bpe = false;
+};
+
+[[noreturn]] void refuse(const std::string& what) { throw examples::FlagError(what); }
+
+Settings parse_settings(int argc, char** argv) {
+  Settings s;
+  CLI::App app(
+      "Train a byte-level BPE on a text file, encode text to token ids, decode ids to text.\n"
+      "  tokenize --train-bpe N --text FILE --out MODEL [--force]\n"
+      "  tokenize --bpe MODEL --text FILE      (the ids on one line, on standard output)\n"
+      "  tokenize --bpe MODEL --decode         (ids from standard input, text to standard output)");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
+  CLI::Option* train =
+      app.add_option("--train-bpe", s.vocab_size,
+                     "train a BPE of N tokens (the 256 bytes and N - 256 merges) on --text")
+          ->check(flags::integer_in(256, std::int64_t(BytePairEncoding::kMaxVocabSize)));
+  CLI::Option* text =
+      app.add_option("--text", s.text, "the text file to train on or to encode (at most 1 GiB)");
+  CLI::Option* out = app.add_option("--out", s.out, "where --train-bpe saves the model");
+  app.add_flag("--force", s.force, "let --train-bpe replace an existing --out file");
+  CLI::Option* bpe = app.add_option("--bpe", s.bpe, "a model saved by --train-bpe, to use");
+  app.add_flag("--decode", s.decode,
+               "with --bpe: read ids (decimal, whitespace-separated) from standard input and "
+               "write their text to standard output");
+  examples::parse_flags(app, argc, argv);
+  s.train = train->count() > 0;
+  s.has_text = text->count() > 0;
+  s.has_out = out->count() > 0;
+  s.has_bpe = bpe->count() > 0;
+
+  // What to do: exactly one of train, encode, decode, with what it needs and nothing else.
+  if (s.train && s.has_bpe)
+    refuse("--train-bpe and --bpe do not go together: --train-bpe makes a model, --bpe uses one");
+  if (s.train && s.decode)
+    refuse("--decode does not go with --train-bpe: decoding uses a model (--bpe MODEL --decode)");
+  if (s.train && !s.has_text) refuse("--train-bpe needs --text FILE, the text to train on");
+  if (s.train && !s.has_out) refuse("--train-bpe needs --out MODEL, where to save the model");
+  if (!s.train && s.has_out) refuse("--out goes with --train-bpe (the file the model is saved to)");
+  if (!s.train && s.force) refuse("--force goes with --train-bpe and --out");
+  if (!s.train && !s.has_bpe)
+    refuse(s.decode ? "--decode needs --bpe MODEL, the model whose ids are decoded"
+                    : "nothing to do: give --train-bpe N --text FILE --out MODEL, "
+                      "--bpe MODEL --text FILE, or --bpe MODEL --decode (--help says more)");
+  if (s.has_bpe && s.decode && s.has_text)
+    refuse("--decode reads the ids from standard input; it does not take --text");
+  if (s.has_bpe && !s.decode && !s.has_text)
+    refuse("--bpe needs --text FILE (to encode it) or --decode (ids from standard input)");
+  return s;
+}
+
+/// DataError naming `flag` and `path` unless `path` is a regular file (a symbolic link to one
+/// counts) of at most kMaxInputBytes.
+void check_input_file(const std::string& flag, const std::string& path) {
+  if (path.empty()) refuse(flag + ": expected a file name, got ''");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st))
+    throw DataError(flag + ": cannot read '" + path +
+                    "': " + (ec ? ec.message() : std::string("no such file")));
+  if (fs::is_directory(st))
+    throw DataError(flag + ": '" + path + "' is a folder; " + flag + " expects a file");
+  if (!fs::is_regular_file(st))
+    throw DataError(flag + ": '" + path +
+                    "' is not a regular file (a FIFO, a device or a socket); " + flag +
+                    " expects a file");
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw DataError(flag + ": cannot read '" + path + "': " + ec.message());
+  if (size > kMaxInputBytes)
+    throw DataError(flag + ": '" + path + "' holds " + std::to_string(size >> 20) +
+                    " MiB, more than the " + std::to_string(kMaxInputBytes >> 20) +
+                    " MiB this program reads");
+}
+
+/// The bytes of a file checked by check_input_file. tapegrad::io::read_file refuses, once more,
+/// anything but a regular file (a FIFO put there since the check), without waiting on it.
+std::string read_input_file(const std::string& flag, const std::string& path) {
+  check_input_file(flag, path);
+  std::string bytes = tapegrad::io::read_file(path, flag);
+  if (bytes.size() > kMaxInputBytes)  // it grew while being read
+    throw DataError(flag + ": '" + path + "' holds more than the " +
+                    std::to_string(kMaxInputBytes >> 20) + " MiB this program reads");
+  return bytes;
+}
+
+/// The model of --bpe; its errors name --bpe, the file and the line.
+BytePairEncoding load_model(const std::string& path) {
+  check_input_file("--bpe", path);
+  try {
+    return BytePairEncoding::load(path);
+  } catch (const DataError& e) {
+    throw DataError(std::string("--bpe: ") + e.what());
+  }
+}
+
+/// Refuses an --out that cannot or may not be replaced, before any training. Returns the file
+/// to write: `out` itself, or the regular file a symbolic link `out` names (the link stays).
+std::string check_output_file(const Settings& s) {
+  if (s.out.empty()) refuse("--out: expected a file name, got ''");
+  const fs::path out(s.out);
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (!fs::exists(st)) {
+    if (fs::is_symlink(fs::symlink_status(out, ec)))
+      throw DataError("--out: '" + s.out + "' is a symbolic link to a file that does not exist");
+    const fs::path folder = out.parent_path();
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+      throw DataError("--out: the folder '" + folder.string() + "' does not exist");
+    return s.out;
+  }
+  if (fs::is_directory(st))
+    throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name for the model");
+  if (!fs::is_regular_file(st))
+    throw DataError("--out: '" + s.out +
+                    "' exists and is not a regular file (a device, a FIFO or a socket); it is "
+                    "never replaced, even with --force");
+  if (fs::equivalent(out, fs::path(s.text), ec))
+    throw DataError("--out: '" + s.out + "' is the --text file; save the model under another name");
+  if (!s.force) throw DataError("--out: '" + s.out + "' exists; add --force to replace it");
+  std::cerr << "tokenize: replacing '" << s.out << "' (--force)\n";
+  return fs::is_symlink(fs::symlink_status(out, ec)) ? fs::canonical(out).string() : s.out;
+}
+
+/// "1234 bytes in 500 tokens: 2.47 bytes per token", on standard error.
+void print_compression(std::size_t bytes, std::size_t tokens) {
+  std::cerr << "compression: " << bytes << " bytes in " << tokens << " tokens";
+  if (tokens > 0) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.3f", double(bytes) / double(tokens));
+    std::cerr << ": " << ratio << " bytes per token";
+  }
+  std::cerr << '\n';
+}
+
+/// Flushes standard output; a write that failed (a full disk, a closed pipe) is a DataError.
+void finish_output() {
+  std::cout.flush();
+  if (!std::cout) throw DataError("cannot write to standard output");
+}
+
+int train(const Settings& s) {
+  const std::string text = read_input_file("--text", s.text);
+  if (text.empty()) throw DataError("--text: '" + s.text + "' is empty: nothing to train on");
+  const std::string target = check_output_file(s);
+  const BytePairEncoding bpe = BytePairEncoding::train(text, std::size_t(s.vocab_size));
+  if (bpe.vocab_size() < std::size_t(s.vocab_size))
+    std::cerr << "tokenize: the whole text became one token after " << bpe.merges().size()
+              << " merges: the model has " << bpe.vocab_size() << " tokens, not " << s.vocab_size
+              << "\n";
+  try {
+    bpe.save(target);
+  } catch (const DataError& e) {
+    throw DataError(std::string("--out: ") + e.what());
+  }
+  std::cerr << "tokenize: a BPE of " << bpe.vocab_size() << " tokens (" << bpe.merges().size()
+            << " merges) trained on '" << s.text << "', saved to '" << s.out << "'\n";
+  print_compression(text.size(), bpe.encode(text).size());
+  return 0;
+}
+
+int encode(const Settings& s) {
+  const BytePairEncoding bpe = load_model(s.bpe);
+  const std::string text = read_input_file("--text", s.text);
+  const std::vector<std::uint32_t> ids = bpe.encode(text);
+  std::string line;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  line += '\n';
+  std::cout.write(line.data(), std::streamsize(line.size()));
+  finish_output();
+  print_compression(text.size(), ids.size());
+  return 0;
+}
+
+/// The ids on standard input: decimal numbers below `vocab_size`, separated by whitespace. Any
+/// other byte is a DataError naming it and its offset, so /dev/zero is refused at its first byte.
+std::vector<std::uint32_t> read_ids(std::size_t vocab_size) {
+  const auto is_space = [](int c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
+  std::vector<std::uint32_t> ids;
+  std::string digits;  // of the id being read, at most 21 kept: enough to be out of range
+  std::uintmax_t offset = 0;
+  const auto end_number = [&] {
+    if (digits.empty()) return;
+    std::uint64_t id = 0;
+    if (!flags::parse_integer(digits, id) || id >= vocab_size)
+      throw DataError("standard input: id " + digits + (digits.size() > 20 ? "..." : "") +
+                      " (number " + std::to_string(ids.size() + 1) +
+                      ") is not below the model's vocab_size " + std::to_string(vocab_size));
+    ids.push_back(std::uint32_t(id));
+    digits.clear();
+  };
+  char buffer[1 << 16];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0;) {
+    for (std::size_t i = 0; i < n; ++i, ++offset) {
+      const int c = static_cast<unsigned char>(buffer[i]);
+      if (c >= '0' && c <= '9') {
+        if (digits == "0") digits.clear();  // leading zeros: 007 is 7
+        if (digits.size() <= 20) digits += char(c);
+      } else if (is_space(c)) {
+        end_number();
+      } else {
+        char shown[8];
+        std::snprintf(shown, sizeof shown, c >= 0x21 && c < 0x7F ? "'%c'" : "0x%02x", c);
+        throw DataError("standard input: expected decimal ids separated by whitespace, got " +
+                        std::string(shown) + " at byte " + std::to_string(offset));
+      }
+    }
+    if (offset > kMaxInputBytes)
+      throw DataError("standard input: more than the " + std::to_string(kMaxInputBytes >> 20) +
+                      " MiB of ids this program reads");
+  }
+  if (std::ferror(stdin)) throw DataError("standard input: cannot read");
+  end_number();
+  return ids;
+}
+
+int decode(const Settings& s) {
+  const BytePairEncoding bpe = load_model(s.bpe);
+  if (isatty(STDIN_FILENO))
+    std::cerr << "tokenize: reading ids from standard input (end with Ctrl-D)\n";
+  const std::vector<std::uint32_t> ids = read_ids(bpe.vocab_size());
+  const std::string text = bpe.decode(ids);
+  std::cout.write(text.data(), std::streamsize(text.size()));
+  finish_output();
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  const Settings s = parse_settings(argc, argv);
+  if (s.train) return train(s);
+  return s.decode ? decode(s) : encode(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::checked_main("tokenize", [&] { return run(argc, argv); });
+}
