@@ -11,7 +11,7 @@
 // A fast version of it lives in src/kernels/layer_norm.cpp, which CMake compiles once per set
 // (baseline, avx2, avx512; namespace tapegrad::kernels::<set>), and says whose version it is:
 //
-//   TAPEGRAD_FAST_KERNEL(ops::layer_norm_forward, forward);
+//   TAPEGRAD_FAST_KERNEL(tapegrad::ops::layer_norm_forward, forward);
 //
 // The fast version's type is the reference's (decltype): a signature that differs in one argument
 // does not compile, so a kernel's signature is written where its reference is, and nowhere else.
