@@ -20,23 +20,12 @@
 namespace {
 
 namespace fs = std::filesystem;
+using tapegrad::testing::bytes_of;
 
-fs::path folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "gpt" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path folder(const std::string& name) { return tapegrad::testing::fresh_folder("gpt", name); }
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string bytes_of(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 }  // namespace

@@ -25,24 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace tt = tapegrad::nn::transformer;
+using tapegrad::testing::bytes_of;
+using tapegrad::testing::has;
 using tapegrad::testing::quoted;
 
 fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "gpt_inputs" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string bytes_of(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return tapegrad::testing::fresh_folder("gpt_inputs", name);
 }
 
 // One line of error: the program's name first, nothing from CLI11 or the C++ runtime after it.
