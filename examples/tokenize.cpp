@@ -1,9 +1,15 @@
-// examples/tokenize.cpp: a byte-level byte pair encoding (tapegrad::data::BytePairEncoding) from
-// the command line: train one on a text file, turn text into token ids and ids back into text.
+// examples/tokenize.cpp: tokenizers from the command line: train a byte-level byte pair encoding
+// (tapegrad::data::BytePairEncoding) on a text file, or load GPT-2's (tapegrad::data::GPT2Tokenizer);
+// turn text into token ids and ids back into text.
 //
 //     tokenize --train-bpe 512 --text corpus.txt --out corpus.bpe    # learns 256 merges
 //     tokenize --bpe corpus.bpe --text letter.txt > letter.ids       # the ids, on one line
 //     tokenize --bpe corpus.bpe --decode < letter.ids                # the text again
+//     tokenize --gpt2 .cache/gpt2 --text letter.txt                  # GPT-2's ids
+//
+// --train-bpe takes --pretokenizer gpt2 (merges stay within GPT-2's pieces: words, numbers,
+// punctuation) and --special-token TEXT (repeatable). Text that spells a special token is
+// refused unless --special allow (it becomes the token) or --special ordinary (it stays text).
 //
 // Training and encoding also say on standard error how much the tokens compress the text (bytes
 // per token). An existing --out is replaced only with --force, and never when it is a folder, a
@@ -16,7 +22,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -24,6 +33,7 @@
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/data/bpe.hpp>
+#include <tapegrad/data/gpt2_tokenizer.hpp>
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/io/safetensors.hpp>
 
@@ -35,15 +45,22 @@ namespace {
 namespace fs = std::filesystem;
 using tapegrad::DataError;
 using tapegrad::data::BytePairEncoding;
+using tapegrad::data::GPT2Tokenizer;
+using tapegrad::data::Pretokenizer;
+using tapegrad::data::SpecialTokens;
 
 /// The most this program reads from one file, or from standard input.
 constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t(1) << 30;
 
 struct Settings {
   std::int64_t vocab_size = 0;  ///< --train-bpe N
-  std::string text, out, bpe;
+  std::string text, out, bpe, gpt2;
+  Pretokenizer pretokenizer = Pretokenizer::none;
+  std::vector<std::string> special_tokens;  ///< --special-token, for --train-bpe
+  SpecialTokens special = SpecialTokens::refuse;
   bool decode = false, force = false;
-  bool train = false, has_text = false, has_out = false, has_bpe = false;
+  bool train = false, has_text = false, has_out = false, has_bpe = false, has_gpt2 = false;
+  bool has_pretokenizer = false, has_special = false;
 };
 
 [[noreturn]] void refuse(const std::string& what) { throw examples::FlagError(what); }
@@ -51,10 +68,17 @@ struct Settings {
 Settings parse_settings(int argc, char** argv) {
   Settings s;
   CLI::App app(
-      "Train a byte-level BPE on a text file, encode text to token ids, decode ids to text.\n"
-      "  tokenize --train-bpe N --text FILE --out MODEL [--force]\n"
+      "Train a byte-level BPE on a text file, or load GPT-2's; encode text to token ids, decode "
+      "ids "
+      "to text.\n"
+      "  tokenize --train-bpe N --text FILE --out MODEL [--force] [--pretokenizer gpt2]\n"
+      "           [--special-token TEXT]...\n"
       "  tokenize --bpe MODEL --text FILE      (the ids on one line, on standard output)\n"
-      "  tokenize --bpe MODEL --decode         (ids from standard input, text to standard output)");
+      "  tokenize --bpe MODEL --decode         (ids from standard input, text to standard output)\n"
+      "  tokenize --gpt2 DIR --text FILE       (GPT-2's ids; DIR holds encoder.json and "
+      "vocab.bpe,\n"
+      "                                         or vocab.json and merges.txt)\n"
+      "  tokenize --gpt2 DIR --decode");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
   CLI::Option* train =
       app.add_option("--train-bpe", s.vocab_size,
@@ -64,33 +88,70 @@ Settings parse_settings(int argc, char** argv) {
       app.add_option("--text", s.text, "the text file to train on or to encode (at most 1 GiB)");
   CLI::Option* out = app.add_option("--out", s.out, "where --train-bpe saves the model");
   app.add_flag("--force", s.force, "let --train-bpe replace an existing --out file");
+  CLI::Option* pretokenizer =
+      app.add_option("--pretokenizer", s.pretokenizer,
+                     "with --train-bpe: none (merges may cross spaces) or gpt2 (merges stay "
+                     "within GPT-2's pieces: words, numbers, punctuation); default none")
+          ->transform(CLI::CheckedTransformer(std::map<std::string, Pretokenizer>{
+              {"none", Pretokenizer::none}, {"gpt2", Pretokenizer::gpt2}}));
+  CLI::Option* special_tokens =
+      app.add_option("--special-token", s.special_tokens,
+                     "with --train-bpe: a special token such as <|endoftext|>, given an id after "
+                     "the merges (repeatable)")
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   CLI::Option* bpe = app.add_option("--bpe", s.bpe, "a model saved by --train-bpe, to use");
+  CLI::Option* gpt2 = app.add_option(
+      "--gpt2", s.gpt2,
+      "a folder with GPT-2's tokenizer files, to use (scripts/setup.sh fetches them into "
+      ".cache/gpt2)");
+  CLI::Option* special =
+      app.add_option("--special", s.special,
+                     "what --text that spells a special token (GPT-2's <|endoftext|>) becomes: "
+                     "refuse (the default: an error), allow (the token) or ordinary (text)")
+          ->transform(CLI::CheckedTransformer(
+              std::map<std::string, SpecialTokens>{{"refuse", SpecialTokens::refuse},
+                                                   {"allow", SpecialTokens::allow},
+                                                   {"ordinary", SpecialTokens::ordinary}}));
   app.add_flag("--decode", s.decode,
-               "with --bpe: read ids (decimal, whitespace-separated) from standard input and "
-               "write their text to standard output");
+               "with --bpe or --gpt2: read ids (decimal, whitespace-separated) from standard input "
+               "and write their text to standard output");
   examples::parse_flags(app, argc, argv);
   s.train = train->count() > 0;
   s.has_text = text->count() > 0;
   s.has_out = out->count() > 0;
   s.has_bpe = bpe->count() > 0;
+  s.has_gpt2 = gpt2->count() > 0;
+  s.has_pretokenizer = pretokenizer->count() > 0 || special_tokens->count() > 0;
+  s.has_special = special->count() > 0;
 
   // What to do: exactly one of train, encode, decode, with what it needs and nothing else.
-  if (s.train && s.has_bpe)
-    refuse("--train-bpe and --bpe do not go together: --train-bpe makes a model, --bpe uses one");
+  if (s.has_bpe && s.has_gpt2) refuse("--bpe and --gpt2 do not go together: give one tokenizer");
+  const bool use = s.has_bpe || s.has_gpt2;
+  const std::string model = s.has_gpt2 ? "--gpt2" : "--bpe";
+  if (s.train && use)
+    refuse("--train-bpe and " + model + " do not go together: --train-bpe makes a model, " + model +
+           " uses one");
   if (s.train && s.decode)
     refuse("--decode does not go with --train-bpe: decoding uses a model (--bpe MODEL --decode)");
   if (s.train && !s.has_text) refuse("--train-bpe needs --text FILE, the text to train on");
   if (s.train && !s.has_out) refuse("--train-bpe needs --out MODEL, where to save the model");
   if (!s.train && s.has_out) refuse("--out goes with --train-bpe (the file the model is saved to)");
   if (!s.train && s.force) refuse("--force goes with --train-bpe and --out");
-  if (!s.train && !s.has_bpe)
-    refuse(s.decode ? "--decode needs --bpe MODEL, the model whose ids are decoded"
-                    : "nothing to do: give --train-bpe N --text FILE --out MODEL, "
-                      "--bpe MODEL --text FILE, or --bpe MODEL --decode (--help says more)");
-  if (s.has_bpe && s.decode && s.has_text)
+  if (!s.train && s.has_pretokenizer)
+    refuse(std::string(pretokenizer->count() ? "--pretokenizer" : "--special-token") +
+           " goes with --train-bpe (a trained model keeps its own)");
+  if (!s.train && !use)
+    refuse(s.decode
+               ? "--decode needs --bpe MODEL or --gpt2 DIR, the tokenizer whose ids are decoded"
+               : "nothing to do: give --train-bpe N --text FILE --out MODEL, "
+                 "--bpe MODEL --text FILE, --gpt2 DIR --text FILE, or one of them with "
+                 "--decode (--help says more)");
+  if (use && s.decode && s.has_text)
     refuse("--decode reads the ids from standard input; it does not take --text");
-  if (s.has_bpe && !s.decode && !s.has_text)
-    refuse("--bpe needs --text FILE (to encode it) or --decode (ids from standard input)");
+  if (use && !s.decode && !s.has_text)
+    refuse(model + " needs --text FILE (to encode it) or --decode (ids from standard input)");
+  if (s.has_special && (s.train || s.decode))
+    refuse("--special goes with --text FILE when it is encoded (--bpe or --gpt2)");
   return s;
 }
 
@@ -128,13 +189,42 @@ std::string read_input_file(const std::string& flag, const std::string& path) {
   return bytes;
 }
 
-/// The model of --bpe; its errors name --bpe, the file and the line.
-BytePairEncoding load_model(const std::string& path) {
-  check_input_file("--bpe", path);
+/// The tokenizer of --bpe or --gpt2, as the three things this program needs of it.
+struct Tokenizer {
+  std::function<std::vector<std::uint32_t>(std::string_view, SpecialTokens)> encode;
+  std::function<std::string(const std::vector<std::uint32_t>&)> decode;
+  std::size_t vocab_size = 0;
+};
+
+/// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
+Tokenizer load_tokenizer(const Settings& s) {
   try {
-    return BytePairEncoding::load(path);
+    if (s.has_gpt2) {
+      auto t = std::make_shared<const GPT2Tokenizer>(GPT2Tokenizer::load(s.gpt2));
+      return {
+          [t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
+          [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size()};
+    }
+    check_input_file("--bpe", s.bpe);
+    auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
+    return {[t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
+            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size()};
   } catch (const DataError& e) {
-    throw DataError(std::string("--bpe: ") + e.what());
+    throw DataError((s.has_gpt2 ? "--gpt2: " : "--bpe: ") + std::string(e.what()));
+  }
+}
+
+/// A text the tokenizer refuses (invalid UTF-8 for GPT-2's pieces, a special token's text) is a
+/// DataError naming --text and the file.
+std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s,
+                                       const std::string& text) {
+  try {
+    return t.encode(text, s.special);
+  } catch (const tapegrad::ValueError& e) {
+    const std::string what = e.what();
+    const bool special = what.find("special token") != std::string::npos;
+    throw DataError("--text: '" + s.text + "': " + what +
+                    (special ? " (here: --special allow or --special ordinary)" : ""));
   }
 }
 
@@ -187,26 +277,40 @@ int train(const Settings& s) {
   const std::string text = read_input_file("--text", s.text);
   if (text.empty()) throw DataError("--text: '" + s.text + "' is empty: nothing to train on");
   const std::string target = check_output_file(s);
-  const BytePairEncoding bpe = BytePairEncoding::train(text, std::size_t(s.vocab_size));
-  if (bpe.vocab_size() < std::size_t(s.vocab_size))
-    std::cerr << "tokenize: the whole text became one token after " << bpe.merges().size()
-              << " merges: the model has " << bpe.vocab_size() << " tokens, not " << s.vocab_size
-              << "\n";
+  BytePairEncoding bpe;
+  try {
+    bpe = BytePairEncoding::train(text, std::size_t(s.vocab_size), s.pretokenizer);
+  } catch (const tapegrad::ValueError& e) {  // not UTF-8, for GPT-2's pretokenizer
+    throw DataError("--text: '" + s.text + "': " + e.what());
+  }
+  try {
+    bpe.add_special_tokens(s.special_tokens);
+  } catch (const tapegrad::ValueError& e) {
+    refuse(std::string("--special-token: ") + e.what());
+  }
+  if (256 + bpe.merges().size() < std::size_t(s.vocab_size))
+    std::cerr << "tokenize: no pair was left to merge after " << bpe.merges().size()
+              << " merges (every "
+              << (s.pretokenizer == Pretokenizer::gpt2 ? "piece of the text" : "text")
+              << " is one token): the model has " << 256 + bpe.merges().size()
+              << " tokens before its special ones, not " << s.vocab_size << "\n";
   try {
     bpe.save(target);
   } catch (const DataError& e) {
     throw DataError(std::string("--out: ") + e.what());
   }
   std::cerr << "tokenize: a BPE of " << bpe.vocab_size() << " tokens (" << bpe.merges().size()
-            << " merges) trained on '" << s.text << "', saved to '" << s.out << "'\n";
-  print_compression(text.size(), bpe.encode(text).size());
+            << " merges";
+  if (!s.special_tokens.empty()) std::cerr << ", " << s.special_tokens.size() << " special";
+  std::cerr << ") trained on '" << s.text << "', saved to '" << s.out << "'\n";
+  print_compression(text.size(), bpe.encode(text, SpecialTokens::ordinary).size());
   return 0;
 }
 
 int encode(const Settings& s) {
-  const BytePairEncoding bpe = load_model(s.bpe);
+  const Tokenizer tokenizer = load_tokenizer(s);
   const std::string text = read_input_file("--text", s.text);
-  const std::vector<std::uint32_t> ids = bpe.encode(text);
+  const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text);
   std::string line;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (i > 0) line += ' ';
@@ -234,7 +338,7 @@ std::vector<std::uint32_t> read_ids(std::size_t vocab_size) {
     if (!flags::parse_integer(digits, id) || id >= vocab_size)
       throw DataError("standard input: id " + digits + (digits.size() > 20 ? "..." : "") +
                       " (number " + std::to_string(ids.size() + 1) +
-                      ") is not below the model's vocab_size " + std::to_string(vocab_size));
+                      ") is not below the tokenizer's vocab_size " + std::to_string(vocab_size));
     ids.push_back(std::uint32_t(id));
     digits.clear();
   };
@@ -264,11 +368,11 @@ std::vector<std::uint32_t> read_ids(std::size_t vocab_size) {
 }
 
 int decode(const Settings& s) {
-  const BytePairEncoding bpe = load_model(s.bpe);
+  const Tokenizer tokenizer = load_tokenizer(s);
   if (isatty(STDIN_FILENO))
     std::cerr << "tokenize: reading ids from standard input (end with Ctrl-D)\n";
-  const std::vector<std::uint32_t> ids = read_ids(bpe.vocab_size());
-  const std::string text = bpe.decode(ids);
+  const std::vector<std::uint32_t> ids = read_ids(tokenizer.vocab_size);
+  const std::string text = tokenizer.decode(ids);
   std::cout.write(text.data(), std::streamsize(text.size()));
   finish_output();
   return 0;

@@ -1,9 +1,11 @@
 // include/tapegrad/data.hpp: the umbrella header of tapegrad::data, the text a language model is
 // trained on: corpus files cut into entries and split by whole entries, a character vocabulary,
-// a byte pair encoding, and batches of windows of token ids. It links tapegrad::core only.
+// a byte pair encoding, GPT-2's tokenizer, and batches of windows of token ids. It links tapegrad::core only.
 #pragma once
 
 #include "tapegrad/data/bpe.hpp"
+#include "tapegrad/data/gpt2_tokenizer.hpp"
+#include "tapegrad/data/pretokenize.hpp"
 #include "tapegrad/data/text.hpp"
 #include "tapegrad/data/vocabulary.hpp"
 #include "tapegrad/data/windows.hpp"

@@ -1,8 +1,9 @@
 // src/data/bpe.cpp: the byte pair encoding (data/bpe.hpp): the reference train and encode, which
-// recount every pair after each merge as minbpe does, decode with UTF-8 repair, and the text file
-// format. The fast train and encode are in bpe_fast.cpp.
+// recount every pair after each merge as minbpe does, special tokens, decode with UTF-8 repair,
+// and the text file format. The fast train and encode are in bpe_fast.cpp.
 #include "tapegrad/data/bpe.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -13,7 +14,9 @@
 #include <unistd.h>
 
 #include "bpe_fast.hpp"
+#include "line_reader.hpp"
 #include "tapegrad/core/errors.hpp"
+#include "utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -28,6 +31,13 @@ void check_arguments(const char* where, std::string_view text, std::size_t vocab
                     vocab_size);
   check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(), where,
                     ": expected a text shorter than 4 GiB, got ", text.size(), " bytes");
+}
+
+/// `text` cut as `pretokenizer` says: GPT-2's pieces, or one piece.
+std::vector<std::string_view> pieces_of(std::string_view text, Pretokenizer pretokenizer) {
+  if (pretokenizer == Pretokenizer::gpt2) return gpt2_pieces(text);
+  if (text.empty()) return {};
+  return {text};
 }
 
 std::vector<std::uint32_t> bytes_to_ids(std::string_view text) {
@@ -54,31 +64,131 @@ std::vector<std::uint32_t> merge_pair(const std::vector<std::uint32_t>& ids, Mer
 
 }  // namespace
 
-BytePairEncoding::BytePairEncoding(std::vector<Merge> merges) : merges_(std::move(merges)) {
-  vocab_.resize(vocab_size());
+BytePairEncoding::BytePairEncoding(std::vector<Merge> merges, Pretokenizer pretokenizer)
+    : merges_(std::move(merges)), pretokenizer_(pretokenizer) {
+  check<ValueError>(merges_.size() <= kMaxVocabSize - 256, "BytePairEncoding: expected at most ",
+                    kMaxVocabSize - 256, " merges, got ", merges_.size());
+  vocab_.resize(256 + merges_.size());
   for (std::uint32_t b = 0; b < 256; ++b) vocab_[b] = std::string(1, char(b));
   for (std::uint32_t i = 0; i < merges_.size(); ++i) {
-    ranks_.emplace(pair_key(merges_[i].left, merges_[i].right), i);
-    vocab_[256 + i] = vocab_[merges_[i].left] + vocab_[merges_[i].right];
+    const Merge m = merges_[i];
+    if (m.left >= 256 + i || m.right >= 256 + i)
+      fail<ValueError>("BytePairEncoding: merge ", i, " (", m.left, ", ", m.right,
+                       ") joins an id that no earlier merge defines (it defines id ", 256 + i, ")");
+    const auto [it, fresh] = ranks_.emplace(pair_key(m.left, m.right), i);
+    if (!fresh)
+      fail<ValueError>("BytePairEncoding: merge ", i, " (", m.left, ", ", m.right,
+                       ") repeats merge ", it->second);
+    vocab_[256 + i] = vocab_[m.left] + vocab_[m.right];
   }
+}
+
+void BytePairEncoding::add_special_tokens(const std::vector<std::string>& tokens) {
+  check<ValueError>(vocab_size() + tokens.size() <= kMaxVocabSize,
+                    "BytePairEncoding::add_special_tokens: expected at most ", kMaxVocabSize,
+                    " tokens in all, got ", vocab_size() + tokens.size());
+  // All are checked before any is added: a refused list changes nothing.
+  for (std::size_t k = 0; k < tokens.size(); ++k) {
+    const std::string& t = tokens[k];
+    const auto refuse = [&](const char* why) {
+      fail<ValueError>("BytePairEncoding::add_special_tokens: special token ", k, " \"",
+                       t.substr(0, 40), t.size() > 40 ? "...\"" : "\"", " ", why);
+    };
+    if (t.empty()) refuse("is empty");
+    if (t.size() > 256) refuse("is longer than 256 bytes");
+    if (t.find('\n') != std::string::npos) refuse("holds a newline");
+    if (detail::first_invalid_utf8(t) != std::string_view::npos) refuse("is not valid UTF-8");
+    if (special_id(t) >= 0) refuse("is already a special token");
+    if (std::find(tokens.begin(), tokens.begin() + std::ptrdiff_t(k), t) !=
+        tokens.begin() + std::ptrdiff_t(k))
+      refuse("is given twice");
+  }
+  for (const std::string& t : tokens) {
+    special_.push_back(t);
+    vocab_.push_back(t);
+  }
+}
+
+std::int64_t BytePairEncoding::special_id(std::string_view text) const {
+  for (std::size_t k = 0; k < special_.size(); ++k)
+    if (special_[k] == text) return std::int64_t(256 + merges_.size() + k);
+  return -1;
+}
+
+// ---- special tokens: where the text is cut before the pieces -----------------------------------
+
+template <class Piece>
+std::vector<std::uint32_t> BytePairEncoding::encode_with(std::string_view text,
+                                                         SpecialTokens special, const char* who,
+                                                         const Piece& piece) const {
+  check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(), who,
+                    ": expected a text shorter than 4 GiB, got ", text.size(), " bytes");
+  std::vector<std::uint32_t> out;
+  const auto ordinary = [&](std::string_view stretch) {
+    if (pretokenizer_ == Pretokenizer::gpt2) {
+      const std::size_t bad = detail::first_invalid_utf8(stretch);
+      if (bad != std::string_view::npos)
+        fail<ValueError>(who, ": the text is not valid UTF-8 at byte ",
+                         std::size_t(stretch.data() - text.data()) + bad,
+                         "; GPT-2's pretokenizer reads characters, so the text must be UTF-8");
+    }
+    for (const std::string_view p : pieces_of(stretch, pretokenizer_)) piece(p, out);
+  };
+  if (special == SpecialTokens::ordinary || special_.empty()) {
+    ordinary(text);
+    return out;
+  }
+  // Left to right, the earliest special token; of two starting at one byte, the longest.
+  // next[k] is where special token k next occurs at or after `done` (npos: nowhere), so the text
+  // is searched once per token and occurrence, not once per token and stretch.
+  std::vector<std::size_t> next;
+  for (const std::string& token : special_) next.push_back(text.find(token));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    std::size_t at = std::string_view::npos, which = 0;
+    for (std::size_t k = 0; k < special_.size(); ++k) {
+      if (next[k] != std::string_view::npos && next[k] < done)
+        next[k] = text.find(special_[k], done);
+      if (next[k] < at || (next[k] == at && at != std::string_view::npos &&
+                           special_[k].size() > special_[which].size()))
+        at = next[k], which = k;
+    }
+    if (at == std::string_view::npos) break;
+    if (special == SpecialTokens::refuse)
+      fail<ValueError>(who, ": the text holds the special token \"", special_[which], "\" at byte ",
+                       at, "; pass SpecialTokens::allow to encode it as its id, or ",
+                       "SpecialTokens::ordinary to encode it as text");
+    ordinary(text.substr(done, at - done));
+    out.push_back(std::uint32_t(256 + merges_.size() + which));
+    done = at + special_[which].size();
+  }
+  ordinary(text.substr(done));
+  return out;
 }
 
 // ---- the reference: recount every pair, every round -------------------------------------------
 
-BytePairEncoding BytePairEncoding::train_reference(std::string_view text, std::size_t vocab_size) {
+BytePairEncoding BytePairEncoding::train_reference(std::string_view text, std::size_t vocab_size,
+                                                   Pretokenizer pretokenizer) {
   check_arguments("BytePairEncoding::train_reference", text, vocab_size);
   struct Count {
     std::size_t n = 0, first = 0;  // occurrences, and where the first one is
   };
-  std::vector<std::uint32_t> ids = bytes_to_ids(text);
+  std::vector<std::vector<std::uint32_t>> pieces;  // merges never cross from one to the next
+  for (const std::string_view piece : pieces_of(text, pretokenizer))
+    pieces.push_back(bytes_to_ids(piece));
   std::vector<Merge> merges;
   while (256 + merges.size() < vocab_size) {
     std::map<std::pair<std::uint32_t, std::uint32_t>, Count> counts;
-    for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
-      Count& c = counts[{ids[i], ids[i + 1]}];
-      if (c.n++ == 0) c.first = i;
+    std::size_t position = 0;  // in the text as merged so far
+    for (const std::vector<std::uint32_t>& ids : pieces) {
+      for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+        Count& c = counts[{ids[i], ids[i + 1]}];
+        if (c.n++ == 0) c.first = position + i;
+      }
+      position += ids.size();
     }
-    if (counts.empty()) break;  // one token left: nothing to merge
+    if (counts.empty()) break;  // every piece is one token: nothing to merge
     // The most frequent pair; of equally frequent ones, the one seen first.
     auto best = counts.begin();
     for (auto it = counts.begin(); it != counts.end(); ++it)
@@ -86,42 +196,71 @@ BytePairEncoding BytePairEncoding::train_reference(std::string_view text, std::s
           (it->second.n == best->second.n && it->second.first < best->second.first))
         best = it;
     const Merge pair{best->first.first, best->first.second};
-    ids = merge_pair(ids, pair, std::uint32_t(256 + merges.size()));
+    for (std::vector<std::uint32_t>& ids : pieces)
+      ids = merge_pair(ids, pair, std::uint32_t(256 + merges.size()));
     merges.push_back(pair);
   }
-  return BytePairEncoding(std::move(merges));
+  return BytePairEncoding(std::move(merges), pretokenizer);
 }
 
-std::vector<std::uint32_t> BytePairEncoding::encode_reference(std::string_view text) const {
-  check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(),
-                    "BytePairEncoding::encode_reference: expected a text shorter than 4 GiB, got ",
-                    text.size(), " bytes");
-  std::vector<std::uint32_t> ids = bytes_to_ids(text);
+namespace {
+
+/// One piece encoded as minbpe's encode does, recounting its pairs after every merge.
+std::vector<std::uint32_t> encode_piece_reference(
+    std::string_view piece, const std::vector<Merge>& merges,
+    const std::unordered_map<std::uint64_t, std::uint32_t>& ranks) {
+  std::vector<std::uint32_t> ids = bytes_to_ids(piece);
   while (ids.size() >= 2) {
-    // Of the pairs the text holds, the one merged earliest in training.
+    // Of the pairs the piece holds, the one merged earliest in training.
     std::uint32_t best = std::numeric_limits<std::uint32_t>::max();
     for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
-      const auto it = ranks_.find(pair_key(ids[i], ids[i + 1]));
-      if (it != ranks_.end() && it->second < best) best = it->second;
+      const auto it = ranks.find(pair_key(ids[i], ids[i + 1]));
+      if (it != ranks.end() && it->second < best) best = it->second;
     }
     if (best == std::numeric_limits<std::uint32_t>::max()) break;  // no pair has a merge
-    ids = merge_pair(ids, merges_[best], 256 + best);
+    ids = merge_pair(ids, merges[best], 256 + best);
   }
   return ids;
 }
 
-// ---- the public train and encode: the fast ones ------------------------------------------------
+}  // namespace
 
-BytePairEncoding BytePairEncoding::train(std::string_view text, std::size_t vocab_size) {
-  check_arguments("BytePairEncoding::train", text, vocab_size);
-  return BytePairEncoding(detail::train_fast(text, vocab_size - 256));
+std::vector<std::uint32_t> BytePairEncoding::encode_reference(std::string_view text,
+                                                              SpecialTokens special) const {
+  return encode_with(text, special, "BytePairEncoding::encode_reference",
+                     [&](std::string_view piece, std::vector<std::uint32_t>& out) {
+                       const auto ids = encode_piece_reference(piece, merges_, ranks_);
+                       out.insert(out.end(), ids.begin(), ids.end());
+                     });
 }
 
-std::vector<std::uint32_t> BytePairEncoding::encode(std::string_view text) const {
-  check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(),
-                    "BytePairEncoding::encode: expected a text shorter than 4 GiB, got ",
-                    text.size(), " bytes");
-  return detail::encode_fast(text, merges_, ranks_);
+// ---- the public train and encode: the fast ones ------------------------------------------------
+
+BytePairEncoding BytePairEncoding::train(std::string_view text, std::size_t vocab_size,
+                                         Pretokenizer pretokenizer) {
+  check_arguments("BytePairEncoding::train", text, vocab_size);
+  return BytePairEncoding(detail::train_fast(pieces_of(text, pretokenizer), vocab_size - 256),
+                          pretokenizer);
+}
+
+std::vector<std::uint32_t> BytePairEncoding::encode(std::string_view text,
+                                                    SpecialTokens special) const {
+  if (pretokenizer_ == Pretokenizer::none)
+    return encode_with(text, special, "BytePairEncoding::encode",
+                       [&](std::string_view piece, std::vector<std::uint32_t>& out) {
+                         const auto ids = detail::encode_fast(piece, merges_, ranks_);
+                         out.insert(out.end(), ids.begin(), ids.end());
+                       });
+  // GPT-2's pieces are words, and a text repeats its words: each distinct piece is merged once.
+  std::unordered_map<std::string_view, std::vector<std::uint32_t>> seen;
+  return encode_with(text, special, "BytePairEncoding::encode",
+                     [&](std::string_view piece, std::vector<std::uint32_t>& out) {
+                       auto it = seen.find(piece);
+                       if (it == seen.end())
+                         it =
+                             seen.emplace(piece, detail::encode_fast(piece, merges_, ranks_)).first;
+                       out.insert(out.end(), it->second.begin(), it->second.end());
+                     });
 }
 
 // ---- decode ------------------------------------------------------------------------------------
@@ -132,58 +271,6 @@ const std::string& BytePairEncoding::bytes_of(std::uint32_t id) const {
   return vocab_[id];
 }
 
-namespace {
-
-/// `bytes` with each maximal subpart of an ill-formed UTF-8 sequence replaced by U+FFFD (Unicode
-/// 3.9, "U+FFFD Substitution of Maximal Subparts"; what Python's errors="replace" does). The
-/// table gives, for a lead byte, the sequence's length and the range its second byte must be in
-/// (Unicode's Table 3-7); later bytes are 80..BF.
-std::string repair_utf8(const std::string& bytes) {
-  static constexpr const char* kReplacement = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(bytes.size());
-  const std::size_t n = bytes.size();
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char lead = static_cast<unsigned char>(bytes[i]);
-    std::size_t length = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-    if (lead < 0x80)
-      length = 1;
-    else if (lead >= 0xC2 && lead <= 0xDF)
-      length = 2;
-    else if (lead == 0xE0)
-      length = 3, lo = 0xA0;
-    else if (lead == 0xED)
-      length = 3, hi = 0x9F;  // not the surrogates D800..DFFF
-    else if (lead >= 0xE1 && lead <= 0xEF)
-      length = 3;
-    else if (lead == 0xF0)
-      length = 4, lo = 0x90;
-    else if (lead == 0xF4)
-      length = 4, hi = 0x8F;  // not above U+10FFFF
-    else if (lead >= 0xF1 && lead <= 0xF3)
-      length = 4;
-    if (length == 0) {  // 80..C1 or F5..FF: never a lead byte
-      out += kReplacement;
-      ++i;
-      continue;
-    }
-    std::size_t k = 1;  // bytes of the sequence found so far
-    for (; k < length && i + k < n; ++k) {
-      const unsigned char c = static_cast<unsigned char>(bytes[i + k]);
-      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) break;
-    }
-    if (k == length)
-      out.append(bytes, i, length);
-    else
-      out += kReplacement;  // the k bytes that began a sequence: one U+FFFD
-    i += k;
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string BytePairEncoding::decode(const std::vector<std::uint32_t>& ids) const {
   std::string bytes;
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -192,7 +279,7 @@ std::string BytePairEncoding::decode(const std::vector<std::uint32_t>& ids) cons
                        ids[i], " at position ", i);
     bytes += vocab_[ids[i]];
   }
-  return repair_utf8(bytes);
+  return detail::repair_utf8(bytes);
 }
 
 // ---- the file ----------------------------------------------------------------------------------
@@ -200,15 +287,8 @@ std::string BytePairEncoding::decode(const std::vector<std::uint32_t>& ids) cons
 namespace {
 
 constexpr std::string_view kHeader = "tapegrad-bpe 1";
-constexpr std::size_t kMaxLine = std::size_t(1) << 20;
 
-/// A line as a message quotes it: at most 40 bytes, control bytes as '?'.
-std::string excerpt(std::string_view line) {
-  std::string s(line.substr(0, 40));
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
-  return "\"" + s + (line.size() > 40 ? "...\"" : "\"");
-}
+using detail::excerpt;
 
 /// A decimal number filling all of `s`, or false.
 bool parse_number(std::string_view s, std::uint64_t& value) {
@@ -223,32 +303,6 @@ template <class... Parts>
   fail<DataError>("BytePairEncoding::load: ", path, " line ", line, ": ", parts...);
 }
 
-/// The lines of a file, read one at a time, none longer than kMaxLine.
-class LineReader {
- public:
-  LineReader(std::istream& in, const std::string& path) : in_(in), path_(path) {}
-  /// The next line without its "\n"; false at the end of the file.
-  bool next(std::string& line) {
-    line.clear();
-    std::streambuf* buf = in_.rdbuf();
-    int c = buf->sbumpc();
-    if (c == std::char_traits<char>::eof()) return false;
-    ++number;
-    for (; c != std::char_traits<char>::eof() && c != '\n'; c = buf->sbumpc()) {
-      if (line.size() == kMaxLine)
-        fail<DataError>("BytePairEncoding::load: ", path_, " line ", number,
-                        ": expected a line of at most 1 MiB, got a longer one");
-      line += char(c);
-    }
-    return true;
-  }
-  std::size_t number = 0;  ///< of the line last read, from 1
-
- private:
-  std::istream& in_;
-  const std::string& path_;
-};
-
 }  // namespace
 
 void BytePairEncoding::save(const std::string& path) const {
@@ -261,8 +315,10 @@ void BytePairEncoding::save(const std::string& path) const {
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     check<DataError>(bool(out), "BytePairEncoding::save: cannot write ", temp.string());
-    out << kHeader << "\nvocab_size " << vocab_size() << "\n";
+    out << kHeader << "\nvocab_size " << vocab_size() << "\npretokenizer "
+        << (pretokenizer_ == Pretokenizer::gpt2 ? "gpt2" : "none") << '\n';
     for (const Merge& m : merges_) out << m.left << ' ' << m.right << '\n';
+    for (const std::string& token : special_) out << "special " << token << '\n';
     out.flush();
     if (!out) {
       out.close();
@@ -283,7 +339,7 @@ void BytePairEncoding::save(const std::string& path) const {
 BytePairEncoding BytePairEncoding::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   check<DataError>(bool(in), "BytePairEncoding::load: cannot open ", path);
-  LineReader lines(in, path);
+  detail::LineReader lines(in, path, "BytePairEncoding::load");
   std::string line;
   const auto bad = [&](const auto&... parts) { damaged(path, lines.number, parts...); };
 
@@ -296,12 +352,32 @@ BytePairEncoding BytePairEncoding::load(const std::string& path) {
   if (vocab_size < 256 || vocab_size > kMaxVocabSize)
     bad("expected vocab_size in [256, ", kMaxVocabSize, "], got ", vocab_size);
 
+  if (!lines.next(line) || (line != "pretokenizer none" && line != "pretokenizer gpt2"))
+    bad("expected \"pretokenizer none\" or \"pretokenizer gpt2\", got ", excerpt(line));
+  const Pretokenizer pretokenizer =
+      line == "pretokenizer gpt2" ? Pretokenizer::gpt2 : Pretokenizer::none;
+
   std::vector<Merge> merges;
+  std::vector<std::string> special;
   std::unordered_map<std::uint64_t, std::size_t> seen;  // pair -> its line
   while (lines.next(line)) {
-    if (merges.size() == vocab_size - 256)
-      bad("expected ", vocab_size - 256, " merges (vocab_size ", vocab_size,
+    if (256 + merges.size() + special.size() == vocab_size)
+      bad("expected ", vocab_size - 256, " merges and special tokens (vocab_size ", vocab_size,
           " on line 2), got more");
+    if (line.rfind("special ", 0) == 0) {
+      std::string token = line.substr(8);
+      if (token.empty() || token.size() > 256 ||
+          detail::first_invalid_utf8(token) != std::string_view::npos)
+        bad("expected a special token of 1 to 256 bytes of UTF-8, got ", excerpt(token));
+      for (std::size_t k = 0; k < special.size(); ++k)
+        if (special[k] == token)
+          bad("the special token ", excerpt(token), " is already on line ",
+              lines.number - special.size() + k);
+      special.push_back(std::move(token));
+      continue;
+    }
+    if (!special.empty())
+      bad("expected \"special TEXT\" (merges come before the special tokens), got ", excerpt(line));
     const std::size_t space = line.find(' ');
     std::uint64_t left = 0, right = 0;
     if (space == std::string::npos ||
@@ -317,10 +393,13 @@ BytePairEncoding BytePairEncoding::load(const std::string& path) {
     if (!fresh) bad("the merge ", left, " ", right, " is already on line ", it->second);
     merges.push_back({std::uint32_t(left), std::uint32_t(right)});
   }
-  if (merges.size() != vocab_size - 256)
-    damaged(path, lines.number + 1, "expected ", vocab_size - 256, " merges (vocab_size ",
-            vocab_size, " on line 2), got ", merges.size(), " before the end of the file");
-  return BytePairEncoding(std::move(merges));
+  if (256 + merges.size() + special.size() != vocab_size)
+    damaged(path, lines.number + 1, "expected ", vocab_size - 256,
+            " merges and special tokens (vocab_size ", vocab_size, " on line 2), got ",
+            merges.size() + special.size(), " before the end of the file");
+  BytePairEncoding bpe(std::move(merges), pretokenizer);
+  bpe.add_special_tokens(special);
+  return bpe;
 }
 
 }  // namespace tapegrad::data

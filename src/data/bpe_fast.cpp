@@ -1,8 +1,8 @@
 // src/data/bpe_fast.cpp: the fast byte pair encoding (bpe_fast.hpp).
 //
-// The text is a doubly linked list of symbols: node i starts as byte i, and a merge gives its left
-// node the new id and unlinks the right one, so a node's index keeps the text's order. A pair's
-// occurrence is named by the index of its left node. Two facts make lazy bookkeeping exact:
+// The text is a doubly linked list of symbols (one per piece, when it is split): node i starts as
+// byte i, and a merge gives its left node the new id and unlinks the right one, so a node's index
+// keeps the text's order. A pair's occurrence is named by the index of its left node. Two facts make lazy bookkeeping exact:
 //   - ids only grow, and a node's next changes only when the node itself merges, so an occurrence
 //     once gone never comes back;
 //   - a merge into id c creates only pairs holding c, so a pair gains occurrences only in the merge
@@ -20,15 +20,22 @@ namespace {
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();  // no node / dead node
 
-/// The text as a doubly linked list of symbols.
+/// The text as doubly linked lists of symbols, one list per piece.
 struct Symbols {
   std::vector<std::uint32_t> id, prev, next;  // id[i] == kNone: node i was merged away
 
-  explicit Symbols(std::string_view text) : id(text.size()), prev(text.size()), next(text.size()) {
-    for (std::uint32_t i = 0; i < text.size(); ++i) {
-      id[i] = static_cast<unsigned char>(text[i]);
-      prev[i] = i == 0 ? kNone : i - 1;
-      next[i] = i + 1 == text.size() ? kNone : i + 1;
+  /// One list per piece; the pieces are consecutive stretches of one text.
+  explicit Symbols(const std::vector<std::string_view>& pieces) {
+    std::size_t total = 0;
+    for (const std::string_view piece : pieces) total += piece.size();
+    id.reserve(total), prev.reserve(total), next.reserve(total);
+    for (const std::string_view piece : pieces) {
+      const auto start = std::uint32_t(id.size());
+      for (std::uint32_t k = 0; k < piece.size(); ++k) {
+        id.push_back(static_cast<unsigned char>(piece[k]));
+        prev.push_back(k == 0 ? kNone : start + k - 1);
+        next.push_back(k + 1 == piece.size() ? kNone : start + k + 1);
+      }
     }
   }
   /// Whether the pair (left, right) still starts at node i.
@@ -78,15 +85,17 @@ struct Candidate {
 
 }  // namespace
 
-std::vector<BytePairEncoding::Merge> train_fast(std::string_view text, std::size_t num_merges) {
-  Symbols s(text);
+std::vector<BytePairEncoding::Merge> train_fast(const std::vector<std::string_view>& pieces,
+                                                std::size_t num_merges) {
+  Symbols s(pieces);
   std::unordered_map<std::uint64_t, PairStats> pairs;
   const auto stats = [&](std::uint32_t left, std::uint32_t right) -> PairStats& {
     PairStats& p = pairs[pair_key(left, right)];  // references survive rehashing
     p.left = left, p.right = right;
     return p;
   };
-  for (std::uint32_t i = 0; i + 1 < text.size(); ++i) {
+  for (std::uint32_t i = 0; i < s.id.size(); ++i) {
+    if (s.next[i] == kNone) continue;  // the end of a piece
     PairStats& p = stats(s.id[i], s.id[i + 1]);
     ++p.count;
     p.where.push_back(i);
@@ -160,7 +169,7 @@ std::vector<std::uint32_t> encode_fast(
   // Merging in order of (merge index, position) is minbpe's order: a merge into id c creates
   // only pairs holding c, whose merges come later, so each index is done, left to right, before
   // the next one starts.
-  Symbols s(text);
+  Symbols s({text});
   using Entry = std::pair<std::uint32_t, std::uint32_t>;  // (merge index, node)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   const auto queue = [&](std::uint32_t i) {  // the pair starting at node i, if it has a merge

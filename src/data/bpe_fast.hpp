@@ -20,10 +20,12 @@ inline std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
   return (std::uint64_t(left) << 32) | right;
 }
 
-/// Up to `num_merges` merges learned from `text` (fewer when no pair is left).
-std::vector<BytePairEncoding::Merge> train_fast(std::string_view text, std::size_t num_merges);
+/// Up to `num_merges` merges learned from `pieces` (fewer when no pair is left): consecutive
+/// stretches of one text, in order, with no pair counted across two of them.
+std::vector<BytePairEncoding::Merge> train_fast(const std::vector<std::string_view>& pieces,
+                                                std::size_t num_merges);
 
-/// `text` encoded with `merges`; `ranks` maps pair_key(left, right) to the merge's index.
+/// `text` (one piece) encoded with `merges`; `ranks` maps pair_key(left, right) to the merge's index.
 std::vector<std::uint32_t> encode_fast(
     std::string_view text, const std::vector<BytePairEncoding::Merge>& merges,
     const std::unordered_map<std::uint64_t, std::uint32_t>& ranks);

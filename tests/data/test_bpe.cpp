@@ -153,7 +153,8 @@ TEST_SUITE("data.bpe") {
     const fs::path dir = folder("round_trip");
     const auto bpe = BytePairEncoding::train("aaabdaaabac", 259);
     bpe.save((dir / "bpe.txt").string());
-    CHECK(read(dir / "bpe.txt") == "tapegrad-bpe 1\nvocab_size 259\n97 97\n256 97\n257 98\n");
+    CHECK(read(dir / "bpe.txt") ==
+          "tapegrad-bpe 1\nvocab_size 259\npretokenizer none\n97 97\n256 97\n257 98\n");
     CHECK(fs::directory_iterator(dir)->path().filename() == "bpe.txt");  // no temporary left
     CHECK(BytePairEncoding::load((dir / "bpe.txt").string()).merges() == bpe.merges());
 
@@ -165,7 +166,7 @@ TEST_SUITE("data.bpe") {
     CHECK(loaded.merges() == big.merges());
     CHECK(loaded.encode(text) == big.encode(text));
     CHECK(BytePairEncoding::load((dir / "bpe.txt").string()).vocab_size() == big.vocab_size());
-    write(dir / "no_final_newline", "tapegrad-bpe 1\nvocab_size 257\n97 97");
+    write(dir / "no_final_newline", "tapegrad-bpe 1\nvocab_size 257\npretokenizer none\n97 97");
     CHECK(BytePairEncoding::load((dir / "no_final_newline").string()).vocab_size() == 257);
   }
 
@@ -198,23 +199,170 @@ TEST_SUITE("data.bpe") {
     refused("tapegrad-bpe 1\nvocab_size 2x\n", "line 2: expected \"vocab_size N\"");
     refused("tapegrad-bpe 1\nvocab_size 100\n",
             "line 2: expected vocab_size in [256, 1048576], got 100");
-    refused("tapegrad-bpe 1\nvocab_size 258\n97 97\n97 x\n",
-            "line 4: expected a merge \"left right\"");
-    refused("tapegrad-bpe 1\nvocab_size 258\n97 97\n\n", "line 4: expected a merge");
-    refused("tapegrad-bpe 1\nvocab_size 258\n97 97\n97 -1\n", "line 4: expected a merge");
-    refused("tapegrad-bpe 1\nvocab_size 258\n97 97\n257 97\n",
-            "line 4: expected ids below 257 (the merge defines id 257), got 257");
-    refused("tapegrad-bpe 1\nvocab_size 258\n97 97\n97 97\n",
-            "line 4: the merge 97 97 is already on line 3");
-    refused("tapegrad-bpe 1\nvocab_size 257\n97 97\n98 98\n",
-            "line 4: expected 1 merges (vocab_size 257 on line 2), got more");
-    refused("tapegrad-bpe 1\nvocab_size 259\n97 97\n",
-            "line 4: expected 3 merges (vocab_size 259 on line 2), got 1 before the end");
-    refused("tapegrad-bpe 1\nvocab_size 257\n97 " + std::string((1 << 20) + 10, '7') + "\n",
-            "line 3: expected a line of at most 1 MiB");
+    const std::string head = "tapegrad-bpe 1\nvocab_size 258\npretokenizer none\n";
+    refused("tapegrad-bpe 1\nvocab_size 258\nsplit none\n",
+            "line 3: expected \"pretokenizer none\" or \"pretokenizer gpt2\", got \"split none\"");
+    refused(head + "97 97\n97 x\n", "line 5: expected a merge \"left right\"");
+    refused(head + "97 97\n\n", "line 5: expected a merge");
+    refused(head + "97 97\n97 -1\n", "line 5: expected a merge");
+    refused(head + "97 97\n257 97\n",
+            "line 5: expected ids below 257 (the merge defines id 257), got 257");
+    refused(head + "97 97\n97 97\n", "line 5: the merge 97 97 is already on line 4");
+    refused(head + "97 97\n98 98\n99 99\n",
+            "line 6: expected 2 merges and special tokens (vocab_size 258 on line 2), got more");
+    refused(head + "97 97\n",
+            "line 5: expected 2 merges and special tokens (vocab_size 258 on line 2), got 1 before "
+            "the end");
+    refused(
+        head + "special <|end|>\n97 97\n",
+        "line 5: expected \"special TEXT\" (merges come before the special tokens), got \"97 97\"");
+    refused(head + "special <|end|>\nspecial <|end|>\n",
+            "line 5: the special token \"<|end|>\" is already on line 4");
+    refused(head + "97 97\nspecial \n",
+            "line 5: expected a special token of 1 to 256 bytes of UTF-8");
+    refused(head + "97 97\nspecial \xff\n", "line 5: expected a special token of 1 to 256 bytes");
+    refused(head + "97 " + std::string((1 << 20) + 10, '7') + "\n",
+            "line 4: expected a line of at most 1 MiB");
     CHECK_THROWS_WITH_AS(BytePairEncoding::load((dir / "missing").string()),
                          doctest::Contains("cannot open"), DataError);
     CHECK_THROWS_WITH_AS(BytePairEncoding().save((dir / "no_such_folder" / "bpe.txt").string()),
                          doctest::Contains("cannot write"), DataError);
+  }
+
+  TEST_CASE("gpt2_pieces cuts text as GPT-2's pattern does") {
+    using Pieces = std::vector<std::string_view>;
+    CHECK(data::gpt2_pieces("Hello world!!") == Pieces{"Hello", " world", "!!"});
+    // A run of spaces leaves its last one to the word after it; at the end it stays whole.
+    CHECK(data::gpt2_pieces("a  b   ") == Pieces{"a", " ", " b", "   "});
+    CHECK(data::gpt2_pieces("I'm here, it's 2024.") ==
+          Pieces{"I", "'m", " here", ",", " it", "'s", " 2024", "."});
+    CHECK(data::gpt2_pieces("I'M") == Pieces{"I", "'", "M"});  // the contractions are lower case
+    CHECK(data::gpt2_pieces("abc123def") == Pieces{"abc", "123", "def"});
+    // Only " " joins the word after it; a newline before a word is a piece of its own.
+    CHECK(data::gpt2_pieces("line\n\nnext") == Pieces{"line", "\n", "\n", "next"});
+    CHECK(data::gpt2_pieces("Größe café") == Pieces{"Größe", " café"});
+    CHECK(data::gpt2_pieces("日本語のテキスト🙂🙂") ==
+          Pieces{"日本語のテキスト", "🙂🙂"});
+    CHECK(data::gpt2_pieces("").empty());
+    CHECK_THROWS_WITH_AS(data::gpt2_pieces("ok \xC3("),
+                         doctest::Contains("not valid UTF-8 at byte 3"), ValueError);
+  }
+
+  TEST_CASE("with GPT-2's pretokenizer, merges stay within a piece, and fast equals reference") {
+    std::string text;
+    for (int i = 0; i < 30; ++i) text += "the cat sat on the mat, and the dog's 42 bones. ";
+    text += kUtf8 + kUtf8;
+    const auto fast = BytePairEncoding::train(text, 256 + 200, data::Pretokenizer::gpt2);
+    const auto reference =
+        BytePairEncoding::train_reference(text, 256 + 200, data::Pretokenizer::gpt2);
+    CHECK(fast.merges() == reference.merges());
+    CHECK(fast.pretokenizer() == data::Pretokenizer::gpt2);
+    // No token holds two pieces (a token may end inside a character: those are not checked).
+    for (std::uint32_t id = 256; id < fast.vocab_size(); ++id) {
+      const std::string& bytes = fast.bytes_of(id);
+      CAPTURE(bytes);
+      if (fast.decode({id}) == bytes) CHECK(data::gpt2_pieces(bytes).size() == 1);
+    }
+    // So a text encodes as its pieces one by one.
+    Ids by_piece;
+    for (const std::string_view piece : data::gpt2_pieces(text)) {
+      const Ids ids = fast.encode(piece);
+      by_piece.insert(by_piece.end(), ids.begin(), ids.end());
+    }
+    CHECK(fast.encode(text) == by_piece);
+    const std::string other = "the dog's mat sat on 42 cats. Größe 🙂";
+    for (const std::string& t : {text, other}) {
+      CHECK(fast.encode(t) == fast.encode_reference(t));
+      CHECK(fast.decode(fast.encode(t)) == t);
+    }
+    // Without it, "the" and " " merge ("the cat" has "e " and " c" pairs).
+    const auto plain = BytePairEncoding::train(text, 256 + 200);
+    bool crosses = false;
+    for (std::uint32_t id = 256; id < plain.vocab_size(); ++id)
+      if (plain.decode({id}) == plain.bytes_of(id))
+        crosses = crosses || data::gpt2_pieces(plain.bytes_of(id)).size() > 1;
+    CHECK(crosses);
+  }
+
+  TEST_CASE(
+      "a BPE reads any bytes, but GPT-2's pretokenizer reads characters and refuses invalid "
+      "UTF-8") {
+    const std::string bytes = "\xFF\xFE\x00\x01\xFF\xFE\x00\x01";
+    const auto plain = BytePairEncoding::train(bytes, 258);
+    CHECK(plain.decode(plain.encode(bytes)).size() > 0);
+    CHECK(plain.encode(bytes).size() < bytes.size());
+    CHECK_THROWS_WITH_AS(BytePairEncoding::train("fine \xFF", 300, data::Pretokenizer::gpt2),
+                         doctest::Contains("not valid UTF-8 at byte 5"), ValueError);
+    const auto split = BytePairEncoding::train("fine text", 260, data::Pretokenizer::gpt2);
+    CHECK_THROWS_WITH_AS(split.encode("text \xE2\x82"),
+                         doctest::Contains("BytePairEncoding::encode: the text is not valid UTF-8 "
+                                           "at byte 5"),
+                         ValueError);
+  }
+
+  TEST_CASE("special tokens: refused, allowed or ordinary text, as tiktoken's encode") {
+    auto bpe = BytePairEncoding::train("aaabdaaabac", 259);
+    bpe.add_special_tokens({"<|end|>", "<|endoftext|>"});
+    CHECK(bpe.vocab_size() == 261);
+    CHECK(bpe.special_tokens() == std::vector<std::string>{"<|end|>", "<|endoftext|>"});
+    CHECK(bpe.special_id("<|endoftext|>") == 260);
+    CHECK(bpe.special_id("<|nope|>") == -1);
+    CHECK(bpe.bytes_of(259) == "<|end|>");
+    const std::string text = "aaab<|endoftext|>aaab<|end|>";
+    CHECK_THROWS_WITH_AS(bpe.encode(text),
+                         doctest::Contains("holds the special token \"<|endoftext|>\" at byte 4"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(bpe.encode_reference(text), doctest::Contains("at byte 4"), ValueError);
+    // Where two start at one byte, the longer wins: "<|endoftext|>" is not "<|end|>" + "oftext|>".
+    const Ids allowed = bpe.encode(text, data::SpecialTokens::allow);
+    CHECK(allowed == Ids{258, 260, 258, 259});
+    CHECK(bpe.encode_reference(text, data::SpecialTokens::allow) == allowed);
+    CHECK(bpe.decode(allowed) == text);
+    const Ids ordinary = bpe.encode(text, data::SpecialTokens::ordinary);
+    CHECK(ordinary == BytePairEncoding::train("aaabdaaabac", 259).encode(text));
+    CHECK(bpe.decode(ordinary) == text);
+    CHECK(bpe.encode("<|end|><|end|>", data::SpecialTokens::allow) == Ids{259, 259});
+    // The text without special tokens is not affected by the choice.
+    CHECK(bpe.encode("aaab") == Ids{258});
+
+    CHECK_THROWS_WITH_AS(
+        bpe.add_special_tokens({"<|end|>"}),
+        doctest::Contains("special token 0 \"<|end|>\" is already a special token"), ValueError);
+    CHECK_THROWS_WITH_AS(bpe.add_special_tokens({"ok", ""}),
+                         doctest::Contains("special token 1 \"\" is empty"), ValueError);
+    CHECK_THROWS_WITH_AS(bpe.add_special_tokens({"a\nb"}), doctest::Contains("holds a newline"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(bpe.add_special_tokens({"\xFF"}), doctest::Contains("is not valid UTF-8"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(bpe.add_special_tokens({std::string(257, 'x')}),
+                         doctest::Contains("is longer than 256 bytes"), ValueError);
+    CHECK(bpe.vocab_size() == 261);  // a refused list adds nothing, not even its good tokens
+  }
+
+  TEST_CASE("merges learned elsewhere are checked") {
+    CHECK(BytePairEncoding(Merges{{'a', 'b'}, {256, 'c'}}).encode("abc") == Ids{257});
+    CHECK_THROWS_WITH_AS(BytePairEncoding(Merges{{'a', 'b'}, {257, 'c'}}),
+                         doctest::Contains("merge 1 (257, 99) joins an id that no earlier merge "
+                                           "defines (it defines id 257)"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(BytePairEncoding(Merges{{'a', 'b'}, {'a', 'b'}}),
+                         doctest::Contains("merge 1 (97, 98) repeats merge 0"), ValueError);
+  }
+
+  TEST_CASE("save and load keep the pretokenizer and the special tokens") {
+    const fs::path dir = folder("special");
+    auto bpe = BytePairEncoding::train("the cat sat on the mat", 262, data::Pretokenizer::gpt2);
+    bpe.add_special_tokens({"<|endoftext|>"});
+    bpe.save((dir / "bpe.txt").string());
+    const std::string saved = read(dir / "bpe.txt");
+    CHECK(saved.rfind("tapegrad-bpe 1\nvocab_size 263\npretokenizer gpt2\n", 0) == 0);
+    CHECK(saved.substr(saved.size() - 23) == "\nspecial <|endoftext|>\n");
+    const auto loaded = BytePairEncoding::load((dir / "bpe.txt").string());
+    CHECK(loaded.merges() == bpe.merges());
+    CHECK(loaded.pretokenizer() == data::Pretokenizer::gpt2);
+    CHECK(loaded.special_tokens() == bpe.special_tokens());
+    const std::string text = "the mat<|endoftext|>the cat";
+    CHECK(loaded.encode(text, data::SpecialTokens::allow) ==
+          bpe.encode(text, data::SpecialTokens::allow));
   }
 }

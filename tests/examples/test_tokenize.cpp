@@ -180,6 +180,19 @@ TEST_SUITE("examples.tokenize") {
         {model + text + " --force", "--force goes with --train-bpe"},
         {model + text + " extra", "extra"},
         {"--nonsense", "--nonsense"},
+        {model + " --gpt2 ." + text, "--bpe and --gpt2 do not go together"},
+        {"--gpt2 ." + text + out + " --train-bpe 300", "--train-bpe and --gpt2 do not go together"},
+        {"--gpt2 .", "--gpt2 needs --text FILE (to encode it) or --decode"},
+        {model + text + " --pretokenizer gpt2", "--pretokenizer goes with --train-bpe"},
+        {model + text + " --special-token '<|x|>'", "--special-token goes with --train-bpe"},
+        {model + " --decode --special allow", "--special goes with --text FILE when it is encoded"},
+        {"--train-bpe 300" + text + out + " --special allow", "--special goes with --text FILE"},
+        {model + text + " --special yes", "--special: Check yes value in {"},
+        {"--train-bpe 300" + text + out + " --pretokenizer words", "--pretokenizer: Check words"},
+        {"--train-bpe 300" + text + out + " --special-token ''",
+         "--special-token: BytePairEncoding::add_special_tokens: special token 0 \"\" is empty"},
+        {"--train-bpe 300" + text + out + " --special-token '<|a|>' --special-token '<|a|>'",
+         "special token 1 \"<|a|>\" is given twice"},
     };
     for (const auto& [args, message] : cases) {
       CAPTURE(args);
@@ -196,10 +209,12 @@ TEST_SUITE("examples.tokenize") {
     const fs::path dir = fresh_folder("files");
     std::ofstream(dir / "text.txt") << small_text();
     std::ofstream(dir / "empty.txt");
+    std::ofstream(dir / "latin1.txt") << "caf\xE9 au lait";
     REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
     std::ofstream(dir / "huge.txt") << "x";
     fs::resize_file(dir / "huge.txt", (std::uintmax_t(1) << 30) + 1);  // sparse: no disk used
-    std::ofstream(dir / "damaged.bpe") << "tapegrad-bpe 1\nvocab_size 258\n97 97\n300 1\n";
+    std::ofstream(dir / "damaged.bpe")
+        << "tapegrad-bpe 1\nvocab_size 258\npretokenizer none\n97 97\n300 1\n";
     REQUIRE(tapegrad::testing::run_program(
                 TAPEGRAD_TOKENIZE, "--train-bpe 270 --text " + quoted((dir / "text.txt").string()) +
                                        " --out " + quoted((dir / "model.bpe").string()))
@@ -219,10 +234,17 @@ TEST_SUITE("examples.tokenize") {
         {"--bpe /dev/zero --decode", "--bpe: '/dev/zero' is not a regular file"},
         {"--bpe " + path("missing.bpe") + " --decode", "--bpe: cannot read"},
         {"--bpe " + path("text.txt") + " --decode", "line 1: expected the header"},
-        {"--bpe " + path("damaged.bpe") + " --decode", "damaged.bpe line 4"},
+        {"--bpe " + path("damaged.bpe") + " --decode", "damaged.bpe line 5"},
         {train + " --text /dev/zero", "--text: '/dev/zero' is not a regular file"},
         {train + " --text " + path("fifo"), "is not a regular file"},
         {train + " --text " + path("empty.txt"), "is empty: nothing to train on"},
+        {train + " --pretokenizer gpt2 --text " + path("latin1.txt"),
+         "--text: '" + (dir / "latin1.txt").string() +
+             "': gpt2_pieces: the text is not valid UTF-8 at byte 3"},
+        {"--gpt2 " + path("missing") + " --decode", "--gpt2: GPT2Tokenizer::load: "},
+        {"--gpt2 " + path("text.txt") + " --decode", "is not a folder"},
+        {"--gpt2 " + quoted(dir.string()) + " --decode",
+         "holds neither encoder.json and vocab.bpe"},
     };
     for (const auto& [args, message] : cases) {
       CAPTURE(args);
@@ -249,8 +271,9 @@ TEST_SUITE("examples.tokenize") {
         {"/dev/zero", "standard input: expected decimal ids separated by whitespace, got 0x00"},
         {(dir / "letters.txt").string(), "got 'x' at byte 6"},
         {(dir / "negative.txt").string(), "got '-' at byte 3"},
-        {(dir / "too_big.txt").string(), "id 270 (number 2) is not below the model's vocab_size"},
-        {(dir / "huge_id.txt").string(), "(number 2) is not below the model's vocab_size 270"},
+        {(dir / "too_big.txt").string(),
+         "id 270 (number 2) is not below the tokenizer's vocab_size"},
+        {(dir / "huge_id.txt").string(), "(number 2) is not below the tokenizer's vocab_size 270"},
     };
     for (const auto& [input, message] : cases) {
       CAPTURE(input);
@@ -265,6 +288,59 @@ TEST_SUITE("examples.tokenize") {
     const Run empty = run_tokenize("--bpe " + model + " --decode", "/dev/null", dir / "err.txt");
     CHECK(empty.status == 0);
     CHECK(empty.out.empty());
+  }
+
+  TEST_CASE("GPT-2's tokenizer from --gpt2, special tokens, and a BPE split as GPT-2 splits") {
+    const fs::path dir = fresh_folder("gpt2");
+    const fs::path gpt2 = fs::path(TAPEGRAD_GPT2_DIR);
+    std::ofstream(dir / "hello.txt") << "hello world";
+    std::ofstream(dir / "eot.txt") << "a<|endoftext|>b";
+    if (fs::exists(gpt2 / "encoder.json")) {
+      const std::string with = "--gpt2 " + quoted(gpt2.string());
+      const Run hello = run_tokenize(with + " --text " + quoted((dir / "hello.txt").string()),
+                                     "/dev/null", dir / "hello.err");
+      CHECK(hello.status == 0);
+      CHECK(hello.out == "31373 995\n");
+      CHECK(has(hello.err, "compression: 11 bytes in 2 tokens: 5.500 bytes per token"));
+      const std::string eot = " --text " + quoted((dir / "eot.txt").string());
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_TOKENIZE, with + eot, 30),
+                    "holds the special token \"<|endoftext|>\" at byte 1");
+      CHECK(run_tokenize(with + eot + " --special allow", "/dev/null", dir / "e.err").out ==
+            "64 50256 65\n");
+      const Run ordinary =
+          run_tokenize(with + eot + " --special ordinary", "/dev/null", dir / "o.err");
+      CHECK(ordinary.status == 0);
+      CHECK(ordinary.out.find("50256") == std::string::npos);
+      std::ofstream(dir / "ids.txt") << "31373 995 50256";
+      const Run decoded = run_tokenize(with + " --decode", dir / "ids.txt", dir / "d.err");
+      CHECK(decoded.out == "hello world<|endoftext|>");
+      std::ofstream(dir / "bad_ids.txt") << "31373 50257";
+      const Run bad = run_tokenize(with + " --decode", dir / "bad_ids.txt", dir / "b.err");
+      CHECK(bad.status == 2);
+      CHECK(has(bad.err, "id 50257 (number 2) is not below the tokenizer's vocab_size 50257"));
+    } else {
+      std::printf(
+          "[skipped: GPT-2's tokenizer files are not in %s; scripts/setup.sh fetches them]\n",
+          gpt2.c_str());
+    }
+
+    // A BPE trained with GPT-2's pretokenizer and a special token keeps both in its file.
+    std::ofstream(dir / "text.txt") << small_text();
+    const std::string model = quoted((dir / "model.bpe").string());
+    const Run trained = run_tokenize(
+        "--train-bpe 280 --pretokenizer gpt2 --special-token '<|endoftext|>' "
+        "--text " +
+            quoted((dir / "text.txt").string()) + " --out " + model,
+        "/dev/null", dir / "train.err");
+    INFO(trained.err);
+    REQUIRE(trained.status == 0);
+    CHECK(has(trained.err, "a BPE of 281 tokens (24 merges, 1 special)"));
+    CHECK(bytes_of(dir / "model.bpe")
+              .rfind("tapegrad-bpe 1\nvocab_size 281\npretokenizer gpt2\n", 0) == 0);
+    CHECK(run_tokenize(
+              "--bpe " + model + " --special allow --text " + quoted((dir / "eot.txt").string()),
+              "/dev/null", dir / "eot.err")
+              .out == "97 280 98\n");
   }
 }
 
