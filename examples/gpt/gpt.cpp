@@ -78,6 +78,7 @@ struct Settings {
   double val_fraction = 0.1;
   std::uint64_t seed = 0, split_seed = 0;
   std::string pos = "learned", norm = "layernorm", mlp = "gelu", gelu = "none", out = "gpt_out";
+  std::string tokenizer = "char";  ///< char, bpe:N or gpt2:DIR
   bool resume = false, quiet = false, check_in_sync = false;
 };
 
@@ -87,7 +88,11 @@ using flags::number_in;
 using gpt::Limits;
 
 void add_model_flags(CLI::App& app, Settings& s) {
-  app.add_option("--block-size", s.block_size, "context length in characters")
+  app.add_option("--tokenizer", s.tokenizer,
+                 "what a token is: char (a character of the training text), bpe:N (a byte pair "
+                 "encoding of N tokens trained on the training text, split as GPT-2 splits), or "
+                 "gpt2:DIR (GPT-2's, from DIR's encoder.json and vocab.bpe)");
+  app.add_option("--block-size", s.block_size, "context length in tokens")
       ->check(integer_in(1, Limits::kMaxBlockSize));
   app.add_option("--n-layer", s.n_layer, "Transformer blocks")
       ->check(integer_in(1, Limits::kMaxLayers));
@@ -99,7 +104,8 @@ void add_model_flags(CLI::App& app, Settings& s) {
       ->check(flags::one_of({"learned", "sinusoidal", "rope"}));
   app.add_option("--norm", s.norm, "the blocks' norm: layernorm (GPT-2) or rmsnorm (LLaMA)")
       ->check(flags::one_of({"layernorm", "rmsnorm"}));
-  app.add_option("--mlp", s.mlp, "the blocks' MLP: gelu (GPT-2), relu_squared (Primer) or swiglu (LLaMA)")
+  app.add_option("--mlp", s.mlp,
+                 "the blocks' MLP: gelu (GPT-2), relu_squared (Primer) or swiglu (LLaMA)")
       ->check(flags::one_of({"gelu", "relu_squared", "swiglu"}));
   app.add_option("--gelu", s.gelu, "GELU form of --mlp gelu")
       ->check(flags::one_of({"none", "tanh"}));
@@ -150,7 +156,7 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--stop-after", s.stop_after,
                  "stop after this step (checkpoint saved), to --resume later")
       ->check(integer_in(0, 10'000'000));
-  app.add_option("--sample-tokens", s.sample_tokens, "characters to generate at the end")
+  app.add_option("--sample-tokens", s.sample_tokens, "tokens to generate at the end")
       ->check(integer_in(0, 100'000));
   app.add_flag("--quiet", s.quiet, "no progress lines");
   app.add_flag(
@@ -169,6 +175,14 @@ Settings parse_settings(int argc, char** argv) {
   add_training_flags(app, s);
   add_run_flags(app, s);
   examples::parse_flags(app, argc, argv);
+  if (s.tokenizer != "char" && s.tokenizer.rfind("gpt2:", 0) != 0) {
+    std::int64_t n = 0;
+    if (s.tokenizer.rfind("bpe:", 0) != 0 || !flags::parse_integer(s.tokenizer.substr(4), n) ||
+        n < 257 || n > 65536)
+      throw examples::FlagError(
+          "--tokenizer: expected char, bpe:N with N in [257, 65536], or gpt2:DIR, got '" +
+          s.tokenizer + "'");
+  }
   if (s.min_lr > s.lr)
     throw examples::FlagError("--min-lr: expected at most --lr (" + flags::number_text(s.lr) +
                               "), got " + flags::number_text(s.min_lr));
@@ -197,13 +211,36 @@ Settings parse_settings(int argc, char** argv) {
 struct TextData {
   std::vector<std::string> files;
   data::Split split;
-  data::Vocabulary vocab;
+  data::Tokenizer tokenizer{data::Vocabulary()};
   std::vector<std::int64_t> train_ids, val_ids;
-  std::vector<std::size_t> val_starts;  // the fixed validation windows
+  std::size_t train_bytes = 0, val_bytes = 0;  // of UTF-8 text
+  std::vector<std::size_t> val_starts;         // the fixed validation windows
 };
 
+// The tokenizer of --tokenizer: the training text's characters, a BPE trained on the training
+// text (never the validation text, which would leak into the tokens), or GPT-2's.
+data::Tokenizer make_tokenizer(const Settings& s, const std::u32string& train_text,
+                               const std::string& train_utf8) {
+  if (s.tokenizer == "char") return data::Tokenizer(data::Vocabulary(train_text));
+  if (s.tokenizer.rfind("gpt2:", 0) == 0) {
+    try {
+      return data::Tokenizer(data::GPT2Tokenizer::load(s.tokenizer.substr(5)));
+    } catch (const DataError& e) {
+      throw DataError(std::string("--tokenizer: ") + e.what());
+    }
+  }
+  const std::size_t n = std::stoul(s.tokenizer.substr(4));  // checked by parse_settings
+  data::BytePairEncoding bpe =
+      data::BytePairEncoding::train(train_utf8, n, data::Pretokenizer::gpt2);
+  if (bpe.vocab_size() < n)
+    std::cout << "note: --tokenizer " << s.tokenizer << ": the training text has no pair left to "
+              << "merge after " << bpe.merges().size() << " merges (every word is one token): the "
+              << "BPE has " << bpe.vocab_size() << " tokens\n";
+  return data::Tokenizer(std::move(bpe));
+}
+
 // The files' entries (each followed by a "%" line), split by whole entries into training and
-// validation text, the vocabulary of the training text, and the fixed validation windows.
+// validation text, its tokenizer, the tokens, and the fixed validation windows.
 TextData load_text(const Settings& s) {
   TextData d;
   d.files = s.data.empty() ? data::fortune_files() : s.data;
@@ -221,13 +258,17 @@ TextData load_text(const Settings& s) {
   d.split = data::split_entries(entries, s.val_fraction, s.split_seed);
   const std::u32string train_text = data::join_entries(d.split.train),
                        val_text = data::join_entries(d.split.val);
-  d.vocab = data::Vocabulary(train_text);
-  d.train_ids = d.vocab.encode(train_text);
-  d.val_ids = d.vocab.encode(val_text);
+  const std::string train_utf8 = data::encode_utf8(train_text),
+                    val_utf8 = data::encode_utf8(val_text);
+  d.train_bytes = train_utf8.size();
+  d.val_bytes = val_utf8.size();
+  d.tokenizer = make_tokenizer(s, train_text, train_utf8);
+  d.train_ids = d.tokenizer.encode(train_utf8, "the training text");
+  d.val_ids = d.tokenizer.encode(val_utf8, "the validation text");
   const auto T = std::size_t(s.block_size);
   if (d.train_ids.size() <= T || d.val_ids.size() <= T)
     throw DataError("--block-size " + std::to_string(T) + ": the training text (" +
-                    std::to_string(d.train_ids.size()) + " characters) and the validation text (" +
+                    std::to_string(d.train_ids.size()) + " tokens) and the validation text (" +
                     std::to_string(d.val_ids.size()) + ") must each be longer than one window");
   Generator window_gen(s.split_seed + 1);
   d.val_starts = data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
@@ -236,8 +277,8 @@ TextData load_text(const Settings& s) {
 
 // ---- the model, its optimizer and schedule, the checkpoint -------------------------------------
 
-tt::GPTConfig model_config(const Settings& s, const data::Vocabulary& vocab) {
-  return tt::GPTConfig(vocab.size(), s.block_size)
+tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer) {
+  return tt::GPTConfig(tokenizer.vocab_size(), s.block_size)
       .n_layer(s.n_layer)
       .n_head(s.n_head)
       .n_embd(s.n_embd)
@@ -297,6 +338,7 @@ struct RunRecord {
   double best_val = INFINITY;  // the validation loss best.safetensors holds
   std::vector<float> step_seconds;
   double train_seconds = 0.0;
+  double val_bits_per_byte = NAN;  // at the last validation
 };
 
 void save(Trainer& t, const RunRecord& run, const std::map<std::string, std::string>& notes,
@@ -320,7 +362,7 @@ void resume(Trainer& t, RunRecord& run, const std::map<std::string, std::string>
   for (const auto& [key, value] : notes)
     if (gpt::note_or_default(f, key, p) != value)
       throw ValueError("--resume: the run in '" + p + "' was made with another " + key.substr(4) +
-                       (key == "gpt.vocab" ? " (other text)" : "") +
+                       (key == "gpt.vocab" ? " (other text or another tokenizer)" : "") +
                        "; start it again without --resume, or with another --out");
   run.step = t.ckpt.restore(f, p).step;
   run.train_losses = gpt::floats_from(gpt::note(f, "history.train", p), "'" + p + "': history");
@@ -339,12 +381,19 @@ void resume(Trainer& t, RunRecord& run, const std::map<std::string, std::string>
 
 // ---- the training loop -------------------------------------------------------------------------
 
-// The mean loss over the fixed validation windows (every target that is not <unk>), eval mode.
-double validation_loss(tt::GPT& model, const TextData& d, std::size_t B, std::size_t T) {
+// The loss on the fixed validation windows, in nats per token and in bits per byte: the second
+// compares models whose tokens differ (a BPE token holds several characters).
+struct ValidationLoss {
+  double nats_per_token = 0.0, bits_per_byte = 0.0;
+};
+
+// The loss over the fixed validation windows (every target but <unk>), eval mode.
+ValidationLoss validation_loss(tt::GPT& model, const TextData& d, std::size_t B, std::size_t T) {
   autograd::NoGradGuard no_grad;
   model.eval();
+  const std::int64_t ignore = d.tokenizer.ignore_index();
   double total = 0.0;
-  std::size_t count = 0;
+  std::size_t count = 0, bytes = 0;
   const auto& starts = d.val_starts;
   for (std::size_t i = 0; i < starts.size(); i += B) {
     const std::vector<std::size_t> chunk(
@@ -354,13 +403,14 @@ double validation_loss(tt::GPT& model, const TextData& d, std::size_t B, std::si
     IndexArray y = b.y;
     y.reshape({y.size()});
     const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
-    const auto options =
-        ops::CrossEntropyOptions().ignore_index(data::Vocabulary::kUnk).reduction("sum");
+    const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
     total += ops::cross_entropy(logits, y, options).item();
-    for (std::int64_t id : y) count += id != data::Vocabulary::kUnk;
+    for (std::int64_t id : y)
+      if (id != ignore) ++count, bytes += d.tokenizer.bytes_of(id);
   }
   model.train();
-  return count ? total / double(count) : 0.0;
+  if (count == 0) return {};
+  return {total / double(count), total / std::log(2.0) / double(bytes)};
 }
 
 // Where and how the program speaks: rank 0 alone; lines rewritten in place (\r, ESC[K) only on a
@@ -381,7 +431,7 @@ double train_step(Trainer& t, const TextData& d, const Settings& s, const Consol
       starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
       starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
   const data::Batch b = data::windows(d.train_ids, mine, T);
-  Tensor loss = t.model.loss(b.x, b.y, data::Vocabulary::kUnk);
+  Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
   loss.backward();  // under mpirun, the gradients are averaged over the ranks here
   if (s.clip > 0) optim::clip_grad_norm_(t.model.parameters(), s.clip);
   t.opt.step();
@@ -426,14 +476,16 @@ void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
                                       : done % std::max<std::int64_t>(1, s.steps / 10) == 0);
     if (!con.quiet && show) shown_at = run.train_seconds, show_progress(run, s, con, lr);
     if (con.rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
-      const double v = validation_loss(t.model, d, B, T);
-      run.val_history.emplace_back(done, float(v));
-      const bool best = v < run.best_val;
-      if (best) run.best_val = v;
+      const ValidationLoss v = validation_loss(t.model, d, B, T);
+      run.val_history.emplace_back(done, float(v.nats_per_token));
+      run.val_bits_per_byte = v.bits_per_byte;
+      const bool best = v.nats_per_token < run.best_val;
+      if (best) run.best_val = v.nats_per_token;
       save(t, run, notes, folder, best);
       if (!con.quiet)
-        std::cout << con.clear_line() << "step " << done << ": validation loss " << gpt::fixed(v, 4)
-                  << (best ? " (best so far, saved)" : "") << std::endl;
+        std::cout << con.clear_line() << "step " << done << ": validation loss "
+                  << gpt::fixed(v.nats_per_token, 4) << " (" << gpt::fixed(v.bits_per_byte, 4)
+                  << " bits per byte)" << (best ? " (best so far, saved)" : "") << std::endl;
     }
   }
 }
@@ -459,13 +511,17 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
                    const gpt::RunFolder& folder) {
   const std::u32string line = attention_line(d.split.val, std::size_t(s.block_size));
   std::vector<Array> weights;
-  if (!line.empty()) {
+  std::vector<std::string> labels;  // each token's text, for the heatmaps' axes
+  std::vector<std::int64_t> enc =
+      d.tokenizer.encode(data::encode_utf8(line), "the validation text");
+  enc.resize(std::min(enc.size(), std::size_t(s.block_size)));
+  if (!enc.empty()) {
     autograd::NoGradGuard no_grad;
     model.eval();
-    IndexArray ids = IndexArray::from_shape({1, line.size()});
-    const std::vector<std::int64_t> enc = d.vocab.encode(line);
+    IndexArray ids = IndexArray::from_shape({1, enc.size()});
     std::copy(enc.begin(), enc.end(), ids.begin());
     model.features(ids, &weights);
+    for (const std::int64_t id : enc) labels.push_back(gpt::tic_label(d.tokenizer.decode(&id, 1)));
   }
   gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
   gpt::write_attention_data(folder.dir, weights);
@@ -473,25 +529,28 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
                          "GPT on " + std::string(s.data.empty() ? "the fortunes" : "your text") +
                              ": " + std::to_string(s.n_layer) + " layers, width " +
                              std::to_string(s.n_embd) + ", " + s.pos + " positions",
-                         weights.size(), std::size_t(s.n_head), line);
+                         weights.size(), std::size_t(s.n_head), labels,
+                         d.tokenizer.name() == "char" ? "character" : "token");
   std::cout << gpt::draw(folder.dir) << "\nattention line: \"" << data::encode_utf8(line) << "\"\n";
 }
 
-void print_sample(tt::GPT& model, const data::Vocabulary& vocab, const Settings& s) {
+void print_sample(tt::GPT& model, const data::Tokenizer& tokenizer, const Settings& s) {
   if (s.sample_tokens == 0) return;
   Generator sample_gen(s.seed + 2);
-  IndexArray prompt = IndexArray::from_shape({1, 2});
-  prompt(0, 0) = vocab.id(U'%');
-  prompt(0, 1) = vocab.id(U'\n');
+  // The prompt is the end of an entry, "%\n": the model writes the start of a new one.
+  const std::vector<std::int64_t> start = tokenizer.encode("%\n", "the prompt");
+  IndexArray prompt = IndexArray::from_shape({1, start.size()});
+  std::copy(start.begin(), start.end(), prompt.begin());
   const auto options = tt::GenerateOptions(s.sample_tokens).temperature(0.8).top_k(200);
   const auto t0 = std::chrono::steady_clock::now();
   const IndexArray out = model.generate(prompt, options, sample_gen);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "sample (temperature 0.8, top-k 200, " << s.sample_tokens << " characters, "
-            << gpt::fixed(double(s.sample_tokens) / seconds, 0)
-            << " characters/s with the cache):\n"
-            << vocab.decode(out.data() + 2, out.size() - 2) << "\n";
+  const std::string unit = tokenizer.name() == "char" ? "characters" : "tokens";
+  std::cout << "sample (temperature 0.8, top-k 200, " << s.sample_tokens << " " << unit << ", "
+            << gpt::fixed(double(s.sample_tokens) / seconds, 0) << " " << unit
+            << "/s with the cache):\n"
+            << tokenizer.decode(out.data() + start.size(), out.size() - start.size()) << "\n";
 }
 
 // The closing line for bench/gpt_compare; the exit status: did the validation loss fall?
@@ -511,6 +570,7 @@ int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const
   const double final_val = run.val_history.back().second,
                first_val = run.val_history.front().second;
   std::cout << "gpt result: steps=" << s.steps << " val_loss=" << gpt::fixed(final_val, 4)
+            << " val_bits_per_byte=" << gpt::fixed(run.val_bits_per_byte, 4)
             << " best_val_loss=" << gpt::fixed(run.best_val, 4)
             << " train_loss=" << gpt::fixed(run.train_losses.back(), 4)
             << " step_ms_median=" << gpt::fixed(median * 1e3, 3)
@@ -527,11 +587,15 @@ int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const
 
 void describe(const Trainer& t, const RunRecord& run, const TextData& d, const Settings& s,
               const Console& con) {
-  const auto unknown = std::count(d.val_ids.begin(), d.val_ids.end(), data::Vocabulary::kUnk);
   std::cout << "gpt: " << d.files.size() << " files, " << d.split.train.size() << " training and "
             << d.split.val.size() << " validation entries (" << d.train_ids.size() << " and "
-            << d.val_ids.size() << " characters; " << unknown
-            << " validation characters are <unk>), vocabulary " << d.vocab.size()
+            << d.val_ids.size() << " tokens, "
+            << gpt::fixed(double(d.train_bytes) / double(d.train_ids.size()), 2)
+            << " bytes per token";
+  if (d.tokenizer.name() == "char")
+    std::cout << "; " << std::count(d.val_ids.begin(), d.val_ids.end(), data::Vocabulary::kUnk)
+              << " validation characters are <unk>";
+  std::cout << "), tokenizer " << s.tokenizer << ", vocabulary " << d.tokenizer.vocab_size()
             << "\n     n_layer=" << s.n_layer << " n_head=" << s.n_head << " n_embd=" << s.n_embd
             << " block_size=" << s.block_size << " pos=" << s.pos << " norm=" << s.norm
             << " mlp=" << s.mlp << " gelu=" << s.gelu << " dropout=" << s.dropout << ", "
@@ -609,9 +673,9 @@ int train_gpt(int argc, char** argv) {
   con.quiet = s.quiet;
   set_num_threads(static_cast<int>(s.threads));
   const TextData text = load_text(s);
-  const tt::GPTConfig config = model_config(s, text.vocab);
+  const tt::GPTConfig config = model_config(s, text.tokenizer);
   const std::unique_ptr<Trainer> trainer = build_trainer(s, config);
-  const auto notes = gpt::model_notes(config, text.vocab);
+  const auto notes = gpt::model_notes(config, text.tokenizer);
 
   const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
   RunRecord run;
@@ -631,11 +695,13 @@ int train_gpt(int argc, char** argv) {
 #endif
   describe(*trainer, run, text, s, con);
   if (run.step == 0 && con.rank == 0) {
-    const double v =
+    const ValidationLoss v =
         validation_loss(trainer->model, text, std::size_t(s.batch_size), std::size_t(s.block_size));
-    run.val_history.emplace_back(0, float(v));
-    std::cout << "step 0: validation loss " << gpt::fixed(v, 4) << " (ln " << text.vocab.size()
-              << " = " << gpt::fixed(std::log(double(text.vocab.size())), 4) << ")" << std::endl;
+    run.val_history.emplace_back(0, float(v.nats_per_token));
+    const auto V = text.tokenizer.vocab_size();
+    std::cout << "step 0: validation loss " << gpt::fixed(v.nats_per_token, 4) << " (ln " << V
+              << " = " << gpt::fixed(std::log(double(V)), 4) << "), "
+              << gpt::fixed(v.bits_per_byte, 4) << " bits per byte" << std::endl;
   }
   train(*trainer, run, text, s, con, notes, folder);
   if (con.in_place && !s.quiet) std::cout << '\n';
@@ -650,7 +716,7 @@ int train_gpt(int argc, char** argv) {
 #endif
   if (con.rank != 0) return 0;  // rank 0 alone draws, samples and reports
   draw_pictures(trainer->model, run, text, s, folder);
-  print_sample(trainer->model, text.vocab, s);
+  print_sample(trainer->model, text.tokenizer, s);
   return report_result(trainer->model, run, s, con, exposed_ms);
 }
 

@@ -76,7 +76,8 @@ Settings parse_settings(int argc, char** argv) {
 
 struct Loaded {
   std::unique_ptr<tt::GPT> model;
-  data::Vocabulary vocab;
+  data::Tokenizer tokenizer;
+  std::string unit() const { return tokenizer.name() == "char" ? "characters" : "tokens"; }
 };
 
 // A trained model's weights are finite. io::load takes any float (a safetensors file may hold
@@ -96,18 +97,17 @@ void check_finite(const nn::Module& model, const std::string& checkpoint) {
 // The model the checkpoint's notes describe, with the checkpoint's weights, in eval mode.
 Loaded load_model(const std::string& checkpoint) {
   const io::SafetensorsFile f = io::load_safetensors(checkpoint);
-  auto [config, vocab] = gpt::read_model_notes(f, checkpoint);
-  Loaded m{std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0)), std::move(vocab)};
+  auto [config, tokenizer] = gpt::read_model_notes(f, checkpoint);
+  Loaded m{std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0)), std::move(tokenizer)};
   io::load(*m.model, checkpoint);  // the "model." part of the training checkpoint, strict
   check_finite(*m.model, checkpoint);
   m.model->eval();
   return m;
 }
 
-IndexArray prompt_ids(const Settings& s, const data::Vocabulary& vocab) {
-  const std::u32string text = data::decode_utf8(s.prompt, "--prompt");
-  if (text.empty()) throw examples::FlagError("--prompt: expected at least one character");
-  const std::vector<std::int64_t> ids = vocab.encode(text);
+IndexArray prompt_ids(const Settings& s, const data::Tokenizer& tokenizer) {
+  if (s.prompt.empty()) throw examples::FlagError("--prompt: expected at least one character");
+  const std::vector<std::int64_t> ids = tokenizer.encode(s.prompt, "--prompt");
   IndexArray idx = IndexArray::from_shape({1, ids.size()});
   std::copy(ids.begin(), ids.end(), idx.begin());
   return idx;
@@ -124,11 +124,13 @@ IndexArray sample(tt::GPT& model, const IndexArray& idx, const Settings& s, bool
   return out;
 }
 
-std::string speed(std::int64_t tokens, double seconds) {
+// `unit`: "characters" or "tokens".
+std::string speed(std::int64_t tokens, double seconds, const std::string& unit) {
+  const std::string one = unit.substr(0, unit.size() - 1);
   std::ostringstream os;
   os << std::fixed << std::setprecision(3) << seconds << " s: " << std::setprecision(0)
-     << double(tokens) / std::max(seconds, 1e-9) << " characters/s, " << std::setprecision(1)
-     << seconds / double(std::max<std::int64_t>(tokens, 1)) * 1e6 << " us per character";
+     << double(tokens) / std::max(seconds, 1e-9) << " " << unit << "/s, " << std::setprecision(1)
+     << seconds / double(std::max<std::int64_t>(tokens, 1)) * 1e6 << " us per " << one;
   return os.str();
 }
 
@@ -152,18 +154,18 @@ double full_context_pass(tt::GPT& model, const IndexArray& text) {
 
 // --compare: the same seed without the cache must give the same characters.
 int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const Settings& s,
-            double cached_seconds) {
+            double cached_seconds, const std::string& unit) {
   double seconds = 0.0;
   const bool same = sample(model, idx, s, /*cache=*/false, seconds) == out;
-  std::cout << s.tokens << " characters without the cache in " << speed(s.tokens, seconds)
+  std::cout << s.tokens << " " << unit << " without the cache in " << speed(s.tokens, seconds, unit)
             << "; the cache is " << std::setprecision(1) << std::fixed
             << seconds / std::max(cached_seconds, 1e-9) << "x faster; "
-            << (same ? "the same characters" : "DIFFERENT characters") << std::endl;
+            << (same ? "the same " : "DIFFERENT ") << unit << std::endl;
   const double full = full_context_pass(model, out);
-  std::cout << "one pass over a full context of " << model.config().block_size()
-            << " characters (median of 30): " << full * 1e6 << " us, "
+  std::cout << "one pass over a full context of " << model.config().block_size() << " " << unit
+            << " (median of 30): " << full * 1e6 << " us, "
             << full / (std::max(cached_seconds, 1e-9) / double(std::max<std::int64_t>(s.tokens, 1)))
-            << "x the cached cost per character" << std::endl;
+            << "x the cached cost per " << unit.substr(0, unit.size() - 1) << std::endl;
   return same ? 0 : 1;
 }
 
@@ -171,14 +173,14 @@ int run(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
   Loaded m = load_model(s.checkpoint);
-  const IndexArray idx = prompt_ids(s, m.vocab);
+  const IndexArray idx = prompt_ids(s, m.tokenizer);
   const bool cache = !s.no_cache || s.compare;
   double seconds = 0.0;
   const IndexArray out = sample(*m.model, idx, s, cache, seconds);
-  std::cout << m.vocab.decode(out.data(), out.size()) << "\n\n"
-            << s.tokens << " characters in " << speed(s.tokens, seconds) << " ("
+  std::cout << m.tokenizer.decode(out.data(), out.size()) << "\n\n"
+            << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
-  return s.compare ? compare(*m.model, idx, out, s, seconds) : 0;
+  return s.compare ? compare(*m.model, idx, out, s, seconds, m.unit()) : 0;
 }
 
 }  // namespace

@@ -24,10 +24,12 @@
 
 namespace gpt {
 
-/// The notes that describe the model: its config and its vocabulary.
+/// The notes that describe the model: its config and its tokenizer (its name, and itself as
+/// text: the characters, or the BPE's merges, so that nothing else is needed to read a prompt).
 inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
-                                                      const tapegrad::data::Vocabulary& vocab) {
-  return {{"gpt.vocab", vocab.to_text()},
+                                                      const tapegrad::data::Tokenizer& tokenizer) {
+  return {{"gpt.tokenizer", tokenizer.name()},
+          {"gpt.vocab", tokenizer.to_text()},
           {"gpt.block_size", std::to_string(c.block_size())},
           {"gpt.n_layer", std::to_string(c.n_layer())},
           {"gpt.n_head", std::to_string(c.n_head())},
@@ -57,6 +59,7 @@ inline std::string note_or_default(const tapegrad::io::SafetensorsFile& f, const
   const auto v = f.metadata_value("progress.extra." + key);
   if (!v && key == "gpt.norm") return "layernorm";
   if (!v && key == "gpt.mlp") return "gelu";
+  if (!v && key == "gpt.tokenizer") return "char";
   return v ? *v : note(f, key, path);
 }
 
@@ -116,18 +119,21 @@ inline void check_notes_fit_tensors(const tt::GPTConfig& c, const tapegrad::io::
            "gpt.block_size and gpt.n_embd");
 }
 
-/// The config and vocabulary a checkpoint of examples/gpt was trained with, every note checked
+/// The config and tokenizer a checkpoint of examples/gpt was trained with, every note checked
 /// (CheckpointError naming the file and the note) and the model's size bounded (ValueError).
-inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
+inline std::pair<tt::GPTConfig, tapegrad::data::Tokenizer> read_model_notes(
     const tapegrad::io::SafetensorsFile& f, const std::string& path) {
-  tapegrad::data::Vocabulary vocab;
+  const std::string name = choice_note(f, "gpt.tokenizer", path, {"char", "bpe", "gpt2"});
+  std::optional<tapegrad::data::Tokenizer> tokenizer;
   try {
-    vocab = tapegrad::data::Vocabulary::from_text(note(f, "gpt.vocab", path));
+    tokenizer = tapegrad::data::Tokenizer::from_text(name, note(f, "gpt.vocab", path),
+                                                     "the note 'gpt.vocab'");
   } catch (const tapegrad::ValueError& e) {
     throw tapegrad::CheckpointError("'" + path + "': the note 'gpt.vocab': " + e.what(),
                                     "InvalidCheckpoint");
   }
-  tt::GPTConfig c(vocab.size(), integer_note(f, "gpt.block_size", path, 1, Limits::kMaxBlockSize));
+  tt::GPTConfig c(tokenizer->vocab_size(),
+                  integer_note(f, "gpt.block_size", path, 1, Limits::kMaxBlockSize));
   c.n_layer(integer_note(f, "gpt.n_layer", path, 1, Limits::kMaxLayers))
       .n_head(integer_note(f, "gpt.n_head", path, 1, Limits::kMaxHeads))
       .n_embd(integer_note(f, "gpt.n_embd", path, 1, Limits::kMaxWidth))
@@ -147,7 +153,7 @@ inline std::pair<tt::GPTConfig, tapegrad::data::Vocabulary> read_model_notes(
   }
   check_parameter_count(c, "'" + path + "': its notes");
   check_notes_fit_tensors(c, f, path);
-  return {c, std::move(vocab)};
+  return {c, std::move(*tokenizer)};
 }
 
 }  // namespace gpt

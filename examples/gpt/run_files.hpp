@@ -120,15 +120,24 @@ inline std::string find_on_path(const std::string& name) {
   return "";
 }
 
-/// A character as a gnuplot tic label: printable, quotes escaped; space, newline and tab as symbols.
-inline std::string tic_label(char32_t c) {
-  if (c == U' ') return "\xE2\x90\xA3";   // open box
-  if (c == U'\n') return "\xE2\x8F\x8E";  // return symbol
-  if (c == U'\t') return "\xE2\x87\xA5";  // tab arrow
-  if (c < 0x20 || c == 0x7F) return "?";
+/// A token's text as a gnuplot tic label: printable, quotes escaped; space, newline and tab as
+/// symbols.
+inline std::string tic_label(const std::string& text) {
   std::string s;
-  if (c == U'"' || c == U'\\') s += '\\';
-  tapegrad::data::append_utf8(s, c);
+  for (const char32_t c : tapegrad::data::decode_utf8(text, "a token")) {
+    if (c == U' ')
+      s += "\xE2\x90\xA3";  // open box
+    else if (c == U'\n')
+      s += "\xE2\x8F\x8E";  // return symbol
+    else if (c == U'\t')
+      s += "\xE2\x87\xA5";  // tab arrow
+    else if (c < 0x20 || c == 0x7F)
+      s += "?";
+    else {
+      if (c == U'"' || c == U'\\') s += '\\';
+      tapegrad::data::append_utf8(s, c);
+    }
+  }
   return s;
 }
 
@@ -164,26 +173,28 @@ inline void write_attention_data(const std::filesystem::path& dir,
 }
 
 /// plots.gp: loss.png (training loss per step, validation loss at each evaluation) and
-/// attention.png (one heatmap per head, blocks as rows), the line's characters as tic labels.
+/// attention.png (one heatmap per head, blocks as rows), the line's tokens (tic_label) as tic
+/// labels; `unit` names a token in the loss's axis ("character" or "token").
 inline void write_plot_script(const std::filesystem::path& dir, const std::string& title,
-                              std::size_t layers, std::size_t heads, const std::u32string& line) {
+                              std::size_t layers, std::size_t heads,
+                              const std::vector<std::string>& labels, const std::string& unit) {
   std::ofstream f(dir / "plots.gp");
   f << "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp\n"
        "set terminal pngcairo size 900,560 font 'sans,11'\n"
        "set output 'loss.png'\nset grid\nset key top right\n"
        "set title \""
-    << title
-    << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per character)'\n"
+    << title << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per " << unit
+    << ")'\n"
        "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch', \\\n"
        "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title "
        "'validation windows'\n\n";
-  if (layers > 0 && !line.empty()) {
+  if (layers > 0 && !labels.empty()) {
     // At most 16 labelled characters per axis, in a font that stays legible when 16 panels or
     // more share the picture; the panels grow with the context a little.
-    const std::size_t every = (line.size() + 15) / 16, panel = 300 + 2 * line.size();
+    const std::size_t every = (labels.size() + 15) / 16, panel = 300 + 2 * labels.size();
     std::string tics = "(";
-    for (std::size_t i = 0; i < line.size(); i += every)
-      tics += (i ? ", \"" : "\"") + tic_label(line[i]) + "\" " + std::to_string(i);
+    for (std::size_t i = 0; i < labels.size(); i += every)
+      tics += (i ? ", \"" : "\"") + labels[i] + "\" " + std::to_string(i);
     tics += ")";
     f << "set terminal pngcairo size " << panel * heads << "," << panel * layers + 60
       << " font 'sans,10'\n"
@@ -191,8 +202,8 @@ inline void write_plot_script(const std::filesystem::path& dir, const std::strin
          "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset "
          "colorbox\n"
          "set size ratio -1\nset xrange [-0.5:"
-      << line.size() - 0.5 << "]\nset yrange [" << line.size() - 0.5 << ":-0.5]\nset xtics " << tics
-      << " font ',9'\nset ytics " << tics
+      << labels.size() - 0.5 << "]\nset yrange [" << labels.size() - 0.5 << ":-0.5]\nset xtics "
+      << tics << " font ',9'\nset ytics " << tics
       << " font ',9'\n"
          "set multiplot layout "
       << layers << "," << heads

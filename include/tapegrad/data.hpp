@@ -7,5 +7,7 @@
 #include "tapegrad/data/gpt2_tokenizer.hpp"
 #include "tapegrad/data/pretokenize.hpp"
 #include "tapegrad/data/text.hpp"
+#include "tapegrad/data/token_file.hpp"
+#include "tapegrad/data/tokenizer.hpp"
 #include "tapegrad/data/vocabulary.hpp"
 #include "tapegrad/data/windows.hpp"

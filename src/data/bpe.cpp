@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -305,6 +306,15 @@ template <class... Parts>
 
 }  // namespace
 
+std::string BytePairEncoding::to_text() const {
+  std::ostringstream out;
+  out << kHeader << "\nvocab_size " << vocab_size() << "\npretokenizer "
+      << (pretokenizer_ == Pretokenizer::gpt2 ? "gpt2" : "none") << '\n';
+  for (const Merge& m : merges_) out << m.left << ' ' << m.right << '\n';
+  for (const std::string& token : special_) out << "special " << token << '\n';
+  return out.str();
+}
+
 void BytePairEncoding::save(const std::string& path) const {
   namespace fs = std::filesystem;
   const fs::path target(path);
@@ -315,10 +325,7 @@ void BytePairEncoding::save(const std::string& path) const {
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     check<DataError>(bool(out), "BytePairEncoding::save: cannot write ", temp.string());
-    out << kHeader << "\nvocab_size " << vocab_size() << "\npretokenizer "
-        << (pretokenizer_ == Pretokenizer::gpt2 ? "gpt2" : "none") << '\n';
-    for (const Merge& m : merges_) out << m.left << ' ' << m.right << '\n';
-    for (const std::string& token : special_) out << "special " << token << '\n';
+    out << to_text();
     out.flush();
     if (!out) {
       out.close();
@@ -339,6 +346,15 @@ void BytePairEncoding::save(const std::string& path) const {
 BytePairEncoding BytePairEncoding::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   check<DataError>(bool(in), "BytePairEncoding::load: cannot open ", path);
+  return read(in, path);
+}
+
+BytePairEncoding BytePairEncoding::from_text(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  return read(in, source);
+}
+
+BytePairEncoding BytePairEncoding::read(std::istream& in, const std::string& path) {
   detail::LineReader lines(in, path, "BytePairEncoding::load");
   std::string line;
   const auto bad = [&](const auto&... parts) { damaged(path, lines.number, parts...); };

@@ -241,6 +241,27 @@ GPT2Tokenizer GPT2Tokenizer::load(const std::string& vocab_path, const std::stri
   return t;
 }
 
+GPT2Tokenizer GPT2Tokenizer::from_bpe(BytePairEncoding bpe, std::vector<std::uint32_t> gpt2_ids) {
+  const std::size_t n = bpe.vocab_size();
+  check<ValueError>(gpt2_ids.size() == n, "GPT2Tokenizer::from_bpe: expected ", n,
+                    " GPT-2 ids (one for each id of the BPE), got ", gpt2_ids.size());
+  GPT2Tokenizer t;
+  t.from_gpt2_.assign(n, std::uint32_t(-1));
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t id = gpt2_ids[k];
+    if (id >= n || t.from_gpt2_[id] != std::uint32_t(-1))
+      fail<ValueError>("GPT2Tokenizer::from_bpe: GPT-2 id ", id, " (of BPE id ", k,
+                       id >= n ? ") is out of range" : ") is given twice");
+    t.from_gpt2_[id] = k;
+  }
+  const std::int64_t eot = bpe.special_id("<|endoftext|>");
+  check<ValueError>(eot >= 0, "GPT2Tokenizer::from_bpe: the BPE has no \"<|endoftext|>\"");
+  t.end_of_text_ = gpt2_ids[std::size_t(eot)];
+  t.bpe_ = std::move(bpe);
+  t.to_gpt2_ = std::move(gpt2_ids);
+  return t;
+}
+
 std::vector<std::uint32_t> GPT2Tokenizer::encode(std::string_view text,
                                                  SpecialTokens special) const {
   std::vector<std::uint32_t> ids = bpe_.encode(text, special);

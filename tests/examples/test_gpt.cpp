@@ -110,6 +110,40 @@ TEST_SUITE("examples.gpt") {
   }
 
   TEST_CASE(
+      "with --tokenizer bpe:N the GPT trains on BPE tokens, reports bits per byte, resumes and "
+      "samples") {
+    const fs::path dir = folder("bpe");
+    const std::string data = " --data '" + tiny_corpus(dir).string() +
+                             "' --steps 20 --eval-every 10 --sample-tokens 10 --tokenizer bpe:300" +
+                             kTiny + " --out '" + (dir / "run").string() + "'";
+    const Output first = run(TAPEGRAD_GPT, data + " --stop-after 10");
+    INFO(first.text);
+    REQUIRE(first.status == 0);
+    // The tiny corpus has 33 merges in it: the BPE stops there, and says so.
+    CHECK(first.text.find("the BPE has 289 tokens") != std::string::npos);
+    CHECK(first.text.find("tokenizer bpe:300, vocabulary 289") != std::string::npos);
+    CHECK(first.text.find("bits per byte") != std::string::npos);
+    // --resume trains the same BPE again on the same training text: the notes agree.
+    const Output second = run(TAPEGRAD_GPT, data + " --resume");
+    INFO(second.text);
+    REQUIRE(second.status == 0);
+    CHECK(second.text.find("resumed at step 10") != std::string::npos);
+    CHECK(second.text.find("sample (temperature 0.8, top-k 200, 10 tokens") != std::string::npos);
+    CHECK(second.text.find(" val_bits_per_byte=") != std::string::npos);
+    // The checkpoint holds the tokenizer: gpt_sample needs nothing else.
+    const Output sampled =
+        run(TAPEGRAD_GPT_SAMPLE, "--checkpoint '" + (dir / "run" / "best.safetensors").string() +
+                                     "' --prompt 'the cat' --tokens 12");
+    INFO(sampled.text);
+    CHECK(sampled.status == 0);
+    CHECK(sampled.text.find("12 tokens in ") != std::string::npos);
+    // Another tokenizer is another model: --resume refuses it.
+    const Output other = run(TAPEGRAD_GPT, data + " --resume --tokenizer char");
+    CHECK(other.status == 2);
+    CHECK(other.text.find("was made with another") != std::string::npos);
+  }
+
+  TEST_CASE(
       "resuming a finished run trains nothing and reports, and a run past --steps is refused") {
     const fs::path dir = folder("finished");
     const std::string data = " --data '" + tiny_corpus(dir).string() +

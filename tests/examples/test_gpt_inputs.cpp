@@ -47,12 +47,12 @@ void check_refused(const tapegrad::testing::ProgramOutput& out, const std::strin
 // A GPT checkpoint of the tiny model, in memory, with its notes (as gpt writes them).
 struct TinyCheckpoint {
   tt::GPTConfig config = tt::GPTConfig(5, 8).n_layer(2).n_head(2).n_embd(8);
-  tapegrad::data::Vocabulary vocab{U"%\nab"};
+  tapegrad::data::Tokenizer tokenizer{tapegrad::data::Vocabulary(U"%\nab")};
   tt::GPT model{config, std::make_shared<tapegrad::Generator>(0)};
   tapegrad::io::SafetensorsFile file() {
     tapegrad::optim::AdamW opt(model.parameters());
     tapegrad::io::TrainingCheckpoint ckpt(model, opt);
-    std::map<std::string, std::string> notes = gpt::model_notes(config, vocab);
+    std::map<std::string, std::string> notes = gpt::model_notes(config, tokenizer);
     return ckpt.to_file({0, 0, notes});
   }
 };
@@ -105,6 +105,30 @@ TEST_SUITE("examples.gpt_inputs") {
     CHECK(has(with("gpt.vocab", "\n%%a"), "gpt.vocab"));  // a character twice
     CHECK(refusal(t.file()).empty());
     CHECK(has(with("gpt.vocab", "ba\n%"), "gpt.vocab"));  // not ascending
+    CHECK(has(with("gpt.tokenizer", "words"), "'gpt.tokenizer': expected one of char, bpe, gpt2"));
+    CHECK(has(with("gpt.tokenizer", "bpe"), "the note 'gpt.vocab' line 1: expected the header"));
+    CHECK(has(with("gpt.tokenizer", "gpt2"), "expected \"gpt2_ids N\""));
+  }
+
+  TEST_CASE("a checkpoint keeps its BPE: read back, it encodes as the one trained") {
+    const auto bpe = tapegrad::data::BytePairEncoding::train("ab ab ab", 257,
+                                                             tapegrad::data::Pretokenizer::gpt2);
+    const tapegrad::data::Tokenizer bpe_tokenizer(bpe);
+    const tt::GPTConfig bpe_config = tt::GPTConfig(257, 8).n_layer(2).n_head(2).n_embd(8);
+    tt::GPT model{bpe_config, std::make_shared<tapegrad::Generator>(0)};
+    tapegrad::optim::AdamW opt(model.parameters());
+    tapegrad::io::TrainingCheckpoint ckpt(model, opt);
+    const auto file = [&] {
+      return ckpt.to_file({0, 0, gpt::model_notes(bpe_config, bpe_tokenizer)});
+    };
+    const auto [config, tokenizer] = gpt::read_model_notes(file(), "x.safetensors");
+    CHECK(tokenizer.name() == "bpe");
+    CHECK(config.vocab_size() == 257);
+    CHECK(tokenizer.encode("ab ab", "text") == std::vector<std::int64_t>{256, ' ', 256});
+    // The notes and the tensors must agree: a BPE of another size is refused.
+    tapegrad::io::SafetensorsFile f = file();
+    f.set_metadata("progress.extra.gpt.vocab", tapegrad::data::BytePairEncoding().to_text());
+    CHECK(has(refusal(std::move(f)), "gpt.vocab and gpt.n_embd"));
   }
 
   TEST_CASE("gpt refuses hostile flags, data and folders with one line, before training") {
@@ -142,6 +166,14 @@ TEST_SUITE("examples.gpt_inputs") {
         {"--data /dev/zero", "'/dev/zero' is not a regular file"},
         {"--data " + quoted(dir.string()), "is a folder; --data expects text files"},
         {"--data " + quoted((dir / "huge.txt").string()), "MiB this program reads"},
+        {"--tokenizer words",
+         "--tokenizer: expected char, bpe:N with N in [257, 65536], or gpt2:DIR"},
+        {"--tokenizer bpe:256", "--tokenizer: expected char, bpe:N with N in [257, 65536]"},
+        {"--tokenizer bpe:1e3", "got 'bpe:1e3'"},
+        {"--tokenizer bpe:", "got 'bpe:'"},
+        {"--tokenizer gpt2:" + quoted((dir / "nowhere").string()),
+         "--tokenizer: GPT2Tokenizer::load: "},
+        {"--tokenizer gpt2:" + quoted(dir.string()), "holds neither encoder.json and vocab.bpe"},
     };
     for (const auto& [args, message] : cases) {
       CAPTURE(args);

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -101,8 +102,13 @@ class BytePairEncoding {
   /// an id not defined before it, a merge or special token given twice, a count other than
   /// vocab_size says, a line over 1 MiB) is a DataError naming the file and the line.
   static BytePairEncoding load(const std::string& path);
+  /// What save() writes, as a string (a checkpoint stores it), and back; `source` names the text
+  /// in load()'s messages.
+  std::string to_text() const;
+  static BytePairEncoding from_text(const std::string& text, const std::string& source);
 
  private:
+  static BytePairEncoding read(std::istream& in, const std::string& source);
   /// `text` cut at the special tokens, each ordinary stretch cut as pretokenizer_ says and passed to
   /// `piece`, each special token's id to `special_id`.
   template <class Piece>

@@ -48,7 +48,11 @@ class GPT2Tokenizer {
   /// The same tokenizer as a BytePairEncoding, whose ids are numbered as data/bpe.hpp says:
   /// GPT-2's id of its id k is gpt2_id(k).
   const BytePairEncoding& bpe() const { return bpe_; }
-  std::uint32_t gpt2_id(std::uint32_t bpe_id) const { return to_gpt2_.at(bpe_id); }
+  /// GPT-2's id of each of bpe()'s ids, in order: with bpe(), all a GPT2Tokenizer holds.
+  const std::vector<std::uint32_t>& gpt2_ids() const { return to_gpt2_; }
+  /// The tokenizer of bpe() and gpt2_ids(), as a checkpoint stores it. ValueError unless
+  /// `gpt2_ids` numbers each of bpe's ids once, from 0, and bpe has "<|endoftext|>".
+  static GPT2Tokenizer from_bpe(BytePairEncoding bpe, std::vector<std::uint32_t> gpt2_ids);
 
   /// The printable character that GPT-2's files write for byte `b`: the printable Latin-1
   /// characters stand for themselves, and the other 68 bytes (controls, the space, ...) for

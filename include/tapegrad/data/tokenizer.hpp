@@ -1,0 +1,55 @@
+// include/tapegrad/data/tokenizer.hpp: the tokenizer a language model reads its text with, one
+// of three behind one interface: the characters of the training text (data/vocabulary.hpp), a
+// byte pair encoding trained on it (data/bpe.hpp), or GPT-2's (data/gpt2_tokenizer.hpp).
+//
+// A model is only as comparable as its tokens: a loss in nats per token means little across
+// tokenizers, since a BPE token holds several characters. bytes_of() gives what each token stands
+// for in bytes of UTF-8, so a loss can be put in bits per byte, which is comparable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tapegrad/data/bpe.hpp"
+#include "tapegrad/data/gpt2_tokenizer.hpp"
+#include "tapegrad/data/vocabulary.hpp"
+
+namespace tapegrad::data {
+
+class Tokenizer {
+ public:
+  explicit Tokenizer(Vocabulary characters);
+  explicit Tokenizer(BytePairEncoding bpe);
+  explicit Tokenizer(GPT2Tokenizer gpt2);
+
+  /// "char", "bpe" or "gpt2".
+  std::string name() const;
+  std::int64_t vocab_size() const;
+  /// UTF-8 text as ids. The text of a special token ("<|endoftext|>") is ordinary text here: a
+  /// corpus that quotes one does not end a document by doing so. Characters the vocabulary lacks
+  /// are <unk>. DataError naming `source` and the byte offset if the text is not UTF-8.
+  std::vector<std::int64_t> encode(std::string_view text, const std::string& source) const;
+  /// The ids' text; an id outside [0, vocab_size()) is a ValueError naming it.
+  std::string decode(const std::int64_t* ids, std::size_t n) const;
+  /// The target a loss should not score: Vocabulary::kUnk for characters; -100, which no token
+  /// is, for the others (PyTorch's default ignore_index).
+  std::int64_t ignore_index() const;
+  /// The bytes of text token `id` stands for (3 for <unk>, which shows as U+FFFD).
+  std::size_t bytes_of(std::int64_t id) const { return token_bytes_.at(std::size_t(id)); }
+
+  /// The tokenizer as text (what a checkpoint stores beside name()), and back: from_text is a
+  /// ValueError naming `source` when the text is not what to_text() writes for `name`.
+  std::string to_text() const;
+  static Tokenizer from_text(const std::string& name, const std::string& text,
+                             const std::string& source);
+
+ private:
+  void count_token_bytes();
+  std::variant<Vocabulary, BytePairEncoding, GPT2Tokenizer> tokenizer_;
+  std::vector<std::size_t> token_bytes_;  ///< id -> bytes_of(id)
+};
+
+}  // namespace tapegrad::data

@@ -1,0 +1,114 @@
+// tests/data/test_tokenizer.cpp: tapegrad::data::Tokenizer, the one interface over the character
+// vocabulary, a trained BPE and GPT-2's tokenizer: the same text through each, the bytes each
+// token stands for (for bits per byte), the index a loss ignores, and the text a checkpoint stores,
+// read back to the same tokenizer or refused when damaged.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <tapegrad/core/errors.hpp>
+#include <tapegrad/data.hpp>
+
+using namespace tapegrad;
+using data::Tokenizer;
+using Ids = std::vector<std::int64_t>;
+
+namespace {
+
+const std::string kText = "the cat sat on the mat. the cat ate. Größe 🙂\n";
+
+/// A round trip through to_text/from_text, checked to encode and decode alike.
+void check_round_trip(const Tokenizer& t) {
+  const Tokenizer back = Tokenizer::from_text(t.name(), t.to_text(), "test");
+  CHECK(back.name() == t.name());
+  CHECK(back.vocab_size() == t.vocab_size());
+  CHECK(back.to_text() == t.to_text());
+  const Ids ids = t.encode(kText, "text");
+  CHECK(back.encode(kText, "text") == ids);
+  CHECK(back.decode(ids.data(), ids.size()) == t.decode(ids.data(), ids.size()));
+}
+
+/// The bytes of a text's tokens add up to the text's bytes.
+std::size_t token_bytes(const Tokenizer& t, const Ids& ids) {
+  std::size_t n = 0;
+  for (const std::int64_t id : ids) n += t.bytes_of(id);
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE("data.tokenizer") {
+  TEST_CASE("characters: ids of code points, <unk> ignored, each token's bytes") {
+    const Tokenizer t(data::Vocabulary(data::decode_utf8(kText, "text")));
+    CHECK(t.name() == "char");
+    CHECK(t.ignore_index() == data::Vocabulary::kUnk);
+    const Ids ids = t.encode(kText, "text");
+    CHECK(ids.size() == data::decode_utf8(kText, "text").size());
+    CHECK(t.decode(ids.data(), ids.size()) == kText);
+    CHECK(token_bytes(t, ids) == kText.size());      // "ö" is 2 bytes, "🙂" 4
+    CHECK(t.encode("xyz", "text") == Ids{0, 0, 0});  // unknown: <unk>
+    CHECK(t.bytes_of(0) == 3);                       // <unk> shows as U+FFFD
+    check_round_trip(t);
+  }
+
+  TEST_CASE("a BPE: special tokens' text is ordinary text, and the bytes add up") {
+    auto bpe = data::BytePairEncoding::train(kText + kText, 300, data::Pretokenizer::gpt2);
+    bpe.add_special_tokens({"<|endoftext|>"});
+    const Tokenizer t(bpe);
+    CHECK(t.name() == "bpe");
+    CHECK(t.vocab_size() == std::int64_t(bpe.vocab_size()));
+    CHECK(t.ignore_index() == -100);
+    const Ids ids = t.encode(kText, "text");
+    CHECK(ids.size() < kText.size() / 2);
+    CHECK(token_bytes(t, ids) == kText.size());
+    CHECK(t.decode(ids.data(), ids.size()) == kText);
+    const Ids quoted = t.encode("a <|endoftext|> b", "text");
+    CHECK(std::find(quoted.begin(), quoted.end(), t.vocab_size() - 1) == quoted.end());
+    check_round_trip(t);
+  }
+
+  TEST_CASE("bad text, bad ids and damaged checkpoint text are refused, naming them") {
+    const Tokenizer t(data::BytePairEncoding::train(kText, 270));
+    CHECK_THROWS_WITH_AS(t.encode("ok \xC3(", "the prompt"),
+                         doctest::Contains("the prompt: not valid UTF-8 at byte 3"), DataError);
+    const Ids bad = {1, 270};
+    CHECK_THROWS_WITH_AS(t.decode(bad.data(), bad.size()),
+                         doctest::Contains("expected ids in [0, 270), got 270 at position 1"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("words", "", "the note"),
+                         doctest::Contains("expected the tokenizer char, bpe or gpt2, got 'words'"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("bpe", "tapegrad-bpe 1\nvocab_size 9\n", "the note"),
+                         doctest::Contains("the note line 2: expected vocab_size in [256"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("gpt2", "gpt2_ids x\n1\n", "the note"),
+                         doctest::Contains("the note: expected \"gpt2_ids N\""), ValueError);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("char", "ba", "the note"),
+                         doctest::Contains("ascending"), ValueError);
+  }
+
+  TEST_CASE("GPT-2's tokenizer round-trips through the text a checkpoint stores") {
+    const std::filesystem::path dir = TAPEGRAD_GPT2_DIR;
+    if (!std::filesystem::exists(dir / "encoder.json")) {
+      std::printf(
+          "[skipped: GPT-2's tokenizer files are not in %s; scripts/setup.sh fetches them]\n",
+          dir.c_str());
+      return;
+    }
+    const Tokenizer t(data::GPT2Tokenizer::load(dir.string()));
+    CHECK(t.name() == "gpt2");
+    CHECK(t.vocab_size() == 50257);
+    CHECK(t.encode("hello world", "text") == Ids{31373, 995});
+    CHECK(t.bytes_of(995) == 6);  // " world"
+    check_round_trip(t);
+    std::string text = t.to_text();
+    text.replace(text.find(' ', 9), 1, " 7 ");  // a 50,258th id
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("gpt2", text, "the note"),
+                         doctest::Contains("expected 50257 GPT-2 ids on line 2"), ValueError);
+  }
+}
