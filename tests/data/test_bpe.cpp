@@ -244,6 +244,19 @@ TEST_SUITE("data.bpe") {
     CHECK(data::gpt2_pieces("日本語のテキスト🙂🙂") ==
           Pieces{"日本語のテキスト", "🙂🙂"});
     CHECK(data::gpt2_pieces("").empty());
+    // The fast path (ASCII cut by hand) gives PCRE2's pieces: random mixes of ASCII's classes
+    // and characters beyond it that are letters, digits, spaces, marks and symbols.
+    const std::vector<std::string> alphabet = {
+        "a", "Z", "7", " ", "  ", "\n", "\t", "\r\n", "'", "'s", "'ll", "'re", "!", "-", ".",
+        "\x01", "é", "ß", "日", "²", "Ⅻ", "\u00A0", "\u3000", "\u2028", "\uFEFF", "\u0085",
+        "\u0301", "🙂", "𝐀", "𝟙", "—"};
+    std::mt19937 gen(5);
+    for (int round = 0; round < 3000; ++round) {
+      std::string text;
+      for (std::size_t k = gen() % 24; k > 0; --k) text += alphabet[gen() % alphabet.size()];
+      CAPTURE(text);
+      CHECK(data::gpt2_pieces(text) == data::gpt2_pieces_reference(text));
+    }
     CHECK_THROWS_WITH_AS(data::gpt2_pieces("ok \xC3("),
                          doctest::Contains("not valid UTF-8 at byte 3"), ValueError);
   }
