@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +36,7 @@
 
 #include <tapegrad/data/bpe.hpp>
 #include <tapegrad/data/gpt2_tokenizer.hpp>
+#include <tapegrad/data/token_file.hpp>
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/io/safetensors.hpp>
 
@@ -78,7 +81,8 @@ Settings parse_settings(int argc, char** argv) {
       "  tokenize --gpt2 DIR --text FILE       (GPT-2's ids; DIR holds encoder.json and "
       "vocab.bpe,\n"
       "                                         or vocab.json and merges.txt)\n"
-      "  tokenize --gpt2 DIR --decode");
+      "  tokenize --gpt2 DIR --decode\n"
+      "  tokenize --gpt2 DIR --text FILE --out FILE.tokens   (a token file, for gpt --tokens)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
   CLI::Option* train =
       app.add_option("--train-bpe", s.vocab_size,
@@ -86,8 +90,11 @@ Settings parse_settings(int argc, char** argv) {
           ->check(flags::integer_in(256, std::int64_t(BytePairEncoding::kMaxVocabSize)));
   CLI::Option* text =
       app.add_option("--text", s.text, "the text file to train on or to encode (at most 1 GiB)");
-  CLI::Option* out = app.add_option("--out", s.out, "where --train-bpe saves the model");
-  app.add_flag("--force", s.force, "let --train-bpe replace an existing --out file");
+  CLI::Option* out = app.add_option(
+      "--out", s.out,
+      "where --train-bpe saves the model; with --bpe or --gpt2 and --text, a token file of the "
+      "ids (data/token_file.hpp: nanoGPT's uint16 ids after a 64-byte header), for gpt --tokens");
+  app.add_flag("--force", s.force, "let --out replace an existing file");
   CLI::Option* pretokenizer =
       app.add_option("--pretokenizer", s.pretokenizer,
                      "with --train-bpe: none (merges may cross spaces) or gpt2 (merges stay "
@@ -135,8 +142,9 @@ Settings parse_settings(int argc, char** argv) {
     refuse("--decode does not go with --train-bpe: decoding uses a model (--bpe MODEL --decode)");
   if (s.train && !s.has_text) refuse("--train-bpe needs --text FILE, the text to train on");
   if (s.train && !s.has_out) refuse("--train-bpe needs --out MODEL, where to save the model");
-  if (!s.train && s.has_out) refuse("--out goes with --train-bpe (the file the model is saved to)");
-  if (!s.train && s.force) refuse("--force goes with --train-bpe and --out");
+  if (!s.train && s.has_out && (s.decode || !s.has_text))
+    refuse("--out goes with --train-bpe (the model) or with --text (the token file of its ids)");
+  if (s.force && !s.has_out) refuse("--force goes with --out (the file it may replace)");
   if (!s.train && s.has_pretokenizer)
     refuse(std::string(pretokenizer->count() ? "--pretokenizer" : "--special-token") +
            " goes with --train-bpe (a trained model keeps its own)");
@@ -156,8 +164,9 @@ Settings parse_settings(int argc, char** argv) {
 }
 
 /// DataError naming `flag` and `path` unless `path` is a regular file (a symbolic link to one
-/// counts) of at most kMaxInputBytes.
-void check_input_file(const std::string& flag, const std::string& path) {
+/// counts) of at most `max_bytes`.
+void check_input_file(const std::string& flag, const std::string& path,
+                      std::uintmax_t max_bytes = kMaxInputBytes) {
   if (path.empty()) refuse(flag + ": expected a file name, got ''");
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -172,7 +181,7 @@ void check_input_file(const std::string& flag, const std::string& path) {
                     " expects a file");
   const std::uintmax_t size = fs::file_size(path, ec);
   if (ec) throw DataError(flag + ": cannot read '" + path + "': " + ec.message());
-  if (size > kMaxInputBytes)
+  if (size > max_bytes)
     throw DataError(flag + ": '" + path + "' holds " + std::to_string(size >> 20) +
                     " MiB, more than the " + std::to_string(kMaxInputBytes >> 20) +
                     " MiB this program reads");
@@ -194,6 +203,8 @@ struct Tokenizer {
   std::function<std::vector<std::uint32_t>(std::string_view, SpecialTokens)> encode;
   std::function<std::string(const std::vector<std::uint32_t>&)> decode;
   std::size_t vocab_size = 0;
+  std::string name;          ///< "gpt2" or "bpe", as a token file names it
+  bool gpt2_pieces = false;  ///< it cuts text as GPT-2 does: see encode_to_token_file
 };
 
 /// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
@@ -203,12 +214,14 @@ Tokenizer load_tokenizer(const Settings& s) {
       auto t = std::make_shared<const GPT2Tokenizer>(GPT2Tokenizer::load(s.gpt2));
       return {
           [t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
-          [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size()};
+          [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size(),
+          "gpt2", true};
     }
     check_input_file("--bpe", s.bpe);
     auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
     return {[t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
-            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size()};
+            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size(),
+            "bpe", t->pretokenizer() == Pretokenizer::gpt2};
   } catch (const DataError& e) {
     throw DataError((s.has_gpt2 ? "--gpt2: " : "--bpe: ") + std::string(e.what()));
   }
@@ -250,7 +263,8 @@ std::string check_output_file(const Settings& s) {
                     "' exists and is not a regular file (a device, a FIFO or a socket); it is "
                     "never replaced, even with --force");
   if (fs::equivalent(out, fs::path(s.text), ec))
-    throw DataError("--out: '" + s.out + "' is the --text file; save the model under another name");
+    throw DataError("--out: '" + s.out +
+                    "' is the --text file; write the --out file under another name");
   if (!s.force) throw DataError("--out: '" + s.out + "' exists; add --force to replace it");
   std::cerr << "tokenize: replacing '" << s.out << "' (--force)\n";
   return fs::is_symlink(fs::symlink_status(out, ec)) ? fs::canonical(out).string() : s.out;
@@ -307,8 +321,61 @@ int train(const Settings& s) {
   return 0;
 }
 
+// --out FILE.tokens: the ids of --text as a token file. A tokenizer that cuts text as GPT-2 does
+// reads the text in blocks of 16 MiB, each cut before a "\n" that follows an ASCII character
+// other than a space: GPT-2's pattern always ends a piece there, so the ids are those of the whole
+// text at once, and a text of any size costs two blocks of memory. Another BPE (its merges may
+// cross lines) reads the text whole, up to 1 GiB.
+int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
+  const std::string target = check_output_file(s);
+  tapegrad::data::TokenFileWriter writer(target, tokenizer.vocab_size, tokenizer.name);
+  std::uintmax_t bytes = 0;
+  const auto encode_block = [&](const std::string& text) {
+    writer.append(encode_text(tokenizer, s, text));
+    bytes += text.size();
+  };
+  if (!tokenizer.gpt2_pieces) {
+    encode_block(read_input_file("--text", s.text));
+  } else {
+    check_input_file("--text", s.text, std::numeric_limits<std::uintmax_t>::max());
+    std::ifstream in(s.text, std::ios::binary);
+    if (!in) throw DataError("--text: cannot read '" + s.text + "'");
+    constexpr std::size_t kBlock = std::size_t(16) << 20;
+    std::string carry;
+    std::vector<char> block(kBlock);
+    while (in.read(block.data(), std::streamsize(kBlock)), in.gcount() > 0) {
+      carry.append(block.data(), std::size_t(in.gcount()));
+      // The last "\n" after an ASCII character that is not a space.
+      std::size_t cut = carry.size();
+      for (;;) {
+        cut = cut == 0 ? std::string::npos : carry.rfind('\n', cut - 1);
+        if (cut == std::string::npos || cut == 0) break;
+        const auto before = static_cast<unsigned char>(carry[cut - 1]);
+        if (before < 0x80 && before != ' ' && (before < '\t' || before > '\r')) break;
+      }
+      if (cut == std::string::npos || cut == 0) {
+        if (carry.size() > kMaxInputBytes)
+          throw DataError("--text: '" + s.text + "' has no line end to cut at in " +
+                          std::to_string(kMaxInputBytes >> 20) + " MiB");
+        continue;  // read on: the next block may have one
+      }
+      encode_block(carry.substr(0, cut));
+      carry.erase(0, cut);
+    }
+    if (in.bad()) throw DataError("--text: cannot read '" + s.text + "'");
+    encode_block(carry);
+  }
+  writer.close();
+  std::cerr << "tokenize: " << writer.count() << " ids of " << tokenizer.name << " ("
+            << tokenizer.vocab_size << " tokens) written to '" << s.out << "', "
+            << writer.bytes_per_id() << " bytes each\n";
+  print_compression(std::size_t(bytes), std::size_t(writer.count()));
+  return 0;
+}
+
 int encode(const Settings& s) {
   const Tokenizer tokenizer = load_tokenizer(s);
+  if (s.has_out) return encode_to_token_file(s, tokenizer);
   const std::string text = read_input_file("--text", s.text);
   const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text);
   std::string line;

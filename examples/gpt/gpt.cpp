@@ -69,6 +69,7 @@ namespace {
 
 struct Settings {
   std::vector<std::string> data;
+  std::string tokens;  ///< --tokens FILE: a token file instead of --data
   std::int64_t steps = 2000, batch_size = 12, block_size = 64, n_layer = 4, n_head = 4,
                n_embd = 128;
   std::int64_t warmup = 100, eval_every = 250, eval_windows = 480, threads = 1, stop_after = 0;
@@ -140,6 +141,10 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--data", s.data,
                  "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--tokens", s.tokens,
+                 "a token file (tokenize --gpt2 DIR --text FILE --out FILE.tokens) to train on "
+                 "instead of --data, read through a memory map: its last --val-fraction of ids "
+                 "validate; needs --tokenizer gpt2:DIR");
   app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
       ->check(number_in(0, 1, Ends::open));
   app.add_option("--split-seed", s.split_seed,
@@ -183,6 +188,12 @@ Settings parse_settings(int argc, char** argv) {
           "--tokenizer: expected char, bpe:N with N in [257, 65536], or gpt2:DIR, got '" +
           s.tokenizer + "'");
   }
+  if (!s.tokens.empty() && !s.data.empty())
+    throw examples::FlagError("--tokens and --data do not go together: train on one of them");
+  if (!s.tokens.empty() && s.tokenizer.rfind("gpt2:", 0) != 0)
+    throw examples::FlagError(
+        "--tokens needs --tokenizer gpt2:DIR, the tokenizer that wrote it "
+        "(its checkpoint keeps the tokenizer, to sample)");
   if (s.min_lr > s.lr)
     throw examples::FlagError("--min-lr: expected at most --lr (" + flags::number_text(s.lr) +
                               "), got " + flags::number_text(s.min_lr));
@@ -208,11 +219,23 @@ Settings parse_settings(int argc, char** argv) {
 
 // ---- the data ----------------------------------------------------------------------------------
 
+// A stream of token ids: in memory (encoded from text), or a stretch of a token file read through
+// its memory map, so that a corpus of gigabytes costs no memory of its own.
+struct Tokens {
+  std::vector<std::int64_t> ids;
+  std::shared_ptr<const data::TokenFile> file;
+  std::size_t begin = 0, count = 0;  // the stretch of `file`
+  std::size_t size() const { return file ? count : ids.size(); }
+  data::Batch windows(const std::vector<std::size_t>& starts, std::size_t T) const {
+    return file ? data::windows(*file, begin, count, starts, T) : data::windows(ids, starts, T);
+  }
+};
+
 struct TextData {
   std::vector<std::string> files;
   data::Split split;
   data::Tokenizer tokenizer{data::Vocabulary()};
-  std::vector<std::int64_t> train_ids, val_ids;
+  Tokens train_ids, val_ids;
   std::size_t train_bytes = 0, val_bytes = 0;  // of UTF-8 text
   std::vector<std::size_t> val_starts;         // the fixed validation windows
 };
@@ -239,9 +262,41 @@ data::Tokenizer make_tokenizer(const Settings& s, const std::u32string& train_te
   return data::Tokenizer(std::move(bpe));
 }
 
+// --tokens: a token file, checked whole before training (its header, its size, every id), split
+// by position: the last --val-fraction of its ids validate (as nanoGPT's val.bin does).
+TextData load_token_file(const Settings& s) {
+  TextData d;
+  d.files = {s.tokens};
+  d.tokenizer = make_tokenizer(s, U"", "");
+  const auto file = std::make_shared<const data::TokenFile>(data::TokenFile::open(s.tokens));
+  if (file->tokenizer() != d.tokenizer.name() ||
+      std::int64_t(file->vocab_size()) != d.tokenizer.vocab_size())
+    throw DataError("--tokens: '" + s.tokens + "' holds ids of the tokenizer '" +
+                    file->tokenizer() + "' (" + std::to_string(file->vocab_size()) +
+                    " tokens), not of --tokenizer " + s.tokenizer + " (" +
+                    std::to_string(d.tokenizer.vocab_size()) + ")");
+  file->check_ids();
+  const auto val = std::size_t(double(file->size()) * s.val_fraction);
+  d.train_ids = {{}, file, 0, file->size() - val};
+  d.val_ids = {{}, file, file->size() - val, val};
+  return d;
+}
+
 // The files' entries (each followed by a "%" line), split by whole entries into training and
 // validation text, its tokenizer, the tokens, and the fixed validation windows.
 TextData load_text(const Settings& s) {
+  if (!s.tokens.empty()) {
+    TextData d = load_token_file(s);
+    const auto T = std::size_t(s.block_size);
+    if (d.train_ids.size() <= T || d.val_ids.size() <= T)
+      throw DataError("--block-size " + std::to_string(T) + ": the training ids (" +
+                      std::to_string(d.train_ids.size()) + ") and the validation ids (" +
+                      std::to_string(d.val_ids.size()) + ") must each be longer than one window");
+    Generator window_gen(s.split_seed + 1);
+    d.val_starts =
+        data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
+    return d;
+  }
   TextData d;
   d.files = s.data.empty() ? data::fortune_files() : s.data;
   if (d.files.empty())
@@ -263,8 +318,8 @@ TextData load_text(const Settings& s) {
   d.train_bytes = train_utf8.size();
   d.val_bytes = val_utf8.size();
   d.tokenizer = make_tokenizer(s, train_text, train_utf8);
-  d.train_ids = d.tokenizer.encode(train_utf8, "the training text");
-  d.val_ids = d.tokenizer.encode(val_utf8, "the validation text");
+  d.train_ids.ids = d.tokenizer.encode(train_utf8, "the training text");
+  d.val_ids.ids = d.tokenizer.encode(val_utf8, "the validation text");
   const auto T = std::size_t(s.block_size);
   if (d.train_ids.size() <= T || d.val_ids.size() <= T)
     throw DataError("--block-size " + std::to_string(T) + ": the training text (" +
@@ -399,7 +454,7 @@ ValidationLoss validation_loss(tt::GPT& model, const TextData& d, std::size_t B,
     const std::vector<std::size_t> chunk(
         starts.begin() + std::ptrdiff_t(i),
         starts.begin() + std::ptrdiff_t(std::min(i + B, starts.size())));
-    const data::Batch b = data::windows(d.val_ids, chunk, T);
+    const data::Batch b = d.val_ids.windows(chunk, T);
     IndexArray y = b.y;
     y.reshape({y.size()});
     const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
@@ -430,7 +485,7 @@ double train_step(Trainer& t, const TextData& d, const Settings& s, const Consol
   const std::vector<std::size_t> mine(
       starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
       starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
-  const data::Batch b = data::windows(d.train_ids, mine, T);
+  const data::Batch b = d.train_ids.windows(mine, T);
   Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
   loss.backward();  // under mpirun, the gradients are averaged over the ranks here
   if (s.clip > 0) optim::clip_grad_norm_(t.model.parameters(), s.clip);
@@ -587,13 +642,18 @@ int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const
 
 void describe(const Trainer& t, const RunRecord& run, const TextData& d, const Settings& s,
               const Console& con) {
-  std::cout << "gpt: " << d.files.size() << " files, " << d.split.train.size() << " training and "
-            << d.split.val.size() << " validation entries (" << d.train_ids.size() << " and "
-            << d.val_ids.size() << " tokens, "
-            << gpt::fixed(double(d.train_bytes) / double(d.train_ids.size()), 2)
-            << " bytes per token";
+  if (d.train_ids.file)
+    std::cout << "gpt: the token file " << s.tokens << " (" << d.train_ids.size()
+              << " training and " << d.val_ids.size() << " validation tokens, memory-mapped";
+  else
+    std::cout << "gpt: " << d.files.size() << " files, " << d.split.train.size() << " training and "
+              << d.split.val.size() << " validation entries (" << d.train_ids.size() << " and "
+              << d.val_ids.size() << " tokens, "
+              << gpt::fixed(double(d.train_bytes) / double(d.train_ids.size()), 2)
+              << " bytes per token";
   if (d.tokenizer.name() == "char")
-    std::cout << "; " << std::count(d.val_ids.begin(), d.val_ids.end(), data::Vocabulary::kUnk)
+    std::cout << "; "
+              << std::count(d.val_ids.ids.begin(), d.val_ids.ids.end(), data::Vocabulary::kUnk)
               << " validation characters are <unk>";
   std::cout << "), tokenizer " << s.tokenizer << ", vocabulary " << d.tokenizer.vocab_size()
             << "\n     n_layer=" << s.n_layer << " n_head=" << s.n_head << " n_embd=" << s.n_embd

@@ -3,6 +3,8 @@
 // maps the ids read-only.
 #include "tapegrad/data/token_file.hpp"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -290,13 +292,25 @@ void TokenFile::window(std::size_t start, std::size_t length, std::int64_t* out)
 void TokenFile::check_ids() const {
   // When the id width cannot hold an id outside the vocabulary, there is nothing to read.
   if (vocab_size_ >= (std::uint64_t(1) << (8 * bytes_per_id_))) return;
-  const unsigned char* p = map_ + kHeaderBytes;
-  const std::size_t i = bytes_per_id_ == 2 ? first_outside<std::uint16_t>(p, count_, vocab_size_)
-                                           : first_outside<std::uint32_t>(p, count_, vocab_size_);
-  if (i < count_)
-    fail<DataError>("TokenFile::check_ids: ", path_, ": expected ids in [0, ", vocab_size_,
-                    ") (the header's vocab_size), got ", (*this)[i], " at index ", i,
-                    "; ids out of the vocabulary: refused before training");
+  // The file is read in stretches of 16 MiB, each given back to the kernel once read
+  // (MADV_DONTNEED on a read-only file mapping drops the pages from this process, not the data):
+  // checking a corpus of gigabytes must not leave it resident. The header and each stretch hold
+  // whole ids (64 and 16 MiB are multiples of 4).
+  constexpr std::size_t kStretch = std::size_t(16) << 20;
+  const std::size_t end = kHeaderBytes + count_ * bytes_per_id_;
+  for (std::size_t at = 0; at < end; at += kStretch) {
+    const std::size_t from = std::max(at, kHeaderBytes), to = std::min(at + kStretch, end);
+    const std::size_t first = (from - kHeaderBytes) / bytes_per_id_,
+                      n = (to - from) / bytes_per_id_;
+    const std::size_t i = bytes_per_id_ == 2
+                              ? first_outside<std::uint16_t>(map_ + from, n, vocab_size_)
+                              : first_outside<std::uint32_t>(map_ + from, n, vocab_size_);
+    if (i < n)
+      fail<DataError>("TokenFile::check_ids: ", path_, ": expected ids in [0, ", vocab_size_,
+                      ") (the header's vocab_size), got ", (*this)[first + i], " at index ",
+                      first + i, "; ids out of the vocabulary: refused before training");
+    ::madvise(const_cast<unsigned char*>(map_) + at, to - at, MADV_DONTNEED);
+  }
 }
 
 }  // namespace tapegrad::data

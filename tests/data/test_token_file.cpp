@@ -373,4 +373,26 @@ TEST_SUITE("data.token_file") {
     CHECK_THROWS_WITH_AS(TokenFile::open(u32.string()).check_ids(),
                          doctest::Contains("got 4294967295 at index 3"), DataError);
   }
+
+  TEST_CASE("windows of a token file are the windows of its ids") {
+    const fs::path dir = folder("windows");
+    std::vector<std::uint32_t> ids(500);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::uint32_t(i * 7 % 300);
+    {
+      data::TokenFileWriter writer((dir / "ids.tokens").string(), 300, "bpe");
+      writer.append(ids);
+      writer.close();
+    }
+    const data::TokenFile file = data::TokenFile::open((dir / "ids.tokens").string());
+    const std::vector<std::int64_t> wide(ids.begin() + 100, ids.begin() + 400);
+    const std::vector<std::size_t> starts = {0, 17, 283};
+    const data::Batch a = data::windows(file, 100, 300, starts, 16);
+    const data::Batch b = data::windows(wide, starts, 16);
+    CHECK(a.x == b.x);
+    CHECK(a.y == b.y);
+    CHECK_THROWS_WITH_AS(data::windows(file, 100, 300, {284}, 16),
+                         doctest::Contains("expected starts in [0, 284)"), IndexError);
+    CHECK_THROWS_WITH_AS(data::windows(file, 400, 101, {0}, 16),
+                         doctest::Contains("are not all in"), IndexError);
+  }
 }

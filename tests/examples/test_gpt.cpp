@@ -15,6 +15,7 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../fortune_corpus.hpp"
+
 #include "run_program.hpp"
 
 namespace {
@@ -141,6 +142,52 @@ TEST_SUITE("examples.gpt") {
     const Output other = run(TAPEGRAD_GPT, data + " --resume --tokenizer char");
     CHECK(other.status == 2);
     CHECK(other.text.find("was made with another") != std::string::npos);
+  }
+
+  TEST_CASE("with --tokens the GPT trains on a memory-mapped token file of GPT-2's ids") {
+    const fs::path gpt2 = TAPEGRAD_GPT2_DIR;
+    if (!fs::exists(gpt2 / "encoder.json")) {
+      std::printf(
+          "[skipped: GPT-2's tokenizer files are not in %s; scripts/setup.sh fetches them]\n",
+          gpt2.c_str());
+      return;
+    }
+    const fs::path dir = folder("tokens");
+    const std::string text = tapegrad::testing::fortune_corpus(400, 7);
+    std::vector<std::uint32_t> ids;
+    {
+      const auto tokenizer = tapegrad::data::GPT2Tokenizer::load(gpt2.string());
+      ids = tokenizer.encode(text);
+      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(), 50257, "gpt2");
+      writer.append(ids);
+      writer.close();
+    }
+    const std::string args = " --tokens '" + (dir / "corpus.tokens").string() +
+                             "' --tokenizer gpt2:'" + gpt2.string() +
+                             "' --steps 4 --eval-every 2 --sample-tokens 5" + kTiny + " --out '" +
+                             (dir / "run").string() + "'";
+    const Output out = run(TAPEGRAD_GPT, args);
+    INFO(out.text);
+    CHECK(out.status == 0);
+    const std::size_t val = ids.size() / 10;  // --val-fraction 0.1, the last ids
+    CHECK(out.text.find("(" + std::to_string(ids.size() - val) + " training and " +
+                        std::to_string(val) + " validation tokens, memory-mapped)") !=
+          std::string::npos);
+    CHECK(out.text.find("vocabulary 50257") != std::string::npos);
+    CHECK(out.text.find(" val_bits_per_byte=") != std::string::npos);
+    // A file of another tokenizer's ids is refused before training.
+    {
+      tapegrad::data::TokenFileWriter writer((dir / "bpe.tokens").string(), 300, "bpe");
+      writer.append(std::vector<std::uint32_t>(200, 7));
+      writer.close();
+    }
+    const Output other = run(TAPEGRAD_GPT, " --tokens '" + (dir / "bpe.tokens").string() +
+                                               "' --tokenizer gpt2:'" + gpt2.string() + "'" +
+                                               kTiny + " --out '" + (dir / "other").string() + "'");
+    CHECK(other.status == 2);
+    CHECK(
+        other.text.find("holds ids of the tokenizer 'bpe' (300 tokens), not of --tokenizer gpt2") !=
+        std::string::npos);
   }
 
   TEST_CASE(

@@ -174,6 +174,7 @@ TEST_SUITE("examples.gpt_inputs") {
         {"--tokenizer gpt2:" + quoted((dir / "nowhere").string()),
          "--tokenizer: GPT2Tokenizer::load: "},
         {"--tokenizer gpt2:" + quoted(dir.string()), "holds neither encoder.json and vocab.bpe"},
+        {"--tokens x.tokens", "--tokens and --data do not go together"},
     };
     for (const auto& [args, message] : cases) {
       CAPTURE(args);

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include <tapegrad/data/token_file.hpp>
+
 #include "run_program.hpp"
 
 namespace {
@@ -176,8 +178,8 @@ TEST_SUITE("examples.tokenize") {
         {model + " --decode" + text, "--decode reads the ids from standard input"},
         {"--decode", "--decode needs --bpe MODEL"},
         {text, "nothing to do"},
-        {model + text + out, "--out goes with --train-bpe"},
-        {model + text + " --force", "--force goes with --train-bpe"},
+        {model + " --decode" + out, "--out goes with --train-bpe (the model) or with --text"},
+        {model + text + " --force", "--force goes with --out"},
         {model + text + " extra", "extra"},
         {"--nonsense", "--nonsense"},
         {model + " --gpt2 ." + text, "--bpe and --gpt2 do not go together"},
@@ -341,6 +343,42 @@ TEST_SUITE("examples.tokenize") {
               "--bpe " + model + " --special allow --text " + quoted((dir / "eot.txt").string()),
               "/dev/null", dir / "eot.err")
               .out == "97 280 98\n");
+  }
+
+  TEST_CASE("--out with --text writes a token file of the ids, streamed when GPT-2 cuts the text") {
+    const fs::path dir = fresh_folder("token_file");
+    const std::string text = small_text();
+    std::ofstream(dir / "text.txt", std::ios::binary) << text;
+    const std::string in = " --text " + quoted((dir / "text.txt").string());
+    const std::string model = quoted((dir / "model.bpe").string());
+    REQUIRE(run_tokenize("--train-bpe 280 --pretokenizer gpt2" + in + " --out " + model,
+                         "/dev/null", dir / "train.err")
+                .status == 0);
+    const Run printed = run_tokenize("--bpe " + model + in, "/dev/null", dir / "ids.err");
+    const std::string out = " --out " + quoted((dir / "ids.tokens").string());
+    const Run written = run_tokenize("--bpe " + model + in + out, "/dev/null", dir / "file.err");
+    INFO(written.err);
+    REQUIRE(written.status == 0);
+    CHECK(written.out.empty());
+    CHECK(has(written.err, "ids of bpe (280 tokens) written to"));
+    const tapegrad::data::TokenFile file =
+        tapegrad::data::TokenFile::open((dir / "ids.tokens").string());
+    CHECK(file.tokenizer() == "bpe");
+    CHECK(file.vocab_size() == 280);
+    std::istringstream ids(printed.out);
+    std::size_t i = 0;
+    for (unsigned id; ids >> id; ++i) {
+      REQUIRE(i < file.size());
+      CHECK(file[i] == id);
+    }
+    CHECK(i == file.size());
+    // An existing file is replaced only with --force.
+    const Run again = run_tokenize("--bpe " + model + in + out, "/dev/null", dir / "again.err");
+    CHECK(again.status == 2);
+    CHECK(has(again.err, "exists; add --force to replace it"));
+    CHECK(
+        run_tokenize("--bpe " + model + in + out + " --force", "/dev/null", dir / "f.err").status ==
+        0);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/core/tensor.hpp"
+#include "tapegrad/data/token_file.hpp"
 
 namespace tapegrad::data {
 
@@ -20,6 +21,11 @@ struct Batch {
 /// Rows of T + 1 consecutive ids starting at `starts`. IndexError when a window runs past the end.
 Batch windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts,
               std::size_t T);
+
+/// The same from the ids [begin, begin + size) of a token file, read through its memory map: the
+/// starts count from `begin`. IndexError when a window runs past `size` or the stretch past the file.
+Batch windows(const TokenFile& file, std::size_t begin, std::size_t size,
+              const std::vector<std::size_t>& starts, std::size_t T);
 
 /// `count` window starts drawn uniformly from [0, n - T), in order (nanoGPT's
 /// torch.randint(len(data) - T)). ValueError when a stream of n ids has no window of T + 1.
