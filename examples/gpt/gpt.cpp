@@ -283,20 +283,8 @@ TextData load_token_file(const Settings& s) {
 }
 
 // The files' entries (each followed by a "%" line), split by whole entries into training and
-// validation text, its tokenizer, the tokens, and the fixed validation windows.
-TextData load_text(const Settings& s) {
-  if (!s.tokens.empty()) {
-    TextData d = load_token_file(s);
-    const auto T = std::size_t(s.block_size);
-    if (d.train_ids.size() <= T || d.val_ids.size() <= T)
-      throw DataError("--block-size " + std::to_string(T) + ": the training ids (" +
-                      std::to_string(d.train_ids.size()) + ") and the validation ids (" +
-                      std::to_string(d.val_ids.size()) + ") must each be longer than one window");
-    Generator window_gen(s.split_seed + 1);
-    d.val_starts =
-        data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
-    return d;
-  }
+// validation text, its tokenizer and the tokens.
+TextData load_text_files(const Settings& s) {
   TextData d;
   d.files = s.data.empty() ? data::fortune_files() : s.data;
   if (d.files.empty())
@@ -320,11 +308,17 @@ TextData load_text(const Settings& s) {
   d.tokenizer = make_tokenizer(s, train_text, train_utf8);
   d.train_ids.ids = d.tokenizer.encode(train_utf8, "the training text");
   d.val_ids.ids = d.tokenizer.encode(val_utf8, "the validation text");
+  return d;
+}
+
+// The tokens of --tokens or of the text files, and the fixed validation windows.
+TextData load_text(const Settings& s) {
+  TextData d = s.tokens.empty() ? load_text_files(s) : load_token_file(s);
   const auto T = std::size_t(s.block_size);
   if (d.train_ids.size() <= T || d.val_ids.size() <= T)
-    throw DataError("--block-size " + std::to_string(T) + ": the training text (" +
-                    std::to_string(d.train_ids.size()) + " tokens) and the validation text (" +
-                    std::to_string(d.val_ids.size()) + ") must each be longer than one window");
+    throw DataError("--block-size " + std::to_string(T) + ": the training tokens (" +
+                    std::to_string(d.train_ids.size()) + ") and the validation tokens (" +
+                    std::to_string(d.val_ids.size()) + ") must each be more than one window");
   Generator window_gen(s.split_seed + 1);
   d.val_starts = data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
   return d;
