@@ -91,8 +91,9 @@ using gpt::Limits;
 void add_model_flags(CLI::App& app, Settings& s) {
   app.add_option("--tokenizer", s.tokenizer,
                  "what a token is: char (a character of the training text), bpe:N (a byte pair "
-                 "encoding of N tokens trained on the training text, split as GPT-2 splits), or "
-                 "gpt2:DIR (GPT-2's, from DIR's encoder.json and vocab.bpe)");
+                 "encoding of N tokens trained on the training text, split as GPT-2 splits), "
+                 "bpe-model:FILE (a BPE saved by tokenize --train-bpe), or gpt2:DIR (GPT-2's, "
+                 "from DIR's encoder.json and vocab.bpe)");
   app.add_option("--block-size", s.block_size, "context length in tokens")
       ->check(integer_in(1, Limits::kMaxBlockSize));
   app.add_option("--n-layer", s.n_layer, "Transformer blocks")
@@ -144,7 +145,7 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--tokens", s.tokens,
                  "a token file (tokenize --gpt2 DIR --text FILE --out FILE.tokens) to train on "
                  "instead of --data, read through a memory map: its last --val-fraction of ids "
-                 "validate; needs --tokenizer gpt2:DIR");
+                 "validate; needs --tokenizer gpt2:DIR or bpe-model:FILE");
   app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
       ->check(number_in(0, 1, Ends::open));
   app.add_option("--split-seed", s.split_seed,
@@ -180,20 +181,22 @@ Settings parse_settings(int argc, char** argv) {
   add_training_flags(app, s);
   add_run_flags(app, s);
   examples::parse_flags(app, argc, argv);
-  if (s.tokenizer != "char" && s.tokenizer.rfind("gpt2:", 0) != 0) {
+  const auto tokenizer_is = [&](const char* kind) { return s.tokenizer.rfind(kind, 0) == 0; };
+  if (s.tokenizer != "char" && !tokenizer_is("gpt2:") && !tokenizer_is("bpe-model:")) {
     std::int64_t n = 0;
-    if (s.tokenizer.rfind("bpe:", 0) != 0 || !flags::parse_integer(s.tokenizer.substr(4), n) ||
-        n < 257 || n > 65536)
+    if (!tokenizer_is("bpe:") || !flags::parse_integer(s.tokenizer.substr(4), n) || n < 257 ||
+        n > 65536)
       throw examples::FlagError(
-          "--tokenizer: expected char, bpe:N with N in [257, 65536], or gpt2:DIR, got '" +
+          "--tokenizer: expected char, bpe:N with N in [257, 65536], bpe-model:FILE or gpt2:DIR, "
+          "got '" +
           s.tokenizer + "'");
   }
   if (!s.tokens.empty() && !s.data.empty())
     throw examples::FlagError("--tokens and --data do not go together: train on one of them");
-  if (!s.tokens.empty() && s.tokenizer.rfind("gpt2:", 0) != 0)
+  if (!s.tokens.empty() && !tokenizer_is("gpt2:") && !tokenizer_is("bpe-model:"))
     throw examples::FlagError(
-        "--tokens needs --tokenizer gpt2:DIR, the tokenizer that wrote it "
-        "(its checkpoint keeps the tokenizer, to sample)");
+        "--tokens needs --tokenizer gpt2:DIR or bpe-model:FILE, the tokenizer that wrote it (the "
+        "checkpoint keeps it, to sample)");
   if (s.min_lr > s.lr)
     throw examples::FlagError("--min-lr: expected at most --lr (" + flags::number_text(s.lr) +
                               "), got " + flags::number_text(s.min_lr));
@@ -241,16 +244,24 @@ struct TextData {
 };
 
 // The tokenizer of --tokenizer: the training text's characters, a BPE trained on the training
-// text (never the validation text, which would leak into the tokens), or GPT-2's.
+// text (never the validation text, which would leak into the tokens), a BPE saved before, or
+// GPT-2's.
 data::Tokenizer make_tokenizer(const Settings& s, const std::u32string& train_text,
                                const std::string& train_utf8) {
   if (s.tokenizer == "char") return data::Tokenizer(data::Vocabulary(train_text));
-  if (s.tokenizer.rfind("gpt2:", 0) == 0) {
-    try {
+  try {
+    if (s.tokenizer.rfind("gpt2:", 0) == 0)
       return data::Tokenizer(data::GPT2Tokenizer::load(s.tokenizer.substr(5)));
-    } catch (const DataError& e) {
-      throw DataError(std::string("--tokenizer: ") + e.what());
+    if (s.tokenizer.rfind("bpe-model:", 0) == 0) {
+      const std::string path = s.tokenizer.substr(10);
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec))  // (a FIFO would block the read for ever)
+        throw DataError("'" + path +
+                        "' is not a regular file (a BPE saved by tokenize --train-bpe)");
+      return data::Tokenizer(data::BytePairEncoding::load(path));
     }
+  } catch (const DataError& e) {
+    throw DataError(std::string("--tokenizer: ") + e.what());
   }
   const std::size_t n = std::stoul(s.tokenizer.substr(4));  // checked by parse_settings
   data::BytePairEncoding bpe =

@@ -144,6 +144,39 @@ TEST_SUITE("examples.gpt") {
     CHECK(other.text.find("was made with another") != std::string::npos);
   }
 
+  TEST_CASE("with --tokens and bpe-model:FILE the GPT trains on a token file of a saved BPE") {
+    const fs::path dir = folder("bpe_tokens");
+    const std::string text = tapegrad::testing::fortune_corpus(400, 7);
+    const auto bpe =
+        tapegrad::data::BytePairEncoding::train(text, 280, tapegrad::data::Pretokenizer::gpt2);
+    bpe.save((dir / "corpus.bpe").string());
+    const std::vector<std::uint32_t> ids = bpe.encode(text);
+    {
+      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(), 280, "bpe");
+      writer.append(ids);
+      writer.close();
+    }
+    const std::string args = " --tokens '" + (dir / "corpus.tokens").string() +
+                             "' --tokenizer bpe-model:'" + (dir / "corpus.bpe").string() +
+                             "' --steps 4 --eval-every 2 --sample-tokens 5" + kTiny + " --out '" +
+                             (dir / "run").string() + "'";
+    const Output out = run(TAPEGRAD_GPT, args);
+    INFO(out.text);
+    CHECK(out.status == 0);
+    const std::size_t val = ids.size() / 10;
+    CHECK(out.text.find("(" + std::to_string(ids.size() - val) + " training and " +
+                        std::to_string(val) + " validation tokens, memory-mapped)") !=
+          std::string::npos);
+    CHECK(out.text.find("vocabulary 280") != std::string::npos);
+    // The checkpoint keeps the BPE: gpt_sample needs neither the model file nor the tokens.
+    fs::remove(dir / "corpus.bpe");
+    const Output sampled =
+        run(TAPEGRAD_GPT_SAMPLE, "--checkpoint '" + (dir / "run" / "best.safetensors").string() +
+                                     "' --prompt 'the cat' --tokens 8");
+    CHECK(sampled.status == 0);
+    CHECK(sampled.text.find("8 tokens in ") != std::string::npos);
+  }
+
   TEST_CASE("with --tokens the GPT trains on a memory-mapped token file of GPT-2's ids") {
     const fs::path gpt2 = TAPEGRAD_GPT2_DIR;
     if (!fs::exists(gpt2 / "encoder.json")) {
