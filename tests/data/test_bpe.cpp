@@ -14,6 +14,8 @@
 #include <tapegrad/data.hpp>
 #include <tapegrad/core/errors.hpp>
 
+#include "../test_files.hpp"
+
 using namespace tapegrad;
 using data::BytePairEncoding;
 using Ids = std::vector<std::uint32_t>;
@@ -22,22 +24,6 @@ using Merges = std::vector<BytePairEncoding::Merge>;
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "data.bpe" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string random_bytes(std::size_t n, unsigned alphabet, std::uint32_t seed) {
   std::mt19937 gen(seed);
@@ -150,10 +136,10 @@ TEST_SUITE("data.bpe") {
   }
 
   TEST_CASE("save and load round-trip through a diffable text file") {
-    const fs::path dir = folder("round_trip");
+    const fs::path dir = testing::fresh_folder("data.bpe", "round_trip");
     const auto bpe = BytePairEncoding::train("aaabdaaabac", 259);
     bpe.save((dir / "bpe.txt").string());
-    CHECK(read(dir / "bpe.txt") ==
+    CHECK(testing::bytes_of(dir / "bpe.txt") ==
           "tapegrad-bpe 1\nvocab_size 259\npretokenizer none\n97 97\n256 97\n257 98\n");
     CHECK(fs::directory_iterator(dir)->path().filename() == "bpe.txt");  // no temporary left
     CHECK(BytePairEncoding::load((dir / "bpe.txt").string()).merges() == bpe.merges());
@@ -166,7 +152,8 @@ TEST_SUITE("data.bpe") {
     CHECK(loaded.merges() == big.merges());
     CHECK(loaded.encode(text) == big.encode(text));
     CHECK(BytePairEncoding::load((dir / "bpe.txt").string()).vocab_size() == big.vocab_size());
-    write(dir / "no_final_newline", "tapegrad-bpe 1\nvocab_size 257\npretokenizer none\n97 97");
+    testing::write_file(dir / "no_final_newline",
+                        "tapegrad-bpe 1\nvocab_size 257\npretokenizer none\n97 97");
     CHECK(BytePairEncoding::load((dir / "no_final_newline").string()).vocab_size() == 257);
   }
 
@@ -184,10 +171,10 @@ TEST_SUITE("data.bpe") {
   }
 
   TEST_CASE("a damaged file is refused with the file and the line named") {
-    const fs::path dir = folder("damaged");
+    const fs::path dir = testing::fresh_folder("data.bpe", "damaged");
     const auto refused = [&](const std::string& content, const std::string& message) {
       const fs::path path = dir / "bpe.txt";
-      write(path, content);
+      testing::write_file(path, content);
       const std::string expected = path.string() + " " + message;
       CAPTURE(content);
       CHECK_THROWS_WITH_AS(BytePairEncoding::load(path.string()),
@@ -247,9 +234,9 @@ TEST_SUITE("data.bpe") {
     // The fast path (ASCII cut by hand) gives PCRE2's pieces: random mixes of ASCII's classes
     // and characters beyond it that are letters, digits, spaces, marks and symbols.
     const std::vector<std::string> alphabet = {
-        "a", "Z", "7", " ", "  ", "\n", "\t", "\r\n", "'", "'s", "'ll", "'re", "!", "-", ".",
-        "\x01", "é", "ß", "日", "²", "Ⅻ", "\u00A0", "\u3000", "\u2028", "\uFEFF", "\u0085",
-        "\u0301", "🙂", "𝐀", "𝟙", "—"};
+        "a",      "Z",      "7",      " ",      "  ",     "\n",   "\t", "\r\n", "'", "'s", "'ll",
+        "'re",    "!",      "-",      ".",      "\x01",   "é",    "ß",  "日",   "²", "Ⅻ",  "\u00A0",
+        "\u3000", "\u2028", "\uFEFF", "\u0085", "\u0301", "🙂", "𝐀",  "𝟙",    "—"};
     std::mt19937 gen(5);
     for (int round = 0; round < 3000; ++round) {
       std::string text;
@@ -363,11 +350,11 @@ TEST_SUITE("data.bpe") {
   }
 
   TEST_CASE("save and load keep the pretokenizer and the special tokens") {
-    const fs::path dir = folder("special");
+    const fs::path dir = testing::fresh_folder("data.bpe", "special");
     auto bpe = BytePairEncoding::train("the cat sat on the mat", 262, data::Pretokenizer::gpt2);
     bpe.add_special_tokens({"<|endoftext|>"});
     bpe.save((dir / "bpe.txt").string());
-    const std::string saved = read(dir / "bpe.txt");
+    const std::string saved = testing::bytes_of(dir / "bpe.txt");
     CHECK(saved.rfind("tapegrad-bpe 1\nvocab_size 263\npretokenizer gpt2\n", 0) == 0);
     CHECK(saved.substr(saved.size() - 23) == "\nspecial <|endoftext|>\n");
     const auto loaded = BytePairEncoding::load((dir / "bpe.txt").string());

@@ -23,6 +23,8 @@
 
 #include "golden_gpt2_tokenizer.hpp"
 
+#include "../test_files.hpp"
+
 using namespace tapegrad;
 using data::GPT2Tokenizer;
 using data::SpecialTokens;
@@ -49,22 +51,6 @@ std::string gpt2_folder() {
 const GPT2Tokenizer& gpt2(const std::string& folder) {
   static const GPT2Tokenizer tokenizer = GPT2Tokenizer::load(folder);
   return tokenizer;
-}
-
-fs::path fresh_folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "data.gpt2" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::uint64_t fnv1a(const Ids& ids) {
@@ -139,7 +125,7 @@ TEST_SUITE("data.gpt2_tokenizer") {
       return;
     }
     std::string corpus;
-    for (const std::string& file : files) corpus += read(file);
+    for (const std::string& file : files) corpus += testing::bytes_of(file);
     REQUIRE(corpus.size() == golden::gpt2::kFortunesBytes);
     const Ids ids = gpt2(folder).encode(corpus, SpecialTokens::ordinary);
     CHECK(ids.size() == golden::gpt2::kFortunesTokens);
@@ -197,7 +183,7 @@ TEST_SUITE("data.gpt2_tokenizer") {
   TEST_CASE("Hugging Face's vocab.json and merges.txt load the same tokenizer") {
     const std::string folder = gpt2_folder();
     if (folder.empty()) return;
-    const fs::path hf = fresh_folder("hugging_face");
+    const fs::path hf = testing::fresh_folder("data.gpt2", "hugging_face");
     fs::copy_file(fs::path(folder) / "encoder.json", hf / "vocab.json");
     fs::copy_file(fs::path(folder) / "vocab.bpe", hf / "merges.txt");
     const GPT2Tokenizer t = GPT2Tokenizer::load(hf.string());
@@ -209,10 +195,10 @@ TEST_SUITE("data.gpt2_tokenizer") {
   }
 
   TEST_CASE("a small vocabulary in GPT-2's format loads, and merges as its files say") {
-    const fs::path dir = fresh_folder("small");
+    const fs::path dir = testing::fresh_folder("data.gpt2", "small");
     // Byte b is id b here; "Ġt" 256, "he" 257, "Ġthe" 258, "<|endoftext|>" 259.
-    write(dir / "encoder.json", small_vocab({"Ġt", "he", "Ġthe"}));
-    write(dir / "vocab.bpe", "#version: 0.2\nĠ t\nh e\nĠt he\n");
+    testing::write_file(dir / "encoder.json", small_vocab({"Ġt", "he", "Ġthe"}));
+    testing::write_file(dir / "vocab.bpe", "#version: 0.2\nĠ t\nh e\nĠt he\n");
     const GPT2Tokenizer t = GPT2Tokenizer::load(dir.string());
     CHECK(t.vocab_size() == 260);
     CHECK(t.end_of_text() == 259);
@@ -221,20 +207,20 @@ TEST_SUITE("data.gpt2_tokenizer") {
     CHECK(t.decode({258, ' ', 257}) == " the he");
     CHECK(t.encode("the<|endoftext|>", SpecialTokens::allow) == Ids{'t', 257, 259});
     // The "#version" line is optional; a final newline too.
-    write(dir / "vocab.bpe", "Ġ t\nh e\nĠt he");
+    testing::write_file(dir / "vocab.bpe", "Ġ t\nh e\nĠt he");
     CHECK(GPT2Tokenizer::load(dir.string()).encode(" the") == Ids{258});
   }
 
   TEST_CASE("damaged, truncated, inconsistent or hostile files are refused, naming file and line") {
-    const fs::path dir = fresh_folder("hostile");
+    const fs::path dir = testing::fresh_folder("data.gpt2", "hostile");
     const std::string vocab = (dir / "encoder.json").string(),
                       merges = (dir / "vocab.bpe").string();
     const std::string good_vocab = small_vocab({"Ġt", "he", "Ġthe"});
     const std::string good_merges = "#version: 0.2\nĠ t\nh e\nĠt he\n";
     const auto refused = [&](const std::string& v, const std::string& m, const std::string& file,
                              const std::string& message) {
-      write(vocab, v);
-      write(merges, m);
+      testing::write_file(vocab, v);
+      testing::write_file(merges, m);
       const std::string expected = (dir / file).string() + message;
       CAPTURE(expected);
       CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(dir.string()), doctest::Contains(expected.c_str()),
@@ -291,7 +277,7 @@ TEST_SUITE("data.gpt2_tokenizer") {
     refused(good_vocab, "Ġ t\nh " + std::string((1 << 20) + 5, 'e') + "\n", "vocab.bpe",
             " line 2: expected a line of at most 1 MiB");
     // Not files: a folder, a FIFO (never read: it would block), a file over 64 MiB (never read).
-    write(vocab, good_vocab);
+    testing::write_file(vocab, good_vocab);
     const std::string not_regular = merges + " is not a regular file";
     fs::remove(merges);
     fs::create_directory(merges);
@@ -302,19 +288,19 @@ TEST_SUITE("data.gpt2_tokenizer") {
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(dir.string()), doctest::Contains(not_regular.c_str()),
                          DataError);
     fs::remove(merges);
-    write(merges, good_merges);
+    testing::write_file(merges, good_merges);
     fs::resize_file(vocab, (std::uintmax_t(64) << 20) + 1);  // sparse: no disk is used
     const std::string too_big = vocab + " holds more than the 64 MiB";
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(dir.string()), doctest::Contains(too_big.c_str()),
                          DataError);
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load((dir / "nowhere").string()),
                          doctest::Contains("nowhere is not a folder"), DataError);
-    const fs::path empty = fresh_folder("empty");
+    const fs::path empty = testing::fresh_folder("data.gpt2", "empty");
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(empty.string()),
                          doctest::Contains("holds neither encoder.json and vocab.bpe (OpenAI's "
                                            "names) nor vocab.json and merges.txt"),
                          DataError);
-    write(empty / "vocab.json", good_vocab);
+    testing::write_file(empty / "vocab.json", good_vocab);
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(empty.string()),
                          doctest::Contains("merges.txt: no such file"), DataError);
   }

@@ -14,32 +14,24 @@
 
 #include "../fortune_corpus.hpp"
 
+#include "../test_files.hpp"
+
 using namespace tapegrad;
 
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "data" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
 }  // namespace
 
 TEST_SUITE("data") {
   TEST_CASE(
       "entries are cut at % lines (or paragraphs), blank ones dropped, repeated texts kept once") {
-    const fs::path dir = folder("entries");
-    write(dir / "a", "one\ntwo lines\n%\n\n%\nthree\n%\n");
-    write(dir / "b", "three\n%\nfour\n");                       // "three" again: dropped
-    write(dir / "c", "para one\nstill one\n\npara two\n\n\n");  // no % lines: paragraphs
+    const fs::path dir = testing::fresh_folder("data", "entries");
+    testing::write_file(dir / "a", "one\ntwo lines\n%\n\n%\nthree\n%\n");
+    testing::write_file(dir / "b", "three\n%\nfour\n");  // "three" again: dropped
+    testing::write_file(dir / "c",
+                        "para one\nstill one\n\npara two\n\n\n");  // no % lines: paragraphs
     const auto entries =
         data::read_entries({(dir / "a").string(), (dir / "b").string(), (dir / "c").string()});
     REQUIRE(entries.size() == 5);
@@ -49,7 +41,7 @@ TEST_SUITE("data") {
     CHECK(entries[3] == U"para one\nstill one\n");
     CHECK(entries[4] == U"para two\n");
     CHECK(data::join_entries({U"a\n", U"b\n"}) == U"a\n%\nb\n%\n");
-    write(dir / "bad", std::string("ok\n\xff\xfe\n"));
+    testing::write_file(dir / "bad", std::string("ok\n\xff\xfe\n"));
     CHECK_THROWS_WITH_AS(data::read_entries({(dir / "bad").string()}),
                          doctest::Contains("is not UTF-8 text"), DataError);
   }
@@ -57,8 +49,8 @@ TEST_SUITE("data") {
   TEST_CASE("the split is by whole entries, seeded, 10 percent, and no entry is on both sides") {
     std::vector<std::string> files = data::fortune_files();
     if (files.empty()) {  // without Debian's fortunes: a corpus of our own
-      const fs::path dir = folder("split");
-      write(dir / "corpus", testing::fortune_corpus(3000, 1));
+      const fs::path dir = testing::fresh_folder("data", "split");
+      testing::write_file(dir / "corpus", testing::fortune_corpus(3000, 1));
       files = {(dir / "corpus").string()};
     }
     const auto entries = data::read_entries(files);
@@ -69,7 +61,7 @@ TEST_SUITE("data") {
     CHECK(train.size() == s.train.size());  // each text once
     for (const std::u32string& e : s.val) CHECK(train.count(e) == 0);
     const data::Split again = data::split_entries(entries, 0.1, 0),
-                     other = data::split_entries(entries, 0.1, 1);
+                      other = data::split_entries(entries, 0.1, 1);
     CHECK(again.val == s.val);
     CHECK(other.val != s.val);
     CHECK_THROWS_WITH_AS(data::split_entries({U"only\n"}, 0.1, 0),
@@ -108,7 +100,8 @@ TEST_SUITE("data") {
         CHECK(b.y(r, t) == b.x(r, t) + 1);
       }
     }
-    CHECK_THROWS_WITH_AS(data::random_starts(8, 8, 1, g), doctest::Contains("has no window of 9"), ValueError);
+    CHECK_THROWS_WITH_AS(data::random_starts(8, 8, 1, g), doctest::Contains("has no window of 9"),
+                         ValueError);
   }
 
 }  // TEST_SUITE

@@ -19,6 +19,8 @@
 #include <tapegrad/data.hpp>
 #include <tapegrad/core/errors.hpp>
 
+#include "../test_files.hpp"
+
 using namespace tapegrad;
 using data::TokenFile;
 using data::TokenFileWriter;
@@ -27,22 +29,6 @@ using Ids = std::vector<std::uint32_t>;
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path folder(const std::string& name) {
-  const fs::path dir = fs::path(TAPEGRAD_BINARY_DIR) / "test_output" / "data.token_file" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 /// Bytes written as numbers, so a file's expected contents read like a hex dump.
 std::string bytes(std::initializer_list<int> values) {
@@ -82,11 +68,11 @@ const std::string kGpt2Body = bytes({0, 0, 1, 0, 2, 1, 0x50, 0xC4});
 
 TEST_SUITE("data.token_file") {
   TEST_CASE("uint16 ids: the exact bytes of a small file, read back") {
-    const fs::path dir = folder("uint16");
+    const fs::path dir = testing::fresh_folder("data.token_file", "uint16");
     const fs::path path = dir / "train.bin";
     write_tokens(path, 50257, "gpt2", {0, 1, 258, 50256});
     REQUIRE(kGpt2Header.size() == 64);
-    CHECK(read(path) == kGpt2Header + kGpt2Body);
+    CHECK(testing::bytes_of(path) == kGpt2Header + kGpt2Body);
 
     const TokenFile f = TokenFile::open(path.string());
     CHECK(f.size() == 4);
@@ -102,20 +88,20 @@ TEST_SUITE("data.token_file") {
     f.check_ids();
 
     // The same bytes made by hand (numpy's tofile after a header) read the same.
-    write(dir / "by_hand.bin", kGpt2Header + kGpt2Body);
+    testing::write_file(dir / "by_hand.bin", kGpt2Header + kGpt2Body);
     CHECK(TokenFile::open((dir / "by_hand.bin").string())[3] == 50256);
     // Only the file is left: no temporary.
     CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
   }
 
   TEST_CASE("uint32 ids: the exact bytes of a small file, read back") {
-    const fs::path path = folder("uint32") / "train.bin";
+    const fs::path path = testing::fresh_folder("data.token_file", "uint32") / "train.bin";
     write_tokens(path, 100000, "bpe", {99999, 65536, 7});
     const std::string header = "tapegrad-tokens\n" + bytes({1, 0, 0, 0}) + bytes({4, 0, 0, 0}) +
                                bytes({0xA0, 0x86, 0x01, 0, 0, 0, 0, 0}) +
                                bytes({3, 0, 0, 0, 0, 0, 0, 0}) + "bpe" + zeros(21);
     const std::string body = bytes({0x9F, 0x86, 0x01, 0, 0, 0, 1, 0, 7, 0, 0, 0});
-    CHECK(read(path) == header + body);
+    CHECK(testing::bytes_of(path) == header + body);
 
     const TokenFile f = TokenFile::open(path.string());
     CHECK(f.size() == 3);
@@ -129,7 +115,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("ids are uint16 up to a vocabulary of 65536, uint32 above it") {
-    const fs::path dir = folder("width");
+    const fs::path dir = testing::fresh_folder("data.token_file", "width");
     CHECK(TokenFileWriter((dir / "a").string(), 1, "char").bytes_per_id() == 2);
     CHECK(TokenFileWriter((dir / "b").string(), 65536, "char").bytes_per_id() == 2);
     CHECK(TokenFileWriter((dir / "c").string(), 65537, "char").bytes_per_id() == 4);
@@ -143,7 +129,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("many ids over several appends and writer buffers come back by index and window") {
-    const fs::path path = folder("many") / "train.bin";
+    const fs::path path = testing::fresh_folder("data.token_file", "many") / "train.bin";
     std::mt19937 gen(7);
     Ids ids(700000);  // 1.4 MB of uint16: more than the writer's 1 MiB buffer
     for (std::uint32_t& id : ids) id = gen() % 50257;
@@ -172,14 +158,14 @@ TEST_SUITE("data.token_file") {
     // writes it on this (little-endian) machine.
     if constexpr (std::endian::native == std::endian::little) {
       const std::vector<std::uint16_t> u16(ids.begin(), ids.end());
-      const std::string file = read(path);
+      const std::string file = testing::bytes_of(path);
       CHECK(file.size() == 64 + 2 * ids.size());
       CHECK(std::memcmp(file.data() + 64, u16.data(), 2 * u16.size()) == 0);
     }
   }
 
   TEST_CASE("a TokenFile moves, and the moved-to one reads the file") {
-    const fs::path path = folder("move") / "train.bin";
+    const fs::path path = testing::fresh_folder("data.token_file", "move") / "train.bin";
     write_tokens(path, 10, "char", {3, 1, 4});
     TokenFile a = TokenFile::open(path.string());
     TokenFile b = std::move(a);
@@ -191,7 +177,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("indexing and window() refuse ids past the end") {
-    const fs::path path = folder("bounds") / "train.bin";
+    const fs::path path = testing::fresh_folder("data.token_file", "bounds") / "train.bin";
     write_tokens(path, 50257, "gpt2", {0, 1, 258, 50256});
     const TokenFile f = TokenFile::open(path.string());
     CHECK_THROWS_WITH_AS(f[4], doctest::Contains("expected an index in [0, 4), got 4"), IndexError);
@@ -204,7 +190,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("a writer destroyed without close leaves no file and no temporary") {
-    const fs::path dir = folder("abandoned");
+    const fs::path dir = testing::fresh_folder("data.token_file", "abandoned");
     {
       TokenFileWriter writer((dir / "train.bin").string(), 50257, "gpt2");
       writer.append({1, 2, 3});
@@ -220,11 +206,11 @@ TEST_SUITE("data.token_file") {
       TokenFileWriter writer((dir / "train.bin").string(), 100, "char");
       writer.append({5, 6});
     }
-    CHECK(read(dir / "train.bin") == kGpt2Header + kGpt2Body);
+    CHECK(testing::bytes_of(dir / "train.bin") == kGpt2Header + kGpt2Body);
     {
       TokenFileWriter writer((dir / "train.bin").string(), 100, "char");
       writer.append({5, 6});
-      CHECK(read(dir / "train.bin") == kGpt2Header + kGpt2Body);
+      CHECK(testing::bytes_of(dir / "train.bin") == kGpt2Header + kGpt2Body);
       writer.close();
     }
     const TokenFile f = TokenFile::open((dir / "train.bin").string());
@@ -234,7 +220,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("append refuses an id outside the vocabulary, naming it and its position") {
-    const fs::path path = folder("append") / "train.bin";
+    const fs::path path = testing::fresh_folder("data.token_file", "append") / "train.bin";
     TokenFileWriter writer(path.string(), 50257, "gpt2");
     writer.append({1, 2});
     const std::string expected =
@@ -252,7 +238,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("the writer refuses a vocab_size of 0 or above 2^32 and a bad tokenizer name") {
-    const fs::path dir = folder("writer_arguments");
+    const fs::path dir = testing::fresh_folder("data.token_file", "writer_arguments");
     const std::string path = (dir / "train.bin").string();
     CHECK_THROWS_WITH_AS(TokenFileWriter(path, 0, "gpt2"),
                          doctest::Contains("expected vocab_size in [1, 4294967296], got 0"),
@@ -273,7 +259,7 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("open refuses a missing file, a folder and a FIFO, without blocking") {
-    const fs::path dir = folder("not_files");
+    const fs::path dir = testing::fresh_folder("data.token_file", "not_files");
     const std::string missing = (dir / "missing.bin").string();
     CHECK_THROWS_WITH_AS(TokenFile::open(missing),
                          doctest::Contains(("cannot read " + missing).c_str()), DataError);
@@ -289,13 +275,13 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("open refuses a damaged header, naming the file and the field") {
-    const fs::path dir = folder("header");
+    const fs::path dir = testing::fresh_folder("data.token_file", "header");
     const std::string good = kGpt2Header + kGpt2Body;
     const auto refused = [&](const std::string& name, const std::string& file,
                              const std::string& message) {
       CAPTURE(name);
       const fs::path path = dir / name;
-      write(path, file);
+      testing::write_file(path, file);
       const std::string expected = path.string() + ": " + message;
       CHECK_THROWS_WITH_AS(TokenFile::open(path.string()), doctest::Contains(expected.c_str()),
                            DataError);
@@ -318,13 +304,13 @@ TEST_SUITE("data.token_file") {
   }
 
   TEST_CASE("open refuses a size other than 64 + count * bytes_per_id, naming both sizes") {
-    const fs::path dir = folder("size");
+    const fs::path dir = testing::fresh_folder("data.token_file", "size");
     const std::string good = kGpt2Header + kGpt2Body;  // 4 ids: 72 bytes
     const auto refused = [&](const std::string& name, const std::string& file,
                              const std::string& message) {
       CAPTURE(name);
       const fs::path path = dir / name;
-      write(path, file);
+      testing::write_file(path, file);
       const std::string expected = path.string() + ": " + message;
       CHECK_THROWS_WITH_AS(TokenFile::open(path.string()), doctest::Contains(expected.c_str()),
                            DataError);
@@ -349,17 +335,18 @@ TEST_SUITE("data.token_file") {
     refused("count_uint32", patched(good, 20, bytes({4})),
             "expected 80 bytes (64 + count 4 * 4 bytes per id), got 72 bytes; the header's count");
     // A header that is all there is, with count 0, is a file of no ids.
-    write(dir / "no_ids.bin", patched(kGpt2Header, 32, bytes({0})));
+    testing::write_file(dir / "no_ids.bin", patched(kGpt2Header, 32, bytes({0})));
     CHECK(TokenFile::open((dir / "no_ids.bin").string()).size() == 0);
   }
 
   TEST_CASE("check_ids refuses an id outside the vocabulary written by patching the file") {
-    const fs::path dir = folder("check_ids");
+    const fs::path dir = testing::fresh_folder("data.token_file", "check_ids");
     write_tokens(dir / "u16.bin", 1000, "bpe", {1, 2, 3, 4});
     TokenFile::open((dir / "u16.bin").string()).check_ids();
     // Id 2 becomes 1000 (0x03E8): open() and window() do not read the ids, check_ids() does.
     const fs::path u16 = dir / "u16_patched.bin";
-    write(u16, patched(read(dir / "u16.bin"), 64 + 2 * 2, bytes({0xE8, 0x03})));
+    testing::write_file(
+        u16, patched(testing::bytes_of(dir / "u16.bin"), 64 + 2 * 2, bytes({0xE8, 0x03})));
     const TokenFile f = TokenFile::open(u16.string());
     CHECK(window(f, 0, 4) == std::vector<std::int64_t>{1, 2, 1000, 4});
     const std::string expected = "TokenFile::check_ids: " + u16.string() +
@@ -369,13 +356,14 @@ TEST_SUITE("data.token_file") {
 
     write_tokens(dir / "u32.bin", 100000, "bpe", {1, 2, 3, 99999});
     const fs::path u32 = dir / "u32_patched.bin";
-    write(u32, patched(read(dir / "u32.bin"), 64 + 4 * 3, bytes({0xFF, 0xFF, 0xFF, 0xFF})));
+    testing::write_file(u32, patched(testing::bytes_of(dir / "u32.bin"), 64 + 4 * 3,
+                                     bytes({0xFF, 0xFF, 0xFF, 0xFF})));
     CHECK_THROWS_WITH_AS(TokenFile::open(u32.string()).check_ids(),
                          doctest::Contains("got 4294967295 at index 3"), DataError);
   }
 
   TEST_CASE("windows of a token file are the windows of its ids") {
-    const fs::path dir = folder("windows");
+    const fs::path dir = testing::fresh_folder("data.token_file", "windows");
     std::vector<std::uint32_t> ids(500);
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::uint32_t(i * 7 % 300);
     {

@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../test_files.hpp"
+
 namespace tapegrad::testing {
 
 struct ProgramOutput {
@@ -48,23 +50,6 @@ inline std::string quoted(const std::string& text) {
   std::string q = "'";
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-/// An empty folder for one test's files: build/test_output/<suite>/<name>, emptied first.
-inline std::filesystem::path fresh_folder(const std::string& suite, const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::path(TAPEGRAD_BINARY_DIR) / "test_output" / suite / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-/// A file's bytes ("" when it cannot be read).
-inline std::string bytes_of(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 /// Whether `text` contains `part`.
