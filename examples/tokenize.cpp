@@ -205,6 +205,7 @@ struct Tokenizer {
   std::size_t vocab_size = 0;
   std::string name;          ///< "gpt2" or "bpe", as a token file names it
   bool gpt2_pieces = false;  ///< it cuts text as GPT-2 does: see encode_to_token_file
+  std::vector<std::string> special_tokens;
 };
 
 /// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
@@ -214,30 +215,42 @@ Tokenizer load_tokenizer(const Settings& s) {
       auto t = std::make_shared<const GPT2Tokenizer>(GPT2Tokenizer::load(s.gpt2));
       return {
           [t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
-          [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size(),
-          "gpt2", true};
+          [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
+          t->vocab_size(),
+          "gpt2",
+          true,
+          t->bpe().special_tokens()};
     }
     check_input_file("--bpe", s.bpe);
     auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
     return {[t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
-            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); }, t->vocab_size(),
-            "bpe", t->pretokenizer() == Pretokenizer::gpt2};
+            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
+            t->vocab_size(),
+            "bpe",
+            t->pretokenizer() == Pretokenizer::gpt2,
+            t->special_tokens()};
   } catch (const DataError& e) {
     throw DataError((s.has_gpt2 ? "--gpt2: " : "--bpe: ") + std::string(e.what()));
   }
 }
 
-/// A text the tokenizer refuses (invalid UTF-8 for GPT-2's pieces, a special token's text) is a
-/// DataError naming --text and the file.
+/// A text the tokenizer refuses (invalid UTF-8 for GPT-2's pieces, a special token's text without
+/// --special) is a DataError naming --text and the file. `text` starts at byte `offset` of it.
 std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s,
-                                       const std::string& text) {
+                                       const std::string& text, std::uintmax_t offset = 0) {
+  if (s.special == SpecialTokens::refuse)
+    for (const std::string& token : t.special_tokens)
+      if (const std::size_t at = text.find(token); at != std::string::npos)
+        throw DataError("--text: '" + s.text + "' holds the special token \"" + token +
+                        "\" at byte " + std::to_string(offset + at) +
+                        "; give --special allow to encode it as its id, or --special ordinary to "
+                        "encode it as text");
   try {
     return t.encode(text, s.special);
   } catch (const tapegrad::ValueError& e) {
-    const std::string what = e.what();
-    const bool special = what.find("special token") != std::string::npos;
-    throw DataError("--text: '" + s.text + "': " + what +
-                    (special ? " (here: --special allow or --special ordinary)" : ""));
+    throw DataError(
+        "--text: '" + s.text + "': " + e.what() +
+        (offset > 0 ? " (a byte of the block from byte " + std::to_string(offset) + ")" : ""));
   }
 }
 
@@ -331,7 +344,7 @@ int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
   tapegrad::data::TokenFileWriter writer(target, tokenizer.vocab_size, tokenizer.name);
   std::uintmax_t bytes = 0;
   const auto encode_block = [&](const std::string& text) {
-    writer.append(encode_text(tokenizer, s, text));
+    writer.append(encode_text(tokenizer, s, text, bytes));
     bytes += text.size();
   };
   if (!tokenizer.gpt2_pieces) {
