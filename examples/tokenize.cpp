@@ -13,8 +13,9 @@
 //
 // Training and encoding also say on standard error how much the tokens compress the text (bytes
 // per token). An existing --out is replaced only with --force, and never when it is a folder, a
-// device or a FIFO. Files are read only when they are regular files of at most 1 GiB: a FIFO
-// with no writer would block the read for ever, and /dev/zero never ends.
+// device or a FIFO. Files are read only when they are regular files of at most 1 GiB (a --text
+// streamed into a token file has no limit): a FIFO with no writer would block the read for ever,
+// and /dev/zero never ends.
 //
 // Exit status: 0, or 2 with one line saying which flag or file is wrong.
 #include <unistd.h>
@@ -93,7 +94,8 @@ Settings parse_settings(int argc, char** argv) {
   CLI::Option* out = app.add_option(
       "--out", s.out,
       "where --train-bpe saves the model; with --bpe or --gpt2 and --text, a token file of the "
-      "ids (data/token_file.hpp: nanoGPT's uint16 ids after a 64-byte header), for gpt --tokens");
+      "ids (data/token_file.hpp: nanoGPT's uint16 ids, uint32 above 65,536 tokens, after a "
+      "64-byte header), for gpt --tokens");
   app.add_flag("--force", s.force, "let --out replace an existing file");
   CLI::Option* pretokenizer =
       app.add_option("--pretokenizer", s.pretokenizer,
@@ -270,7 +272,7 @@ std::string check_output_file(const Settings& s) {
     return s.out;
   }
   if (fs::is_directory(st))
-    throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name for the model");
+    throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name");
   if (!fs::is_regular_file(st))
     throw DataError("--out: '" + s.out +
                     "' exists and is not a regular file (a device, a FIFO or a socket); it is "
@@ -334,10 +336,29 @@ int train(const Settings& s) {
   return 0;
 }
 
+/// Whether GPT-2's pattern ends a piece just before byte `at` of `text`, a line end: it does when
+/// the character before is not a space (JavaScript's \s), since no piece holds a space after
+/// another character. A character cut short (not UTF-8) does not count.
+bool ends_a_piece_before(const std::string& text, std::size_t at) {
+  std::size_t start = at - 1;  // the first byte of the character that ends at `at`
+  while (start > 0 && at - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+    --start;
+  const auto lead = static_cast<unsigned char>(text[start]);
+  const std::size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  if (start + length != at || (lead >= 0x80 && lead < 0xC0)) return false;
+  char32_t c = length == 1 ? lead : lead & (0x3F >> (length - 1));
+  for (std::size_t k = start + 1; k < at; ++k)
+    c = (c << 6) | (static_cast<unsigned char>(text[k]) & 0x3F);
+  const bool space = c == ' ' || (c >= '\t' && c <= '\r') || c == 0xA0 || c == 0x1680 ||
+                     (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+                     c == 0x205F || c == 0x3000 || c == 0xFEFF;
+  return !space;
+}
+
 // --out FILE.tokens: the ids of --text as a token file. A tokenizer that cuts text as GPT-2 does
-// reads the text in blocks of 16 MiB, each cut before a "\n" that follows an ASCII character
-// other than a space: GPT-2's pattern always ends a piece there, so the ids are those of the whole
-// text at once, and a text of any size costs two blocks of memory. Another BPE (its merges may
+// reads the text in blocks of 16 MiB, each cut before a line end that follows a character other
+// than a space: GPT-2's pattern always ends a piece there, so the ids are those of the whole text
+// at once, and a text of any size costs a few blocks of memory. Another BPE (its merges may
 // cross lines) reads the text whole, up to 1 GiB.
 int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
   const std::string target = check_output_file(s);
@@ -358,18 +379,23 @@ int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
     std::vector<char> block(kBlock);
     while (in.read(block.data(), std::streamsize(kBlock)), in.gcount() > 0) {
       carry.append(block.data(), std::size_t(in.gcount()));
-      // The last "\n" after an ASCII character that is not a space.
+      // The last line end ("\n", or "\r\n") after a character that is not a space.
       std::size_t cut = carry.size();
-      for (;;) {
-        cut = cut == 0 ? std::string::npos : carry.rfind('\n', cut - 1);
-        if (cut == std::string::npos || cut == 0) break;
-        const auto before = static_cast<unsigned char>(carry[cut - 1]);
-        if (before < 0x80 && before != ' ' && (before < '\t' || before > '\r')) break;
+      for (std::size_t nl = carry.size(); nl > 0;) {
+        nl = carry.rfind('\n', nl - 1);
+        if (nl == std::string::npos) break;
+        cut = nl > 0 && carry[nl - 1] == '\r' ? nl - 1 : nl;
+        if (cut > 0 && ends_a_piece_before(carry, cut)) break;
+        cut = std::string::npos;
       }
+      if (cut == carry.size()) cut = std::string::npos;
       if (cut == std::string::npos || cut == 0) {
         if (carry.size() > kMaxInputBytes)
-          throw DataError("--text: '" + s.text + "' has no line end to cut at in " +
-                          std::to_string(kMaxInputBytes >> 20) + " MiB");
+          throw DataError("--text: '" + s.text +
+                          "' has no line end after a character other "
+                          "than a space in " +
+                          std::to_string(kMaxInputBytes >> 20) +
+                          " MiB, where the text could be cut into blocks");
         continue;  // read on: the next block may have one
       }
       encode_block(carry.substr(0, cut));

@@ -586,12 +586,16 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
   gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
   gpt::write_attention_data(folder.dir, weights);
   gpt::write_plot_script(folder.dir,
-                         "GPT on " + std::string(s.data.empty() ? "the fortunes" : "your text") +
+                         "GPT on " +
+                             std::string(!s.tokens.empty() ? "your tokens"
+                                         : s.data.empty()  ? "the fortunes"
+                                                           : "your text") +
                              ": " + std::to_string(s.n_layer) + " layers, width " +
                              std::to_string(s.n_embd) + ", " + s.pos + " positions",
                          weights.size(), std::size_t(s.n_head), labels,
                          d.tokenizer.name() == "char" ? "character" : "token");
-  std::cout << gpt::draw(folder.dir) << "\nattention line: \"" << data::encode_utf8(line) << "\"\n";
+  std::cout << gpt::draw(folder.dir) << "\n";
+  if (!line.empty()) std::cout << "attention line: \"" << data::encode_utf8(line) << "\"\n";
 }
 
 void print_sample(tt::GPT& model, const data::Tokenizer& tokenizer, const Settings& s) {

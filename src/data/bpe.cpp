@@ -85,6 +85,9 @@ BytePairEncoding::BytePairEncoding(std::vector<Merge> merges, Pretokenizer preto
 }
 
 void BytePairEncoding::add_special_tokens(const std::vector<std::string>& tokens) {
+  check<ValueError>(special_.size() + tokens.size() <= kMaxSpecialTokens,
+                    "BytePairEncoding::add_special_tokens: expected at most ", kMaxSpecialTokens,
+                    " special tokens, got ", special_.size() + tokens.size());
   check<ValueError>(vocab_size() + tokens.size() <= kMaxVocabSize,
                     "BytePairEncoding::add_special_tokens: expected at most ", kMaxVocabSize,
                     " tokens in all, got ", vocab_size() + tokens.size());
@@ -387,11 +390,15 @@ BytePairEncoding BytePairEncoding::read(std::istream& in, const std::string& pat
   std::vector<Merge> merges;
   std::vector<std::string> special;
   std::unordered_map<std::uint64_t, std::size_t> seen;  // pair -> its line
+  std::vector<std::uint64_t> token_length(256, 1);      // id -> its bytes
+  std::uint64_t total_bytes = 256;
   while (lines.next(line)) {
     if (256 + merges.size() + special.size() == vocab_size)
       bad("expected ", vocab_size - 256, " merges and special tokens (vocab_size ", vocab_size,
           " on line 2), got more");
     if (line.rfind("special ", 0) == 0) {
+      if (special.size() == kMaxSpecialTokens)
+        bad("expected at most ", kMaxSpecialTokens, " special tokens, got more");
       std::string token = line.substr(8);
       if (token.empty() || token.size() > 256 ||
           detail::first_invalid_utf8(token) != std::string_view::npos)
@@ -418,6 +425,15 @@ BytePairEncoding BytePairEncoding::read(std::istream& in, const std::string& pat
     const auto [it, fresh] =
         seen.emplace(pair_key(std::uint32_t(left), std::uint32_t(right)), lines.number);
     if (!fresh) bad("the merge ", left, " ", right, " is already on line ", it->second);
+    // A merge's token is its two parts joined: a file that doubles one token a line would ask
+    // for 2^40 bytes within 40 lines. The lengths are summed before anything is joined.
+    const std::uint64_t length = token_length[left] + token_length[right];
+    total_bytes += length;
+    if (length > kMaxTokenBytes || total_bytes > kMaxVocabBytes)
+      bad("the merge makes a token of ", length, " bytes (the file's tokens hold ", total_bytes,
+          " bytes so far); a BPE file's tokens may hold at most ", kMaxTokenBytes,
+          " bytes each and ", kMaxVocabBytes, " in all");
+    token_length.push_back(length);
     merges.push_back({std::uint32_t(left), std::uint32_t(right)});
   }
   if (256 + merges.size() + special.size() != vocab_size)

@@ -33,7 +33,8 @@ std::string read_small_file(const std::string& path) {
   if (!fs::is_regular_file(st))
     fail<DataError>(kWho, ": ", path, " is not a regular file (a folder, a FIFO or a device)");
   const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec || size > kMaxFileBytes)
+  if (ec) fail<DataError>(kWho, ": cannot read ", path, ": ", ec.message());
+  if (size > kMaxFileBytes)
     fail<DataError>(kWho, ": ", path, " holds more than the 64 MiB a tokenizer file may have");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail<DataError>(kWho, ": cannot read ", path);
@@ -229,10 +230,17 @@ GPT2Tokenizer GPT2Tokenizer::load(const std::string& vocab_path, const std::stri
       fail<DataError>(kWho, ": ", vocab_path, ": the token ", excerpt(token), " (id ", id,
                       ") is neither a byte nor made by a merge in ", merges_path,
                       " (is it cut short?), nor a special token \"<|...|>\"");
+    if (special.size() == BytePairEncoding::kMaxSpecialTokens)
+      fail<DataError>(kWho, ": ", vocab_path, ": more than ", BytePairEncoding::kMaxSpecialTokens,
+                      " special tokens \"<|...|>\"");
     special.push_back(token);
     t.to_gpt2_.push_back(id);
   }
-  t.bpe_.add_special_tokens(special);
+  try {
+    t.bpe_.add_special_tokens(special);
+  } catch (const ValueError& e) {  // one over 256 bytes, or holding a newline
+    fail<DataError>(kWho, ": ", vocab_path, ": ", e.what());
+  }
   const std::int64_t eot = t.bpe_.special_id("<|endoftext|>");
   if (eot < 0) fail<DataError>(kWho, ": ", vocab_path, " has no token \"<|endoftext|>\"");
   t.end_of_text_ = t.to_gpt2_[std::size_t(eot)];

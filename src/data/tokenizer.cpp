@@ -2,6 +2,7 @@
 #include "tapegrad/data/tokenizer.hpp"
 
 #include <charconv>
+#include <limits>
 #include <sstream>
 
 #include "tapegrad/core/errors.hpp"
@@ -136,8 +137,12 @@ Tokenizer Tokenizer::from_text(const std::string& name, const std::string& text,
       std::vector<std::uint32_t> ids;
       ids.reserve(n);
       std::istringstream line(text.substr(first + 1, second - first - 1));
-      for (std::uint64_t id; line >> id && ids.size() <= n;) ids.push_back(std::uint32_t(id));
-      if (ids.size() != n || !line.eof())
+      bool too_large = false;
+      for (std::uint64_t id; line >> id && ids.size() <= n;) {
+        too_large = too_large || id > std::numeric_limits<std::uint32_t>::max();
+        ids.push_back(std::uint32_t(id));
+      }
+      if (ids.size() != n || !line.eof() || too_large)
         fail<ValueError>(source, ": expected ", n, " GPT-2 ids on line 2");
       return Tokenizer(GPT2Tokenizer::from_bpe(
           BytePairEncoding::from_text(text.substr(second + 1), source), std::move(ids)));

@@ -208,6 +208,17 @@ TEST_SUITE("data.bpe") {
     refused(head + "97 97\nspecial \n",
             "line 5: expected a special token of 1 to 256 bytes of UTF-8");
     refused(head + "97 97\nspecial \xff\n", "line 5: expected a special token of 1 to 256 bytes");
+    {  // each merge doubles a token: 2 MiB by line 24, refused before it is built
+      std::string doubling = "tapegrad-bpe 1\nvocab_size 300\npretokenizer none\n97 97\n";
+      for (int id = 256; id < 299; ++id)
+        doubling += std::to_string(id) + " " + std::to_string(id) + "\n";
+      refused(doubling, "line 24: the merge makes a token of 2097152 bytes");
+    }
+    {
+      std::string many = "tapegrad-bpe 1\nvocab_size 2000\npretokenizer none\n";
+      for (int k = 0; k < 1025; ++k) many += "special <|" + std::to_string(k) + "|>\n";
+      refused(many, "line 1028: expected at most 1024 special tokens, got more");
+    }
     refused(head + "97 " + std::string((1 << 20) + 10, '7') + "\n",
             "line 4: expected a line of at most 1 MiB");
     CHECK_THROWS_WITH_AS(BytePairEncoding::load((dir / "missing").string()),

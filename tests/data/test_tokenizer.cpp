@@ -88,6 +88,8 @@ TEST_SUITE("data.tokenizer") {
                          ValueError);
     CHECK_THROWS_WITH_AS(Tokenizer::from_text("gpt2", "gpt2_ids x\n1\n", "the note"),
                          doctest::Contains("the note: expected \"gpt2_ids N\""), ValueError);
+    CHECK_THROWS_WITH_AS(Tokenizer::from_text("gpt2", "gpt2_ids 1\n4294967296\nx\n", "the note"),
+                         doctest::Contains("the note: expected 1 GPT-2 ids on line 2"), ValueError);
     CHECK_THROWS_WITH_AS(Tokenizer::from_text("char", "ba", "the note"),
                          doctest::Contains("ascending"), ValueError);
   }

@@ -32,6 +32,10 @@ class BytePairEncoding {
     bool operator==(const Merge&) const = default;
   };
   static constexpr std::size_t kMaxVocabSize = std::size_t(1) << 20;
+  static constexpr std::size_t kMaxSpecialTokens = 1024;
+  /// What load() accepts: a token of at most 1 MiB, tokens of at most 256 MiB in all.
+  static constexpr std::uint64_t kMaxTokenBytes = std::uint64_t(1) << 20;
+  static constexpr std::uint64_t kMaxVocabBytes = std::uint64_t(256) << 20;
 
   BytePairEncoding() : BytePairEncoding(std::vector<Merge>{}) {}  ///< the 256 bytes, no merges
   /// A BPE from merges learned elsewhere (GPT-2's, say). ValueError naming the merge if one
@@ -57,7 +61,7 @@ class BytePairEncoding {
   /// Adds special tokens, such as "<|endoftext|>", as the ids vocab_size(), vocab_size() + 1, ...
   /// encode() finds their text according to its SpecialTokens argument; training never makes them.
   /// ValueError for an empty token, one with a newline, over 256 bytes or not UTF-8, one given
-  /// twice or one already there.
+  /// twice or one already there, or more than kMaxSpecialTokens in all.
   void add_special_tokens(const std::vector<std::string>& tokens);
 
   /// `text` as ids: cut at the special tokens (as `special` says) and into pieces (as pretokenizer()
@@ -100,7 +104,8 @@ class BytePairEncoding {
   void save(const std::string& path) const;
   /// Reads what save() wrote. A damaged file (a bad header, a number that is not one, a merge of
   /// an id not defined before it, a merge or special token given twice, a count other than
-  /// vocab_size says, a line over 1 MiB) is a DataError naming the file and the line.
+  /// vocab_size says, a line over 1 MiB, tokens over kMaxTokenBytes or kMaxVocabBytes, more than
+  /// kMaxSpecialTokens) is a DataError naming the file and the line.
   static BytePairEncoding load(const std::string& path);
   /// What save() writes, as a string (a checkpoint stores it), and back; `source` names the text
   /// in load()'s messages.
@@ -110,7 +115,7 @@ class BytePairEncoding {
  private:
   static BytePairEncoding read(std::istream& in, const std::string& source);
   /// `text` cut at the special tokens, each ordinary stretch cut as pretokenizer_ says and passed to
-  /// `piece`, each special token's id to `special_id`.
+  /// `piece`, each special token's id appended to the result.
   template <class Piece>
   std::vector<std::uint32_t> encode_with(std::string_view text, SpecialTokens special,
                                          const char* who, const Piece& piece) const;
