@@ -336,25 +336,6 @@ int train(const Settings& s) {
   return 0;
 }
 
-/// Whether GPT-2's pattern ends a piece just before byte `at` of `text`, a line end: it does when
-/// the character before is not a space (JavaScript's \s), since no piece holds a space after
-/// another character. A character cut short (not UTF-8) does not count.
-bool ends_a_piece_before(const std::string& text, std::size_t at) {
-  std::size_t start = at - 1;  // the first byte of the character that ends at `at`
-  while (start > 0 && at - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
-    --start;
-  const auto lead = static_cast<unsigned char>(text[start]);
-  const std::size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-  if (start + length != at || (lead >= 0x80 && lead < 0xC0)) return false;
-  char32_t c = length == 1 ? lead : lead & (0x3F >> (length - 1));
-  for (std::size_t k = start + 1; k < at; ++k)
-    c = (c << 6) | (static_cast<unsigned char>(text[k]) & 0x3F);
-  const bool space = c == ' ' || (c >= '\t' && c <= '\r') || c == 0xA0 || c == 0x1680 ||
-                     (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-                     c == 0x205F || c == 0x3000 || c == 0xFEFF;
-  return !space;
-}
-
 // --out FILE.tokens: the ids of --text as a token file. A tokenizer that cuts text as GPT-2 does
 // reads the text in blocks of 16 MiB, each cut before a line end that follows a character other
 // than a space: GPT-2's pattern always ends a piece there, so the ids are those of the whole text
@@ -385,7 +366,7 @@ int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
         nl = carry.rfind('\n', nl - 1);
         if (nl == std::string::npos) break;
         cut = nl > 0 && carry[nl - 1] == '\r' ? nl - 1 : nl;
-        if (cut > 0 && ends_a_piece_before(carry, cut)) break;
+        if (cut > 0 && tapegrad::data::gpt2_piece_ends_before(carry, cut)) break;
         cut = std::string::npos;
       }
       if (cut == carry.size()) cut = std::string::npos;

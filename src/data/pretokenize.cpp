@@ -139,6 +139,25 @@ void for_each_gpt2_piece(std::string_view text,
   cut(text, "gpt2_pieces", ascii_piece_end, piece);
 }
 
+bool gpt2_piece_ends_before(std::string_view text, std::size_t at) {
+  if (at == 0 || at > text.size()) return false;
+  std::size_t start = at - 1;  // the first byte of the character that ends at `at`
+  while (start > 0 && at - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+    --start;
+  const auto lead = static_cast<unsigned char>(text[start]);
+  const std::size_t length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  if (start + length != at || (lead >= 0x80 && lead < 0xC0)) return false;
+  char32_t c = length == 1 ? lead : lead & (0x3F >> (length - 1));
+  for (std::size_t k = start + 1; k < at; ++k)
+    c = (c << 6) | (static_cast<unsigned char>(text[k]) & 0x3F);
+  // JavaScript's \s, as TAPEGRAD_JS_SPACE spells it for PCRE2 above (the space separators, Zs,
+  // written out).
+  const bool space = c == ' ' || (c >= '\t' && c <= '\r') || c == 0xA0 || c == 0x1680 ||
+                     (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+                     c == 0x205F || c == 0x3000 || c == 0xFEFF;
+  return !space;
+}
+
 std::vector<std::string_view> gpt2_pieces(std::string_view text) {
   std::vector<std::string_view> pieces;
   for_each_gpt2_piece(text, [&](std::string_view p) { pieces.push_back(p); });

@@ -41,6 +41,11 @@ inline constexpr std::string_view kGpt2Pattern =
 /// Each piece is cut by hand while ASCII decides it, and by PCRE2 where a character beyond ASCII
 /// could (gpt2_pieces_reference's pieces, several times faster on mostly-ASCII text).
 std::vector<std::string_view> gpt2_pieces(std::string_view text);
+/// Whether GPT-2's pattern ends a piece just before byte `at` of `text`, where a space (a line
+/// end, say) begins: it does when the character before is not a space (JavaScript's \s), since no
+/// piece holds a space after another character. So a text cut there encodes, piece by piece, as
+/// the whole text does: what lets a corpus be encoded in blocks. False for a character cut short.
+bool gpt2_piece_ends_before(std::string_view text, std::size_t at);
 /// gpt2_pieces without the vector: each piece to `piece`, in order (what encode uses).
 void for_each_gpt2_piece(std::string_view text, const std::function<void(std::string_view)>& piece);
 /// The same pieces, every one found by PCRE2: the definition gpt2_pieces is tested against.
