@@ -1,14 +1,20 @@
-// examples/gpt/gpt_sample.cpp: generate text with a GPT trained by examples/gpt.
+// examples/gpt/gpt_sample.cpp: generate text with a GPT trained by examples/gpt, or with GPT-2.
 //
 //     gpt_sample                                          # from gpt_out/best.safetensors
 //     gpt_sample --prompt "The meaning of life" --tokens 300 --temperature 0.8 --top-k 20 --seed 7
+//     gpt_sample --model gpt2 --prompt "Hello, I'm a language model,"   # a Hugging Face folder
 //     gpt_sample --compare                                # cached and uncached: same text, and the speed of each
 //
-// It rebuilds the model from the checkpoint's notes (sizes, positions, norm, MLP, vocabulary),
-// each checked against its range and against the tensors' shapes before anything is built
-// (model_notes.hpp), loads the weights (strict), and samples with GPT::generate: a cache of keys
-// and values, so each new character costs one position. Characters of the prompt that the
-// vocabulary lacks become <unk>. With --compare it also samples without the cache (the model
+// --model is a checkpoint of examples/gpt, whose notes (sizes, positions, norm, MLP, vocabulary)
+// rebuild the model, each checked against its range and against the tensors' shapes before
+// anything is built (model_notes.hpp); or a Hugging Face GPT-2 folder (config.json,
+// model.safetensors, vocab.json, merges.txt; load_model.hpp). It samples with GPT::generate: a
+// cache of keys and values, so each new token costs one position. Characters of the prompt that
+// a character vocabulary lacks become <unk>. It reports the prompt's pass and the generation
+// apart: the prompt is read in one pass (prompt tokens/s), then each new token costs one
+// position (generated tokens/s), and a last line for benchmarks:
+//     gpt_sample result: prompt_tokens=<n> new_tokens=<m> prompt_tokens_per_s=<p> tokens_per_s=<g>
+// With --compare it also samples without the cache (the model
 // re-run on the whole context for every character) from the same seed, checks that both give the
 // same characters, and prints the speed of each, and the time of one pass over a full context
 // (what nanoGPT pays per character).
@@ -21,6 +27,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -28,7 +35,7 @@
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
-#include "model_notes.hpp"
+#include "load_model.hpp"
 
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
@@ -36,7 +43,8 @@ namespace tt = tapegrad::nn::transformer;
 namespace {
 
 struct Settings {
-  std::string checkpoint = "gpt_out/best.safetensors", prompt = "%\n";
+  std::string model = "gpt_out/best.safetensors";
+  std::optional<std::string> prompt;  // default: "%\n" (a new fortune), "\n" for GPT-2
   std::int64_t tokens = 500, top_k = 200, threads = 1;
   double temperature = 0.8;
   std::uint64_t seed = 0;
@@ -52,10 +60,13 @@ Settings parse_settings(int argc, char** argv) {
   Settings s;
   CLI::App app("Generate text with a GPT trained by examples/gpt");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
-  app.add_option("--checkpoint", s.checkpoint,
-                 "a checkpoint written by gpt (best.safetensors or last.safetensors)");
+  app.add_option("--model,--checkpoint", s.model,
+                 "a checkpoint written by gpt (best.safetensors or last.safetensors), or a "
+                 "Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
+                 "merges.txt)");
   app.add_option("--prompt", s.prompt,
-                 "the text to continue (default: an entry separator, so a new fortune starts)");
+                 "the text to continue (default: an entry separator, so a new fortune starts; a "
+                 "new line for GPT-2)");
   app.add_option("--tokens", s.tokens, "characters to generate")
       ->check(flags::integer_in(0, 100'000));
   app.add_option("--temperature", s.temperature,
@@ -74,40 +85,10 @@ Settings parse_settings(int argc, char** argv) {
   return s;
 }
 
-struct Loaded {
-  std::unique_ptr<tt::GPT> model;
-  data::Tokenizer tokenizer;
-  std::string unit() const { return tokenizer.name() == "char" ? "characters" : "tokens"; }
-};
-
-// A trained model's weights are finite. io::load takes any float (a safetensors file may hold
-// Inf on purpose), so a diverged run's checkpoint, or an edited one whose checksums were written
-// again, would load and sample NaN logits: refuse it, naming the tensor.
-void check_finite(const nn::Module& model, const std::string& checkpoint) {
-  for (const auto& [name, p] : model.named_parameters()) {
-    const Array& w = p.data();
-    const auto bad = std::find_if(w.begin(), w.end(), [](float v) { return !std::isfinite(v); });
-    if (bad != w.end())
-      throw DataError(checkpoint + ": the parameter '" + name + "' holds " + std::to_string(*bad) +
-                      " at flat position " + std::to_string(bad - w.begin()) +
-                      ": the run that saved it diverged, or the file was edited");
-  }
-}
-
-// The model the checkpoint's notes describe, with the checkpoint's weights, in eval mode.
-Loaded load_model(const std::string& checkpoint) {
-  const io::SafetensorsFile f = io::load_safetensors(checkpoint);
-  auto [config, tokenizer] = gpt::read_model_notes(f, checkpoint);
-  Loaded m{std::make_unique<tt::GPT>(config, std::make_shared<Generator>(0)), std::move(tokenizer)};
-  io::load(*m.model, checkpoint);  // the "model." part of the training checkpoint, strict
-  check_finite(*m.model, checkpoint);
-  m.model->eval();
-  return m;
-}
-
-IndexArray prompt_ids(const Settings& s, const data::Tokenizer& tokenizer) {
-  if (s.prompt.empty()) throw examples::FlagError("--prompt: expected at least one character");
-  const std::vector<std::int64_t> ids = tokenizer.encode(s.prompt, "--prompt");
+IndexArray prompt_ids(const Settings& s, const gpt::LoadedModel& m) {
+  const std::string prompt = s.prompt ? *s.prompt : m.kind == "gpt checkpoint" ? "%\n" : "\n";
+  if (prompt.empty()) throw examples::FlagError("--prompt: expected at least one character");
+  const std::vector<std::int64_t> ids = m.tokenizer.encode(prompt, "--prompt");
   IndexArray idx = IndexArray::from_shape({1, ids.size()});
   std::copy(ids.begin(), ids.end(), idx.begin());
   return idx;
@@ -169,17 +150,46 @@ int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const 
   return same ? 0 : 1;
 }
 
+// The prompt's pass alone, as generate() makes it first with the cache: the median of 3, in s.
+double prompt_pass(tt::GPT& model, const IndexArray& idx) {
+  std::vector<double> passes;
+  for (int rep = 0; rep < 3; ++rep) {
+    model.reset_cache();
+    const auto t0 = std::chrono::steady_clock::now();
+    model.forward_cached(idx);
+    passes.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  model.reset_cache();
+  std::sort(passes.begin(), passes.end());
+  return passes[1];
+}
+
 int run(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // each step reuses the buffers of the last (memory.hpp)
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
-  Loaded m = load_model(s.checkpoint);
-  const IndexArray idx = prompt_ids(s, m.tokenizer);
+  gpt::LoadedModel m = gpt::load_model(s.model);
+  std::cout << "gpt_sample: " << m.kind << " " << s.model << ", " << m.model->num_params(false)
+            << " parameters, tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
+            << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
+  const IndexArray idx = prompt_ids(s, m);
   const bool cache = !s.no_cache || s.compare;
+  // (a prompt longer than the context is cut by generate(): no pass of its own to time)
+  const bool timed = cache && std::int64_t(idx.size()) <= m.model->config().block_size();
+  const double prompt_seconds = timed ? prompt_pass(*m.model, idx) : 0.0;
   double seconds = 0.0;
   const IndexArray out = sample(*m.model, idx, s, cache, seconds);
   std::cout << m.tokenizer.decode(out.data(), out.size()) << "\n\n"
             << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
+  if (timed) {  // the generation apart from the prompt's pass, which generate() made first
+    const double generating = std::max(seconds - prompt_seconds, 1e-9);
+    std::cout << "gpt_sample result: prompt_tokens=" << idx.size() << " new_tokens=" << s.tokens
+              << std::fixed << std::setprecision(1)
+              << " prompt_tokens_per_s=" << double(idx.size()) / std::max(prompt_seconds, 1e-9)
+              << " tokens_per_s=" << double(s.tokens) / generating << std::defaultfloat
+              << std::endl;
+  }
   return s.compare ? compare(*m.model, idx, out, s, seconds, m.unit()) : 0;
 }
 

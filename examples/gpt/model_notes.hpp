@@ -38,7 +38,8 @@ inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
           {"gpt.position", c.position()},
           {"gpt.norm", c.norm()},
           {"gpt.mlp", c.mlp()},
-          {"gpt.gelu", c.gelu()}};
+          {"gpt.gelu", c.gelu()},
+          {"gpt.norm_eps", tapegrad::py_float(c.norm_eps())}};
 }
 
 /// A checkpoint's metadata value `progress.extra.<key>`; CheckpointError naming the file if absent.
@@ -52,7 +53,7 @@ inline std::string note(const tapegrad::io::SafetensorsFile& f, const std::strin
   return *v;
 }
 
-/// note(), or for the notes added after the first files were written (gpt.norm, gpt.mlp) the value
+/// note(), or for the notes added after the first files were written (gpt.norm, gpt.mlp, ...) the value
 /// those files were made with.
 inline std::string note_or_default(const tapegrad::io::SafetensorsFile& f, const std::string& key,
                                    const std::string& path) {
@@ -60,6 +61,7 @@ inline std::string note_or_default(const tapegrad::io::SafetensorsFile& f, const
   if (!v && key == "gpt.norm") return "layernorm";
   if (!v && key == "gpt.mlp") return "gelu";
   if (!v && key == "gpt.tokenizer") return "char";
+  if (!v && key == "gpt.norm_eps") return tapegrad::py_float(1e-5);
   return v ? *v : note(f, key, path);
 }
 
@@ -146,6 +148,11 @@ inline std::pair<tt::GPTConfig, tapegrad::data::Tokenizer> read_model_notes(
   if (!flags::parse_number(dropout, p) || !(p >= 0 && p <= 1))
     bad_note(path, "gpt.dropout", "a number in [0, 1]", dropout);
   c.dropout(p);
+  const std::string eps = note_or_default(f, "gpt.norm_eps", path);
+  double epsilon = 0;
+  if (!flags::parse_number(eps, epsilon) || !(epsilon > 0 && epsilon < 1))
+    bad_note(path, "gpt.norm_eps", "a number in (0, 1)", eps);
+  c.norm_eps(epsilon);
   try {
     tt::validate(c);  // n_embd a multiple of n_head, an even head size with rope, ...
   } catch (const tapegrad::ValueError& e) {

@@ -17,6 +17,7 @@
 #include "tapegrad/nn/activation.hpp"
 #include "tapegrad/nn/loss.hpp"
 #include "tapegrad/nn/init.hpp"
+#include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/nn/layer_norm.hpp"
 #include "tapegrad/nn/rms_norm.hpp"
 #include "tapegrad/nn/rotary_embedding.hpp"

@@ -9,3 +9,4 @@
 #include "tapegrad/io.hpp"
 #include "tapegrad/data.hpp"
 #include "tapegrad/transformer.hpp"
+#include "tapegrad/pretrained.hpp"

@@ -288,6 +288,34 @@ std::string GPT2Tokenizer::decode(const std::vector<std::uint32_t>& ids) const {
   return bpe_.decode(own);
 }
 
+namespace {
+// A token as GPT-2's files spell it: each byte as its printable character.
+std::string spelled(const std::string& bytes) {
+  std::string s;
+  for (const char c : bytes) s += utf8_of(byte_table()[static_cast<unsigned char>(c)]);
+  return s;
+}
+}  // namespace
+
+std::string GPT2Tokenizer::vocab_json() const {
+  const std::size_t specials_from = 256 + bpe_.merges().size();  // bpe ids from here are special
+  std::string out = "{";
+  for (std::uint32_t id = 0; id < vocab_size(); ++id) {
+    const std::uint32_t own = from_gpt2_[id];
+    const std::string& bytes = bpe_.bytes_of(own);
+    out += (id ? ", " : "") + nlohmann::json(own >= specials_from ? bytes : spelled(bytes)).dump() +
+           ": " + std::to_string(id);
+  }
+  return out + "}\n";
+}
+
+std::string GPT2Tokenizer::merges_txt() const {
+  std::string out = "#version: 0.2\n";
+  for (const BytePairEncoding::Merge& m : bpe_.merges())
+    out += spelled(bpe_.bytes_of(m.left)) + " " + spelled(bpe_.bytes_of(m.right)) + "\n";
+  return out;
+}
+
 const std::string& GPT2Tokenizer::bytes_of(std::uint32_t id) const {
   check<ValueError>(id < vocab_size(), "GPT2Tokenizer::bytes_of: expected an id in [0, ",
                     vocab_size(), "), got ", id);

@@ -453,27 +453,47 @@ void add_metadata_and_aliases(SafetensorsFile& file,
   }
 }
 
-// The checks in order, then the data.
-SafetensorsFile read_safetensors(const Source& src, std::string_view source) {
+// The header of a file that passed checks 1-10: its tensors in data order, where their data
+// starts, its metadata and the checksums it stores.
+struct CheckedHeader {
+  Header header;
+  Checksums checksums;
+  std::uint64_t data_start = 0;
+};
+
+Refusal refusal_for(const Source& src, std::string_view source) {
   char magic[2] = {0, 0};
   if (src.size() >= 2) src.read(0, magic, 2);
-  const Refusal refuse(source, magic[0] == 'P' && magic[1] == 'K');
+  return Refusal(source, magic[0] == 'P' && magic[1] == 'K');
+}
+
+// The checks in order, up to the data.
+CheckedHeader check_header(const Source& src, const Refusal& refuse) {
   const std::uint64_t n = check_header_length(src, refuse);  // 1-3
   std::string header_text(n, '\0');
   src.read(8, header_text.data(), n);
-  check_utf8(header_text, refuse);                                             // 4
-  const ParsedHeader parsed = parse_json(header_text, refuse);                 // 5
-  Header header = read_entries(parsed.root, refuse);                           // 5
-  const Checksums checksums = check_checksum_entries(header, refuse);          // 5b
-  check_no_duplicate(parsed.duplicate, refuse);                                // 6
-  check_metadata_checksums(header, checksums.metadata, refuse);                // 6b
-  const std::uint64_t last_end = check_tensor_ranges(header.entries, refuse);  // 7-9
-  check_buffer_end(src.size() - 8 - n, last_end, refuse);                      // 10
+  check_utf8(header_text, refuse);                              // 4
+  const ParsedHeader parsed = parse_json(header_text, refuse);  // 5
+  CheckedHeader out;
+  out.header = read_entries(parsed.root, refuse);                                  // 5
+  out.checksums = check_checksum_entries(out.header, refuse);                      // 5b
+  check_no_duplicate(parsed.duplicate, refuse);                                    // 6
+  check_metadata_checksums(out.header, out.checksums.metadata, refuse);            // 6b
+  const std::uint64_t last_end = check_tensor_ranges(out.header.entries, refuse);  // 7-9
+  check_buffer_end(src.size() - 8 - n, last_end, refuse);                          // 10
+  out.data_start = 8 + n;
+  return out;
+}
 
+// The checks in order, then the data.
+SafetensorsFile read_safetensors(const Source& src, std::string_view source) {
+  const Refusal refuse = refusal_for(src, source);
+  CheckedHeader checked = check_header(src, refuse);
   // Every check passed: every range lies inside the data, and the data is the file's size.
   SafetensorsFile file;
-  read_tensors(src, 8 + n, header.entries, checksums.tensors, file, refuse);  // 11
-  add_metadata_and_aliases(file, std::move(header.metadata));
+  read_tensors(src, checked.data_start, checked.header.entries, checked.checksums.tensors, file,
+               refuse);  // 11
+  add_metadata_and_aliases(file, std::move(checked.header.metadata));
   return file;
 }
 }  // namespace
@@ -484,6 +504,108 @@ SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view sourc
 
 SafetensorsFile load_safetensors(const std::string& path) {
   return read_safetensors(FileSource(path, "load_safetensors"), path);
+}
+
+// ---- SafetensorsReader: the same checks, then one tensor at a time ----------------------------
+
+struct SafetensorsReader::File {
+  explicit File(const std::string& p)
+      : path(p), source(path, "load_safetensors"), refuse(refusal_for(source, path)) {}
+  std::string path;  // (the Refusal keeps a view of it)
+  FileSource source;
+  Refusal refuse;
+  CheckedHeader checked;                                  // entries in data order
+  std::map<std::string, std::size_t, std::less<>> index;  // name -> position in the entries
+};
+
+std::size_t SafetensorsReader::Info::numel() const {
+  std::size_t n = 1;
+  for (const std::size_t d : shape) n *= d;  // (the header's checks bound it)
+  return n;
+}
+
+SafetensorsReader::SafetensorsReader(const std::string& path)
+    : file_(std::make_unique<File>(path)), path_(path) {
+  file_->checked = check_header(file_->source, file_->refuse);  // 1-10
+  const Header& h = file_->checked.header;
+  for (std::size_t i = 0; i < h.entries.size(); ++i) {
+    const Entry& e = h.entries[i];
+    tensors_.push_back(Info{e.name, e.dtype, e.shape});
+    file_->index.emplace(e.name, i);
+  }
+  metadata_ = h.metadata;
+  std::sort(metadata_.begin(), metadata_.end());
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader&&) noexcept = default;
+SafetensorsReader::~SafetensorsReader() = default;
+
+const SafetensorsReader::Info* SafetensorsReader::find(std::string_view name) const {
+  const auto it = file_->index.find(name);
+  return it == file_->index.end() ? nullptr : &tensors_[it->second];
+}
+
+std::optional<std::string> SafetensorsReader::metadata_value(std::string_view key) const {
+  for (const auto& [k, v] : metadata_)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+void SafetensorsReader::read_float(
+    std::string_view name,
+    const std::function<void(std::span<const float>, std::size_t)>& visit) const {
+  const auto it = file_->index.find(name);
+  check<ValueError>(it != file_->index.end(), "SafetensorsReader: '", path_, "' has no tensor ",
+                    in_quotes(name));
+  const Entry& e = file_->checked.header.entries[it->second];
+  const Dtype d = e.dtype;
+  check<TypeError>(d == Dtype::F32 || d == Dtype::F64 || d == Dtype::F16 || d == Dtype::BF16,
+                   "SafetensorsReader: '", path_, "': expected tensor ", in_quotes(name),
+                   " to hold floating-point values (F32, F64, F16 or BF16), got ", dtype_name(d));
+  const std::size_t width = dtype_size(d);
+  const std::size_t total = (e.end - e.begin) / width;
+  constexpr std::size_t kPiece = std::size_t{1} << 20;  // elements per read
+  std::vector<std::uint8_t> raw(d == Dtype::F32 ? 0 : std::min(total, kPiece) * width);
+  std::vector<float> values(std::min(total, kPiece));
+  std::uint32_t crc = 0;
+  for (std::size_t first = 0; first < total; first += kPiece) {
+    const std::size_t n = std::min(kPiece, total - first);
+    const std::uint64_t at = file_->checked.data_start + e.begin + first * width;
+    if (d == Dtype::F32) {
+      file_->source.read(at, values.data(), n * width);
+      crc = crc32c(values.data(), n * width, crc);
+    } else {
+      file_->source.read(at, raw.data(), n * width);
+      crc = crc32c(raw.data(), n * width, crc);
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::uint8_t* p = raw.data() + k * width;
+        values[k] = d == Dtype::F64   ? static_cast<float>(load_le<double>(p))
+                    : d == Dtype::F16 ? half_to_float(load_le<std::uint16_t>(p))
+                                      : bfloat16_to_float(load_le<std::uint16_t>(p));
+      }
+    }
+    visit(std::span<const float>(values.data(), n), first);
+  }
+  check_checksum(e, crc, file_->checked.checksums.tensors, file_->refuse);  // 11
+}
+
+void SafetensorsReader::read_float(std::string_view name, std::span<float> dst) const {
+  const Info* info = find(name);
+  check<ValueError>(info != nullptr, "SafetensorsReader: '", path_, "' has no tensor ",
+                    in_quotes(name));
+  check<ValueError>(dst.size() == info->numel(), "SafetensorsReader: '", path_,
+                    "': expected room for the ", info->numel(), " elements of tensor ",
+                    in_quotes(name), ", got ", dst.size());
+  if (info->dtype == Dtype::F32) {  // the file's bytes are the values: read them in place
+    const Entry& e = file_->checked.header.entries[file_->index.find(name)->second];
+    const std::uint32_t crc =
+        read_bytes(file_->source, file_->checked.data_start + e.begin, dst.data(), e.end - e.begin);
+    check_checksum(e, crc, file_->checked.checksums.tensors, file_->refuse);  // 11
+    return;
+  }
+  read_float(name, [&](std::span<const float> piece, std::size_t first) {
+    std::copy(piece.begin(), piece.end(), dst.begin() + static_cast<std::ptrdiff_t>(first));
+  });
 }
 
 }  // namespace tapegrad::io

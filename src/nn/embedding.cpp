@@ -12,6 +12,7 @@
 
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/core/sizes.hpp"
+#include "tapegrad/nn/skip_init.hpp"
 
 namespace tapegrad::nn {
 
@@ -46,7 +47,7 @@ Embedding::Embedding(EmbeddingOptions options, std::shared_ptr<Generator> genera
                                             "Embedding: weight"),
                           /*requires_grad=*/!*options_._freeze()));
   options_._weight(std::nullopt);  // the array lives once, in `weight`
-  if (!given) reset_parameters();
+  if (!given && !init_skipped()) reset_parameters();
 }
 
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim)

@@ -6,6 +6,7 @@
 
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/core/sizes.hpp"
+#include "tapegrad/nn/skip_init.hpp"
 
 namespace tapegrad::nn {
 
@@ -21,7 +22,7 @@ LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
                               Parameter(new_array(shape, "LayerNorm: weight")));
   bias = register_parameter(annotated ? "b_2" : "bias",
                             Parameter(new_array(shape, "LayerNorm: bias")));
-  reset_parameters();
+  if (!init_skipped()) reset_parameters();
 }
 
 LayerNorm::LayerNorm(std::int64_t features) : LayerNorm(LayerNormOptions({features})) {}

@@ -10,6 +10,7 @@
 
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/core/sizes.hpp"
+#include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/ops/matmul.hpp"
 
 namespace tapegrad::nn {
@@ -25,7 +26,7 @@ Linear::Linear(LinearOptions options, std::shared_ptr<Generator> generator)
   weight = register_parameter("weight", Parameter(new_array({out_u, in_u}, "Linear: weight")));
   if (options_.bias())
     bias = register_parameter("bias", Parameter(new_array({out_u}, "Linear: bias")));
-  reset_parameters();
+  if (!init_skipped()) reset_parameters();
 }
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features)

@@ -19,6 +19,7 @@
 
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/transformer/gpt_init.hpp"
+#include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/ops/causal_attention.hpp"
 #include "tapegrad/ops/dropout.hpp"
 #include "tapegrad/ops/elementwise.hpp"
@@ -39,6 +40,8 @@ void validate(const GPTConfig& c) {
   check<ValueError>(c.n_embd() % c.n_head() == 0,
                     "GPT: expected n_embd to be a multiple of n_head, got n_embd = ", c.n_embd(),
                     " and n_head = ", c.n_head());
+  check<ValueError>(c.norm_eps() > 0 && c.norm_eps() < 1, "GPT: expected norm_eps in (0, 1), got ",
+                    c.norm_eps());
   ops::check_dropout_probability(c.dropout());
   check<ValueError>(
       c.position() == "learned" || c.position() == "sinusoidal" || c.position() == "rope",
@@ -67,10 +70,15 @@ const GPTConfig& validated(const GPTConfig& c) {
   return c;
 }
 
-// The GPT's norms: LayerNorm and RMSNorm both with eps 1e-5, nn.LayerNorm's default.
-constexpr double kNormEps = 1e-5;
-
 LinearOptions linear(std::int64_t in, std::int64_t out) { return LinearOptions(in, out); }
+
+// The norms over the residual stream's C features.
+LayerNormOptions layer_norm(const GPTConfig& c) {
+  return LayerNormOptions({c.n_embd()}).eps(c.norm_eps());
+}
+RMSNormOptions rms_norm(const GPTConfig& c) {
+  return RMSNormOptions({c.n_embd()}).eps(c.norm_eps());
+}
 }  // namespace
 
 // ---- the blocks ----------------------------------------------------------------------------------
@@ -130,17 +138,16 @@ Tensor MLP::forward(const Tensor& x) {
 }
 
 Block::Block(const GPTConfig& config, std::shared_ptr<Generator> generator) {
-  const std::int64_t C = config.n_embd();
   const bool rms = config.norm() == "rmsnorm";
   if (rms)
-    rms_1 = register_module("ln_1", std::make_shared<RMSNorm>(RMSNormOptions({C}).eps(kNormEps)));
+    rms_1 = register_module("ln_1", std::make_shared<RMSNorm>(rms_norm(config)));
   else
-    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(C));
+    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(layer_norm(config)));
   attn = register_module("attn", std::make_shared<CausalSelfAttention>(config, generator));
   if (rms)
-    rms_2 = register_module("ln_2", std::make_shared<RMSNorm>(RMSNormOptions({C}).eps(kNormEps)));
+    rms_2 = register_module("ln_2", std::make_shared<RMSNorm>(rms_norm(config)));
   else
-    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(C));
+    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(layer_norm(config)));
   mlp = register_module("mlp", std::make_shared<MLP>(config, generator));
 }
 
@@ -173,9 +180,9 @@ GPTTransformer::GPTTransformer(const GPTConfig& config, std::shared_ptr<Generato
   for (std::int64_t i = 0; i < config.n_layer(); ++i)
     h->push_back(std::make_shared<Block>(config, generator));
   if (config.norm() == "rmsnorm")
-    rms_f = register_module("ln_f", std::make_shared<RMSNorm>(RMSNormOptions({C}).eps(kNormEps)));
+    rms_f = register_module("ln_f", std::make_shared<RMSNorm>(rms_norm(config)));
   else
-    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(C));
+    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(layer_norm(config)));
 }
 
 Tensor GPTTransformer::norm_f(const Tensor& x) {
@@ -191,7 +198,7 @@ GPT::GPT(GPTConfig config, std::shared_ptr<Generator> generator)
       register_module("transformer", std::make_shared<GPTTransformer>(config_, generator_));
   lm_head = register_module("lm_head",
                             std::make_shared<TiedLinear>(token_embedding()));  // the same table
-  init_gpt_weights(*this, config_.n_layer(), *generator_);
+  if (!init_skipped()) init_gpt_weights(*this, config_.n_layer(), *generator_);
 }
 
 Parameter GPT::token_embedding() const {

@@ -54,6 +54,13 @@ class GPT2Tokenizer {
   /// `gpt2_ids` numbers each of bpe's ids once, from 0, and bpe has "<|endoftext|>".
   static GPT2Tokenizer from_bpe(BytePairEncoding bpe, std::vector<std::uint32_t> gpt2_ids);
 
+  /// The two files load() reads, as Hugging Face writes them: vocab.json, a JSON object of token
+  /// -> id in id order (tokens spelled with byte_to_unicode, UTF-8), and merges.txt, a
+  /// "#version: 0.2" line, then one merge "A B" per line in merge order. load() of the two
+  /// gives this tokenizer back.
+  std::string vocab_json() const;
+  std::string merges_txt() const;
+
   /// The printable character that GPT-2's files write for byte `b`: the printable Latin-1
   /// characters stand for themselves, and the other 68 bytes (controls, the space, ...) for
   /// U+0100 onwards, in order. (bytes_to_unicode in OpenAI's encoder.py.)

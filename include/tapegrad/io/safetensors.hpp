@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -149,6 +151,60 @@ std::string serialize_safetensors(const SafetensorsFile& file);
 /// Metadata entries whose key is not a tensor and whose value is become aliases (checksum entries
 /// never do); checksum entries stay in metadata().
 SafetensorsFile parse_safetensors(std::string_view bytes, std::string_view source = "<memory>");
+
+/// A safetensors file opened to be read tensor by tensor: for a model too big to hold twice
+/// (GPT-2's 500 MB), read straight into the parameters it fills. The constructor reads the
+/// header and runs parse_safetensors's checks on it, through MetadataIncompleteBuffer, so a
+/// damaged or truncated file is refused before any data is read; each read then checks the
+/// tensor's CRC-32C when the file stores one (a tapegrad save). Nothing is kept in memory but
+/// the header: the data is read with pread, piece by piece, and never mapped.
+///
+///     io::SafetensorsReader f("model.safetensors");
+///     for (const auto& t : f.tensors()) std::cout << t.name << " " << t.shape << "\n";
+///     f.read_float("wte.weight", {table.data(), table.size()});
+class SafetensorsReader {
+ public:
+  /// A tensor as the header describes it.
+  struct Info {
+    std::string name;
+    Dtype dtype = Dtype::F32;
+    Shape shape;
+    std::size_t numel() const;
+  };
+  /// Opens and checks `path`: CheckpointError as load_safetensors's (naming the file), except
+  /// that the tensors' checksums are checked by the reads.
+  explicit SafetensorsReader(const std::string& path);
+  SafetensorsReader(SafetensorsReader&&) noexcept;
+  ~SafetensorsReader();
+
+  const std::string& path() const { return path_; }
+  /// The tensors, in the order of their data in the file.
+  const std::vector<Info>& tensors() const { return tensors_; }
+  /// The tensor called `name`, or null.
+  const Info* find(std::string_view name) const;
+  /// The "__metadata__" entries, sorted by key (alias entries included, as the file has them).
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+  std::optional<std::string> metadata_value(std::string_view key) const;
+
+  /// Reads tensor `name` in row-major order as float32 (F32 as stored; F64, F16 and BF16
+  /// converted as SafetensorsFile::to_float does), by pieces of at most 1 Mi elements: visit(piece,
+  /// first) gets elements [first, first + piece.size()). After the last piece, CheckpointError
+  /// (ChecksumMismatch) if the bytes do not have the CRC-32C the file stores for them, so a
+  /// caller must not keep what it was given until read_float returns. ValueError for a name the
+  /// file lacks; TypeError for an integer or boolean dtype.
+  void read_float(
+      std::string_view name,
+      const std::function<void(std::span<const float> piece, std::size_t first)>& visit) const;
+  /// The whole tensor into `dst`, which must hold exactly its numel() elements (ValueError).
+  void read_float(std::string_view name, std::span<float> dst) const;
+
+ private:
+  struct File;
+  std::unique_ptr<File> file_;  // the open file, where each tensor's bytes lie, the checksums
+  std::string path_;
+  std::vector<Info> tensors_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
 
 /// serialize_safetensors plus "tapegrad.version", a fresh "tapegrad.crc32c.{name}" for every
 /// stored tensor and a fresh "tapegrad.metadata_crc32c.{key}" for every other metadata entry

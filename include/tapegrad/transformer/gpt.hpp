@@ -12,7 +12,8 @@
 //     transformer.drop      Dropout                       ("learned" and "rope"; the sinusoidal
 //                                                         module has its own dropout)
 //     transformer.h.i       Block: x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))      (pre-norm)
-//         ln_1, ln_2        norm "layernorm": LayerNorm(C) (default), "rmsnorm": RMSNorm(C)
+//         ln_1, ln_2        norm "layernorm": LayerNorm(C) (default), "rmsnorm": RMSNorm(C),
+//                           either with eps norm_eps
 //         attn              c_attn Linear(C, 3C) [-> rotary, position "rope": RotaryEmbedding
 //                           turns q and k] -> causal_self_attention -> c_proj Linear(C, C)
 //         mlp               mlp "gelu": c_fc Linear(C, 4C) -> GELU -> c_proj Linear(4C, C)
@@ -79,6 +80,9 @@ struct GPTConfig {
   /// "layernorm" (LayerNorm, weight and bias, GPT-2's; default) or "rmsnorm" (RMSNorm, weight
   /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps 1e-5 either way.
   TAPEGRAD_ARG(std::string, norm) = "layernorm";
+  /// The epsilon of every norm, in (0, 1) (default 1e-5, nn.LayerNorm's and GPT-2's
+  /// layer_norm_epsilon).
+  TAPEGRAD_ARG(double, norm_eps) = 1e-5;
   /// "gelu" (c_fc 4C -> GELU -> c_proj, nanoGPT's; default), "relu_squared" (the same with
   /// relu(x)^2 for GELU: Primer's, and the nanoGPT speedruns') or "swiglu" (SwiGLU with hidden
   /// width 8C/3 rounded down, LLaMA's, about the parameters of the 4C MLP).

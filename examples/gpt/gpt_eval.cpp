@@ -1,0 +1,182 @@
+// examples/gpt/gpt_eval.cpp: score a text with a GPT: the mean loss per token, bits per byte and
+// perplexity, as llm.c and Hugging Face's perplexity guide measure them.
+//
+//     gpt_eval --model gpt2 --text shakespeare.txt                 # a Hugging Face GPT-2 folder
+//     gpt_eval --model gpt_out/best.safetensors --text notes.txt   # a checkpoint of examples/gpt
+//     gpt_eval --model gpt2 --text big.txt --max-windows 8         # the first 8 windows only
+//
+// The text is tokenized with the model's own tokenizer (a special token's text, "<|endoftext|>",
+// is read as ordinary text), then cut into windows of --window tokens (default: the model's
+// context, n_positions): window k reads tokens [kW, kW + W) and predicts each next one, so every
+// token but the first is predicted once, from at most W - 1 tokens before it (no window overlaps
+// another; the last one may be shorter). The model runs in eval mode, without recording.
+//
+// It prints what it loaded, the text's size in bytes and tokens, a line per window, and last:
+//     gpt_eval result: loss=<mean nats per predicted token> tokens=<predicted tokens>
+//                      bits_per_byte=<b> perplexity=<exp(loss)> tokens_per_s=<t> seconds=<s>
+// bits per byte = the loss summed over the predicted tokens, in bits, over the bytes those
+// tokens stand for: it compares models whose tokens differ. tokens_per_s counts the forward
+// passes only (not the load, not the tokenizing).
+//
+// Exit status 0; 2 for bad flags, a bad model or text, with one line saying which.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../common/checked_main.hpp"
+#include "../common/flag_checks.hpp"
+#include "load_model.hpp"
+
+using namespace tapegrad;
+namespace tt = tapegrad::nn::transformer;
+
+namespace {
+
+/// Text beyond this is not read: it would take minutes to score on a CPU, and its ids would need
+/// eight bytes per token. Score a part of it instead.
+constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t(256) << 20;
+
+struct Settings {
+  std::string model, text;
+  std::int64_t window = 0;  // 0: the model's context
+  std::int64_t max_windows = 0, batch_size = 1, threads = 1;
+  bool quiet = false;
+};
+
+Settings parse_settings(int argc, char** argv) {
+  Settings s;
+  CLI::App app("Score a text with a GPT: loss per token, bits per byte, perplexity");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--model", s.model,
+                 "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
+                 "merges.txt) or a checkpoint written by gpt")
+      ->required();
+  app.add_option("--text", s.text, "the UTF-8 text to score")->required();
+  app.add_option("--window", s.window, "tokens per window (default: the model's context)")
+      ->check(flags::integer_in(2, gpt::Limits::kMaxBlockSize));
+  app.add_option("--max-windows", s.max_windows, "score the first N windows only (0: all)")
+      ->check(flags::integer_in(0, 1'000'000'000));
+  app.add_option("--batch-size", s.batch_size, "windows per forward pass")
+      ->check(flags::integer_in(1, 1024));
+  app.add_option("--threads", s.threads, "threads of tapegrad's kernels")
+      ->check(flags::integer_in(1, 256));
+  app.add_flag("--quiet", s.quiet, "no line per window");
+  examples::parse_flags(app, argc, argv);
+  return s;
+}
+
+// The text of --text, checked before it is read: a regular file (a FIFO would block the read),
+// at most kMaxTextBytes.
+std::string read_text(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxTextBytes)
+    throw DataError("--text: '" + path + "' holds " + std::to_string(size) +
+                    " bytes; gpt_eval reads at most 256 MiB: score a part of it");
+  return io::read_file(path, "--text");
+}
+
+struct Score {
+  double nats = 0.0;       // the loss summed over the predicted tokens
+  std::size_t tokens = 0;  // predicted tokens (targets not ignored)
+  std::size_t bytes = 0;   // the bytes those tokens stand for
+  double seconds = 0.0;    // in the forward passes
+};
+
+// Windows [first, first + count) of length W (the last may be shorter), as one batch when they
+// are all full, scored into `score`.
+void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
+                   const std::vector<std::int64_t>& ids, std::size_t W,
+                   const std::vector<std::size_t>& starts, Score& score) {
+  const std::size_t T = std::min(W, ids.size() - 1 - starts.front());  // (equal for full windows)
+  IndexArray x = IndexArray::from_shape({starts.size(), T}), y = x;
+  for (std::size_t b = 0; b < starts.size(); ++b)
+    for (std::size_t t = 0; t < T; ++t) {
+      x(b, t) = ids[starts[b] + t];
+      y(b, t) = ids[starts[b] + t + 1];
+    }
+  y.reshape({y.size()});
+  const std::int64_t ignore = tokenizer.ignore_index();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Tensor logits = ops::reshape(model.forward(x), {-1, model.config().vocab_size()});
+  const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
+  score.nats += ops::cross_entropy(logits, y, options).item();
+  score.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const std::int64_t id : y)
+    if (id != ignore) ++score.tokens, score.bytes += tokenizer.bytes_of(id);
+}
+
+int run(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // each window reuses the last one's buffers (memory.hpp)
+  const Settings s = parse_settings(argc, argv);
+  set_num_threads(static_cast<int>(s.threads));
+  const std::string text = read_text(s.text);
+  gpt::LoadedModel m = gpt::load_model(s.model);
+  tt::GPT& model = *m.model;
+  const std::int64_t context = model.config().block_size();
+  if (s.window > context)
+    throw examples::FlagError("--window " + std::to_string(s.window) +
+                              ": expected at most the "
+                              "model's context, " +
+                              std::to_string(context) + " tokens");
+  const std::size_t W = std::size_t(s.window > 0 ? s.window : context);
+  std::cout << "gpt_eval: " << m.kind << " " << s.model << ": " << model.num_params(false)
+            << " parameters, vocabulary " << model.config().vocab_size() << ", context " << context
+            << ", tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
+            << std::setprecision(2) << m.seconds << " s" << std::endl;
+
+  const std::vector<std::int64_t> ids = m.tokenizer.encode(text, "--text '" + s.text + "'");
+  if (ids.size() < 2)
+    throw DataError("--text: '" + s.text + "' holds " + std::to_string(ids.size()) +
+                    " token(s); scoring needs at least 2 (one to read, one to predict)");
+  std::vector<std::size_t> starts;  // the windows' first tokens
+  for (std::size_t at = 0; at + 1 < ids.size(); at += W) starts.push_back(at);
+  if (s.max_windows > 0 && starts.size() > std::size_t(s.max_windows))
+    starts.resize(std::size_t(s.max_windows));
+  std::cout << "gpt_eval: " << s.text << ": " << text.size() << " bytes, " << ids.size()
+            << " tokens (" << std::setprecision(2) << double(text.size()) / double(ids.size())
+            << " bytes per token); " << starts.size() << " window" << (starts.size() > 1 ? "s" : "")
+            << " of up to " << W << " tokens, batch " << s.batch_size << std::endl;
+
+  autograd::NoGradGuard no_grad;
+  Score score;
+  const auto full = [&](std::size_t at) { return at + W + 1 <= ids.size(); };
+  for (std::size_t i = 0; i < starts.size();) {
+    std::vector<std::size_t> batch{starts[i]};
+    while (full(batch.front()) && batch.size() < std::size_t(s.batch_size) &&
+           i + batch.size() < starts.size() && full(starts[i + batch.size()]))
+      batch.push_back(starts[i + batch.size()]);
+    const Score before = score;
+    score_windows(model, m.tokenizer, ids, W, batch, score);
+    i += batch.size();
+    if (!s.quiet)
+      std::cout << "windows " << i - batch.size() + 1 << "-" << i << "/" << starts.size()
+                << ": loss " << std::setprecision(4)
+                << (score.nats - before.nats) /
+                       double(std::max<std::size_t>(1, score.tokens - before.tokens))
+                << std::endl;
+  }
+  if (score.tokens == 0)
+    throw DataError("--text: every target of '" + s.text + "' is <unk>, which is not scored");
+  const double loss = score.nats / double(score.tokens);
+  std::cout << "gpt_eval result: loss=" << std::setprecision(4) << loss
+            << " tokens=" << score.tokens
+            << " bits_per_byte=" << score.nats / std::log(2.0) / double(score.bytes)
+            << " perplexity=" << std::setprecision(3) << std::exp(loss)
+            << " tokens_per_s=" << std::setprecision(1) << double(score.tokens) / score.seconds
+            << " seconds=" << std::setprecision(3) << score.seconds << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return examples::checked_main("gpt_eval", [&] { return run(argc, argv); });
+}
