@@ -6,6 +6,9 @@
 //     gpt --data shakespeare.txt --out run2    # your own text
 //     gpt --resume                             # continue an interrupted run, bit for bit
 //     mpirun -np 2 gpt                         # data-parallel on 2 processes, 12 windows each
+//     gpt --init-from gpt2 --data my.txt --block-size 256 --batch-size 4 --grad-accum 2 --lr 3e-5
+//                                              # fine-tune OpenAI's GPT-2 (a Hugging Face folder)
+//     gpt ... --export-hf my-gpt2             # and write the result in Hugging Face's layout
 //
 // The recipe (nanoGPT's train.py): random windows of the training text (tapegrad::data), the mean
 // cross-entropy of every next character, AdamW (betas 0.9, 0.99; weight decay 0.1 on the matrices
@@ -17,6 +20,14 @@
 // generators and history, so --resume continues exactly. At the end: the loss picture and the
 // attention heatmaps (gnuplot), a sample of generated text and one line "gpt result: ..." for
 // bench/gpt_compare.
+//
+// --init-from DIR starts from a Hugging Face GPT-2 folder instead of random weights: its sizes
+// (config.json), weights (model.safetensors) and tokenizer (vocab.json, merges.txt) replace the
+// model flags and --tokenizer, which are refused beside it; --block-size then sets the training
+// windows, at most the model's n_positions (the default). --grad-accum K makes each step the mean
+// gradient of K batches of --batch-size windows, for a batch that does not fit in memory at once.
+// --export-hf DIR writes the final model in Hugging Face's layout when training ends (checked at
+// the start: GPT-2's choices, and no model.safetensors already in DIR).
 //
 // main() reads as train.py does, one named step after another: the flags, the data, the model and
 // its optimizer, the checkpoint to resume, the training loop, what the run shows.
@@ -80,6 +91,9 @@ struct Settings {
   std::uint64_t seed = 0, split_seed = 0;
   std::string pos = "learned", norm = "layernorm", mlp = "gelu", gelu = "none", out = "gpt_out";
   std::string tokenizer = "char";  ///< char, bpe:N or gpt2:DIR
+  std::string init_from;           ///< --init-from DIR: a Hugging Face GPT-2 folder
+  std::string export_hf;           ///< --export-hf DIR
+  std::int64_t grad_accum = 1;     ///< micro-batches per step
   bool resume = false, quiet = false, check_in_sync = false;
 };
 
@@ -130,6 +144,10 @@ void add_training_flags(CLI::App& app, Settings& s) {
   app.add_option("--beta2", s.beta2, "AdamW beta2")->check(number_in(0, 1, Ends::open_high));
   app.add_option("--weight-decay", s.weight_decay, "AdamW decoupled weight decay of the matrices")
       ->check(number_in(0, 100));
+  app.add_option("--grad-accum", s.grad_accum,
+                 "micro-batches per step: the step's gradient is the mean over K batches of "
+                 "--batch-size windows")
+      ->check(integer_in(1, 1024));
   app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")->check(number_in(0, 1e6));
   app.add_option("--seed", s.seed, "seed of the initial weights, dropout and batches")
       ->check(flags::unsigned_integer());
@@ -158,6 +176,12 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
       ->check(integer_in(1, 100'000));
   app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
+  app.add_option("--init-from", s.init_from,
+                 "start from the Hugging Face GPT-2 in DIR (config.json, model.safetensors, "
+                 "vocab.json, merges.txt): its sizes, weights and tokenizer");
+  app.add_option("--export-hf", s.export_hf,
+                 "when training ends, write the model to DIR in Hugging Face's layout (GPT-2's "
+                 "choices only: --pos learned --norm layernorm --mlp gelu)");
   app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
   app.add_option("--stop-after", s.stop_after,
                  "stop after this step (checkpoint saved), to --resume later")
@@ -181,6 +205,16 @@ Settings parse_settings(int argc, char** argv) {
   add_training_flags(app, s);
   add_run_flags(app, s);
   examples::parse_flags(app, argc, argv);
+  if (!s.init_from.empty()) {  // the folder gives the model and its tokenizer
+    for (const char* flag :
+         {"--tokenizer", "--n-layer", "--n-head", "--n-embd", "--pos", "--norm", "--mlp", "--gelu"})
+      if (app.get_option(flag)->count() > 0)
+        throw examples::FlagError(std::string(flag) + " does not go with --init-from: the model " +
+                                  "and its tokenizer come from " + s.init_from);
+    s.tokenizer = "gpt2:" + s.init_from;
+    s.block_size =
+        app.get_option("--block-size")->count() > 0 ? s.block_size : 0;  // 0: n_positions
+  }
   const auto tokenizer_is = [&](const char* kind) { return s.tokenizer.rfind(kind, 0) == 0; };
   if (s.tokenizer != "char" && !tokenizer_is("gpt2:") && !tokenizer_is("bpe-model:")) {
     std::int64_t n = 0;
@@ -337,7 +371,57 @@ TextData load_text(const Settings& s) {
 
 // ---- the model, its optimizer and schedule, the checkpoint -------------------------------------
 
-tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer) {
+// --init-from: the folder's config and its weights, every check made (the library's: config.json
+// field by field, each key and shape) before the data is read or a parameter allocated.
+struct InitFrom {
+  pretrained::GPT2Config config;
+  pretrained::GPT2Weights weights;
+};
+
+// Opens --init-from's folder; the settings then describe its model (for the run's description
+// and the pictures), and --block-size defaults to its n_positions.
+std::optional<InitFrom> open_init_from(Settings& s) {
+  if (s.init_from.empty()) return std::nullopt;
+  const std::string weights = pretrained::gpt2_weights_path(s.init_from);
+  const pretrained::GPT2Config c =
+      pretrained::read_gpt2_config((fs::path(s.init_from) / "config.json").string());
+  if (s.block_size == 0)
+    s.block_size = std::min<std::int64_t>(c.n_positions, Limits::kMaxBlockSize);
+  if (s.block_size > c.n_positions)
+    throw examples::FlagError("--block-size " + std::to_string(s.block_size) +
+                              ": expected at most the n_positions of " + s.init_from + " (" +
+                              std::to_string(c.n_positions) + ")");
+  const tt::GPTConfig g = c.gpt_config();
+  s.n_layer = g.n_layer(), s.n_head = g.n_head(), s.n_embd = g.n_embd();
+  s.pos = g.position(), s.norm = g.norm(), s.mlp = g.mlp(), s.gelu = g.gelu();
+  return InitFrom{c, pretrained::GPT2Weights(weights, c)};
+}
+
+// --export-hf, checked before training: GPT-2's choices, and nothing to overwrite.
+void check_export(const Settings& s) {
+  if (s.export_hf.empty()) return;
+  if (s.pos != "learned" || s.norm != "layernorm" || s.mlp != "gelu")
+    throw examples::FlagError(
+        "--export-hf: GPT-2's layout holds --pos learned --norm layernorm "
+        "--mlp gelu only, got --pos " +
+        s.pos + " --norm " + s.norm + " --mlp " + s.mlp);
+  std::error_code ec;
+  if (fs::exists(fs::path(s.export_hf) / "model.safetensors", ec))
+    throw examples::FlagError("--export-hf: " + s.export_hf +
+                              " already holds a model.safetensors; choose a new folder or move "
+                              "that one away (it is never overwritten)");
+}
+
+tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer,
+                           const std::optional<InitFrom>& init) {
+  if (init) {
+    if (tokenizer.vocab_size() != init->config.vocab_size)
+      throw DataError("--init-from " + s.init_from + ": its tokenizer has " +
+                      std::to_string(tokenizer.vocab_size()) +
+                      " tokens, config.json's vocab_size is " +
+                      std::to_string(init->config.vocab_size));
+    return init->config.gpt_config(s.dropout);
+  }
   return tt::GPTConfig(tokenizer.vocab_size(), s.block_size)
       .n_layer(s.n_layer)
       .n_head(s.n_head)
@@ -380,13 +464,28 @@ struct Trainer {
   optim::AdamW opt;
   optim::LambdaLR sched;
   io::TrainingCheckpoint ckpt;
+#ifdef TAPEGRAD_GPT_MPI
+  distributed::DistributedDataParallel* ddp = nullptr;  // under mpirun: held back with --grad-accum
+#endif
 };
 
-std::unique_ptr<Trainer> build_trainer(const Settings& s, const tt::GPTConfig& config) {
+// The trainer, its memory bounded first; with --init-from its weights read from the folder.
+std::unique_ptr<Trainer> build_trainer(const Settings& s, const tt::GPTConfig& config,
+                                       const std::optional<InitFrom>& init) {
   tt::validate(config);
-  gpt::check_parameter_count(config, "--n-layer, --n-embd and the vocabulary");
-  gpt::check_training_memory(config, s.batch_size);
-  return std::make_unique<Trainer>(s, config);
+  gpt::check_parameter_count(
+      config, init ? "--init-from " + s.init_from : "--n-layer, --n-embd and the vocabulary");
+  tt::GPTConfig windows = config;  // what a step holds: windows of --block-size tokens
+  windows.block_size(s.block_size);
+  gpt::check_training_memory(windows, s.batch_size);
+  if (!init) return std::make_unique<Trainer>(s, config);
+  std::unique_ptr<Trainer> t;
+  {
+    nn::SkipInitGuard skip;  // every weight is read from the folder just below
+    t = std::make_unique<Trainer>(s, config);
+  }
+  init->weights.read_into(t->model);
+  return t;
 }
 
 // ---- the run's record: what the checkpoint adds to the trainer's state -------------------------
@@ -481,23 +580,33 @@ struct Console {
   std::string clear_line() const { return in_place ? "\r\x1b[K" : ""; }
 };
 
-// One training step on this rank's windows; returns the loss of the whole step's batch.
+// One training step on this rank's windows: --grad-accum micro-batches, each backward adding its
+// share of the gradient (loss / K), then one optimizer step. Returns the loss of the whole step.
 double train_step(Trainer& t, const TextData& d, const Settings& s, const Console& con) {
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
-  // Every rank draws the step's B * world windows alike and trains on its own B of them.
-  const std::vector<std::size_t> starts =
-      data::random_starts(d.train_ids.size(), T, B * std::size_t(con.world), *t.data_gen);
-  const std::vector<std::size_t> mine(
-      starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
-      starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
-  const data::Batch b = d.train_ids.windows(mine, T);
-  Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
-  loss.backward();  // under mpirun, the gradients are averaged over the ranks here
+  const std::int64_t K = s.grad_accum;
+  double step_loss = 0.0;
+  for (std::int64_t k = 0; k < K; ++k) {
+    // Every rank draws the batch's B * world windows alike and trains on its own B of them.
+    const std::vector<std::size_t> starts =
+        data::random_starts(d.train_ids.size(), T, B * std::size_t(con.world), *t.data_gen);
+    const std::vector<std::size_t> mine(
+        starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
+        starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
+    const data::Batch b = d.train_ids.windows(mine, T);
+    const Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
+#ifdef TAPEGRAD_GPT_MPI
+    // Under mpirun the gradients are averaged over the ranks once, in the last backward.
+    std::optional<distributed::DistributedDataParallel::NoSync> hold;
+    if (t.ddp && k + 1 < K) hold.emplace(*t.ddp);
+#endif
+    (K == 1 ? loss : loss * (1.0 / double(K))).backward();
+    step_loss += loss.item() / double(K);
+  }
   if (s.clip > 0) optim::clip_grad_norm_(t.model.parameters(), s.clip);
   t.opt.step();
   t.opt.zero_grad();
   t.sched.step();
-  double step_loss = loss.item();
 #ifdef TAPEGRAD_GPT_MPI
   if (con.world > 1) step_loss = distributed::all_reduce(step_loss, distributed::ReduceOp::average);
 #endif
@@ -506,7 +615,7 @@ double train_step(Trainer& t, const TextData& d, const Settings& s, const Consol
 
 void show_progress(const RunRecord& run, const Settings& s, const Console& con, double lr) {
   const double per_step = run.train_seconds / double(run.step_seconds.size());
-  const std::size_t tokens = std::size_t(s.batch_size * con.world * s.block_size);
+  const std::size_t tokens = std::size_t(s.batch_size * s.grad_accum * con.world * s.block_size);
   std::ostringstream line;
   line << "step " << std::setw(int(std::to_string(s.steps).size())) << run.step << "/" << s.steps
        << "  loss " << gpt::fixed(run.train_losses.back(), 4) << "  " << std::setw(7)
@@ -617,6 +726,20 @@ void print_sample(tt::GPT& model, const data::Tokenizer& tokenizer, const Settin
             << tokenizer.decode(out.data() + start.size(), out.size() - start.size()) << "\n";
 }
 
+// --export-hf: the final model in Hugging Face's layout, with GPT-2's tokenizer when it was the
+// one trained with, and --init-from's config.json fields (its dropouts) when there was one.
+void export_hf(const tt::GPT& model, const RunRecord& run, const data::Tokenizer& tokenizer,
+               const Settings& s, const std::optional<InitFrom>& init) {
+  if (s.export_hf.empty()) return;
+  const data::GPT2Tokenizer* gpt2 = tokenizer.gpt2();
+  pretrained::save_gpt2(model, s.export_hf, gpt2, init ? &init->config : nullptr);
+  std::cout << "exported the model after step " << run.step << " (validation loss "
+            << gpt::fixed(run.val_history.back().second, 4) << ") to " << s.export_hf
+            << " in Hugging Face's layout"
+            << (gpt2 ? "" : " (no vocab.json and merges.txt: the tokenizer is not GPT-2's)")
+            << "\n";
+}
+
 // The closing line for bench/gpt_compare; the exit status: did the validation loss fall?
 int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const Console& con,
                   double exposed_ms) {
@@ -630,7 +753,7 @@ int report_result(tt::GPT& model, const RunRecord& run, const Settings& s, const
                      sorted.end());
     median = sorted[sorted.size() / 2];
   }
-  const double tokens = double(s.batch_size * con.world * s.block_size);
+  const double tokens = double(s.batch_size * s.grad_accum * con.world * s.block_size);
   const double final_val = run.val_history.back().second,
                first_val = run.val_history.front().second;
   std::cout << "gpt result: steps=" << s.steps << " val_loss=" << gpt::fixed(final_val, 4)
@@ -671,8 +794,10 @@ void describe(const Trainer& t, const RunRecord& run, const TextData& d, const S
             << t.model.num_params() << " parameters ("
             << gpt::fixed(t.model.flops_per_token() / 1e6, 2) << " MFLOP per token); batch "
             << s.batch_size
-            << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "") << ", "
-            << s.steps << " steps, eval every " << s.eval_every << ", threads=" << s.threads
+            << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "")
+            << (s.grad_accum > 1 ? " x " + std::to_string(s.grad_accum) + " micro-batches" : "")
+            << (s.init_from.empty() ? "" : ", from " + s.init_from) << ", " << s.steps
+            << " steps, eval every " << s.eval_every << ", threads=" << s.threads
             << (run.step > 0 ? ", resumed at step " + std::to_string(run.step) : std::string())
             << std::endl;
 }
@@ -738,12 +863,14 @@ int train_gpt(int argc, char** argv) {
 #else
   Console con = console(0, 1);
 #endif
-  const Settings s = parse_settings(argc, argv);
+  Settings s = parse_settings(argc, argv);
   con.quiet = s.quiet;
   set_num_threads(static_cast<int>(s.threads));
+  const std::optional<InitFrom> init = open_init_from(s);  // (--block-size's default too)
+  check_export(s);
   const TextData text = load_text(s);
-  const tt::GPTConfig config = model_config(s, text.tokenizer);
-  const std::unique_ptr<Trainer> trainer = build_trainer(s, config);
+  const tt::GPTConfig config = model_config(s, text.tokenizer, init);
+  const std::unique_ptr<Trainer> trainer = build_trainer(s, config, init);
   const auto notes = gpt::model_notes(config, text.tokenizer);
 
   const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
@@ -761,6 +888,7 @@ int train_gpt(int argc, char** argv) {
 #ifdef TAPEGRAD_GPT_MPI
   std::optional<distributed::DistributedDataParallel> ddp;  // (a collective: every rank builds it)
   start_data_parallel(ddp, *trainer, s, con);
+  if (ddp) trainer->ddp = &*ddp;
 #endif
   describe(*trainer, run, text, s, con);
   if (run.step == 0 && con.rank == 0) {
@@ -786,6 +914,7 @@ int train_gpt(int argc, char** argv) {
   if (con.rank != 0) return 0;  // rank 0 alone draws, samples and reports
   draw_pictures(trainer->model, run, text, s, folder);
   print_sample(trainer->model, text.tokenizer, s);
+  export_hf(trainer->model, run, text.tokenizer, s, init);
   return report_result(trainer->model, run, s, con, exposed_ms);
 }
 

@@ -169,9 +169,6 @@ int run(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
   gpt::LoadedModel m = gpt::load_model(s.model);
-  std::cout << "gpt_sample: " << m.kind << " " << s.model << ", " << m.model->num_params(false)
-            << " parameters, tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
-            << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
   const IndexArray idx = prompt_ids(s, m);
   const bool cache = !s.no_cache || s.compare;
   // (a prompt longer than the context is cut by generate(): no pass of its own to time)
@@ -182,6 +179,9 @@ int run(int argc, char** argv) {
   std::cout << m.tokenizer.decode(out.data(), out.size()) << "\n\n"
             << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
+  std::cout << "gpt_sample: " << m.kind << " " << s.model << ", " << m.model->num_params(false)
+            << " parameters, tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
+            << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
   if (timed) {  // the generation apart from the prompt's pass, which generate() made first
     const double generating = std::max(seconds - prompt_seconds, 1e-9);
     std::cout << "gpt_sample result: prompt_tokens=" << idx.size() << " new_tokens=" << s.tokens

@@ -54,6 +54,8 @@ void Tokenizer::count_token_bytes() {
         tokenizer_);
 }
 
+const GPT2Tokenizer* Tokenizer::gpt2() const { return std::get_if<GPT2Tokenizer>(&tokenizer_); }
+
 std::string Tokenizer::name() const {
   return std::visit(Overloaded{[](const Vocabulary&) { return "char"; },
                                [](const BytePairEncoding&) { return "bpe"; },

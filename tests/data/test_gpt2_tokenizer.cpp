@@ -23,29 +23,18 @@
 
 #include "golden_gpt2_tokenizer.hpp"
 
+#include "../gpt2_files.hpp"
 #include "../test_files.hpp"
 
 using namespace tapegrad;
 using data::GPT2Tokenizer;
 using data::SpecialTokens;
 using Ids = std::vector<std::uint32_t>;
+using tapegrad::testing::gpt2_folder;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-/// The folder of GPT-2's files, or "" after printing "[skipped: ...]" (a FAIL when CI requires them).
-std::string gpt2_folder() {
-  const char* override = std::getenv("TAPEGRAD_GPT2_DIR");
-  const fs::path dir = override != nullptr ? override : TAPEGRAD_GPT2_DIR;
-  if (fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe")) return dir.string();
-  const char* required = std::getenv("TAPEGRAD_REQUIRE_GPT2_FILES");
-  if (required != nullptr && std::string(required) == "1")
-    FAIL("GPT-2's tokenizer files are not in ", dir.string(), " (scripts/setup.sh fetches them)");
-  std::printf("[skipped: GPT-2's tokenizer files are not in %s; scripts/setup.sh fetches them]\n",
-              dir.c_str());
-  return "";
-}
 
 /// Loaded once: the tests share it.
 const GPT2Tokenizer& gpt2(const std::string& folder) {
@@ -192,6 +181,23 @@ TEST_SUITE("data.gpt2_tokenizer") {
     const GPT2Tokenizer files =
         GPT2Tokenizer::load((hf / "vocab.json").string(), (hf / "merges.txt").string());
     CHECK(files.encode(text) == t.encode(text));
+  }
+
+  TEST_CASE("vocab_json and merges_txt write files that load the same tokenizer") {
+    const std::string folder = gpt2_folder();
+    if (folder.empty()) return;
+    const GPT2Tokenizer& t = gpt2(folder);
+    const fs::path out = testing::fresh_folder("data.gpt2", "written");
+    testing::write_file(out / "vocab.json", t.vocab_json());
+    testing::write_file(out / "merges.txt", t.merges_txt());
+    const GPT2Tokenizer back = GPT2Tokenizer::load(out.string());
+    CHECK(back.gpt2_ids() == t.gpt2_ids());
+    CHECK(back.bpe().merges() == t.bpe().merges());
+    CHECK(back.end_of_text() == 50256);
+    const std::string text = "Written back: Größe 🙂 <|endoftext|>\n\t  x";
+    CHECK(back.encode(text, SpecialTokens::allow) == t.encode(text, SpecialTokens::allow));
+    CHECK(t.merges_txt().rfind("#version: 0.2\nĠ t\n", 0) == 0);  // the first merge: " t"
+    CHECK(t.vocab_json().rfind("{\"!\": 0, \"\\\"\": 1, ", 0) == 0);
   }
 
   TEST_CASE("a small vocabulary in GPT-2's format loads, and merges as its files say") {

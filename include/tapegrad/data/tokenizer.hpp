@@ -27,6 +27,8 @@ class Tokenizer {
 
   /// "char", "bpe" or "gpt2".
   std::string name() const;
+  /// GPT-2's tokenizer when it is the one held, else null.
+  const GPT2Tokenizer* gpt2() const;
   std::int64_t vocab_size() const;
   /// UTF-8 text as ids. The text of a special token ("<|endoftext|>") is ordinary text here: a
   /// corpus that quotes one does not end a document by doing so. Characters the vocabulary lacks
