@@ -13,6 +13,7 @@
 #include <tapegrad/nn/skip_init.hpp>
 #include <tapegrad/pretrained.hpp>
 
+#include "../gpt2_files.hpp"
 #include "../helpers.hpp"
 #include "../test_files.hpp"
 
@@ -315,4 +316,13 @@ TEST_CASE("SkipInitGuard: modules built under it are allocated, not initialised"
   }
   tt::GPT first(tiny_config(), g1), fresh(tiny_config(), g2);
   check_same_parameters(first, fresh);
+}
+
+TEST_CASE("load_gpt2 refuses a tokenizer whose size is not config.json's vocab_size") {
+  const std::string files = testing::gpt2_folder();
+  if (files.empty()) return;
+  const fs::path dir = saved("tokenizer_size", *tiny_model());  // vocab_size 37
+  testing::copy_gpt2_tokenizer(files, dir);
+  CHECK(refusal(dir).find("the tokenizer (vocab.json, merges.txt) has 50257 tokens, but "
+                          "config.json's vocab_size is 37") != std::string::npos);
 }
