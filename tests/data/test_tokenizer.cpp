@@ -14,6 +14,8 @@
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/data.hpp>
 
+#include "../gpt2_files.hpp"
+
 using namespace tapegrad;
 using data::Tokenizer;
 using Ids = std::vector<std::int64_t>;
@@ -95,13 +97,8 @@ TEST_SUITE("data.tokenizer") {
   }
 
   TEST_CASE("GPT-2's tokenizer round-trips through the text a checkpoint stores") {
-    const std::filesystem::path dir = TAPEGRAD_GPT2_DIR;
-    if (!std::filesystem::exists(dir / "encoder.json")) {
-      std::printf(
-          "[skipped: GPT-2's tokenizer files are not in %s; scripts/setup.sh fetches them]\n",
-          dir.c_str());
-      return;
-    }
+    const std::filesystem::path dir = testing::gpt2_folder();
+    if (dir.empty()) return;
     const Tokenizer t(data::GPT2Tokenizer::load(dir.string()));
     CHECK(t.name() == "gpt2");
     CHECK(t.vocab_size() == 50257);
