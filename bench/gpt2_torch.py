@@ -34,7 +34,8 @@ The tasks, each ending in one line a driver can parse (key=value pairs after "gp
 
 Token ids come from a text file of whitespace-separated ids (--prompt-ids, --token-ids) or, without
 one, from a torch.Generator seeded with --seed: uniform over the vocabulary. Memory figures are in MiB
-(ru_maxrss is in KiB on Linux), and are the peak of the whole process: torch itself included.
+(ru_maxrss is in KiB on Linux), and are the peak of the whole process: torch itself included (about
+230 MiB before any model), and whatever freed memory the C library's allocator keeps.
 """
 import argparse
 import ctypes
@@ -293,7 +294,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--prompt-ids", help="sample: the prompt, whitespace-separated ids (default: 64 random ids)")
     ap.add_argument("--token-ids", help="score, finetune: the text, whitespace-separated ids (default: random ids)")
-    for name, default in [("new-tokens", 256), ("top-k", 200), ("windows", 8), ("window", 1024),
+    ap.add_argument("--top-k", type=int, default=200, help="sample: keep the k largest logits (0: all of them)")
+    for name, default in [("new-tokens", 256), ("windows", 8), ("window", 1024),
                           ("batch-size", 4), ("block-size", 256), ("steps", 12)]:
         ap.add_argument("--" + name, type=int, default=default)
     for name, default in [("temperature", 1.0), ("lr", 3e-5), ("weight-decay", 0.1)]:
