@@ -401,18 +401,19 @@ void check_checksum(const Entry& e, std::uint32_t actual,
 // ---- after the checks ----------------------------------------------------------------------------
 
 // Reads a tensor's bytes into `dst` by pieces, computing their CRC-32C on the way while each piece
-// is still in cache.
-std::uint32_t read_bytes(const Source& src, std::uint64_t offset, void* dst, std::size_t n) {
+// is still in cache (unless `crc` is false: a file without checksums, PyTorch's, has none to check).
+std::uint32_t read_bytes(const Source& src, std::uint64_t offset, void* dst, std::size_t n,
+                         bool crc = true) {
   constexpr std::size_t kPiece = std::size_t{4} << 20;
   auto* p = static_cast<std::uint8_t*>(dst);
-  std::uint32_t crc = 0;
+  std::uint32_t sum = 0;
   for (std::size_t done = 0; done < n;) {
     const std::size_t piece = std::min(kPiece, n - done);
     src.read(offset + done, p + done, piece);
-    crc = crc32c(p + done, piece, crc);
+    if (crc) sum = crc32c(p + done, piece, sum);
     done += piece;
   }
-  return crc;
+  return sum;
 }
 
 // Reads each tensor (in file order) into the array it is kept in, and checks its checksum (11).
@@ -424,15 +425,18 @@ void read_tensors(const Source& src, std::uint64_t data_start, std::vector<Entry
     const std::size_t n = e.end - e.begin;
     if (e.dtype == Dtype::F32) {
       Array values = Array::from_shape(e.shape);
-      check_checksum(e, read_bytes(src, at, values.data(), n), checksums, refuse);
+      check_checksum(e, read_bytes(src, at, values.data(), n, checksums.contains(e.name)),
+                     checksums, refuse);
       file.add(std::move(e.name), std::move(values));
     } else if (e.dtype == Dtype::I64) {
       IndexArray values = IndexArray::from_shape(e.shape);
-      check_checksum(e, read_bytes(src, at, values.data(), n), checksums, refuse);
+      check_checksum(e, read_bytes(src, at, values.data(), n, checksums.contains(e.name)),
+                     checksums, refuse);
       file.add(std::move(e.name), std::move(values));
     } else {
       std::vector<std::uint8_t> bytes(n);
-      check_checksum(e, read_bytes(src, at, bytes.data(), n), checksums, refuse);
+      check_checksum(e, read_bytes(src, at, bytes.data(), n, checksums.contains(e.name)),
+                     checksums, refuse);
       file.add_raw(std::move(e.name), e.dtype, std::move(e.shape), std::move(bytes));
     }
   }
@@ -567,16 +571,17 @@ void SafetensorsReader::read_float(
   constexpr std::size_t kPiece = std::size_t{1} << 20;  // elements per read
   std::vector<std::uint8_t> raw(d == Dtype::F32 ? 0 : std::min(total, kPiece) * width);
   std::vector<float> values(std::min(total, kPiece));
+  const bool has_crc = file_->checked.checksums.tensors.contains(e.name);
   std::uint32_t crc = 0;
   for (std::size_t first = 0; first < total; first += kPiece) {
     const std::size_t n = std::min(kPiece, total - first);
     const std::uint64_t at = file_->checked.data_start + e.begin + first * width;
     if (d == Dtype::F32) {
       file_->source.read(at, values.data(), n * width);
-      crc = crc32c(values.data(), n * width, crc);
+      if (has_crc) crc = crc32c(values.data(), n * width, crc);
     } else {
       file_->source.read(at, raw.data(), n * width);
-      crc = crc32c(raw.data(), n * width, crc);
+      if (has_crc) crc = crc32c(raw.data(), n * width, crc);
       for (std::size_t k = 0; k < n; ++k) {
         const std::uint8_t* p = raw.data() + k * width;
         values[k] = d == Dtype::F64   ? static_cast<float>(load_le<double>(p))
@@ -598,9 +603,10 @@ void SafetensorsReader::read_float(std::string_view name, std::span<float> dst) 
                     in_quotes(name), ", got ", dst.size());
   if (info->dtype == Dtype::F32) {  // the file's bytes are the values: read them in place
     const Entry& e = file_->checked.header.entries[file_->index.find(name)->second];
-    const std::uint32_t crc =
-        read_bytes(file_->source, file_->checked.data_start + e.begin, dst.data(), e.end - e.begin);
-    check_checksum(e, crc, file_->checked.checksums.tensors, file_->refuse);  // 11
+    const bool has_crc = file_->checked.checksums.tensors.contains(e.name);
+    const std::uint32_t crc = read_bytes(file_->source, file_->checked.data_start + e.begin,
+                                         dst.data(), e.end - e.begin, has_crc);
+    if (has_crc) check_checksum(e, crc, file_->checked.checksums.tensors, file_->refuse);  // 11
     return;
   }
   read_float(name, [&](std::span<const float> piece, std::size_t first) {

@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include <sys/mman.h>
+
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/nn/skip_init.hpp"
 
@@ -92,13 +94,28 @@ void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst)
   }
 }
 
-// Whether every value is finite: no exponent of all ones (inf, NaN), tested on the bits so that
+// Maps the pages of `n` floats at `p` in one call (MADV_POPULATE_WRITE, Linux 5.14): a fresh
+// parameter's first touch otherwise traps once per 4 KiB page, a third of a 124M model's load time
+// in a virtual machine. Only an optimisation: on an older kernel the call fails and nothing changes.
+void prefault(float* p, std::size_t n) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(p + n) & ~(kPage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p, (void)n;
+#endif
+}
+
+// Whether every value is finite: no exponent of all ones (inf, NaN), counted on the bits so that
 // the loop vectorizes.
 bool all_finite(std::span<const float> values) {
-  std::uint32_t worst = 0;
-  for (const float v : values)
-    worst = std::max(worst, std::bit_cast<std::uint32_t>(v) & 0x7f800000u);
-  return worst != 0x7f800000u;
+  const float* v = values.data();
+  std::size_t not_finite = 0;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    not_finite += (std::bit_cast<std::uint32_t>(v[i]) & 0x7f800000u) == 0x7f800000u;
+  return not_finite == 0;
 }
 
 // The sizes and choices of `model` against GPT-2's of `c`.
@@ -245,6 +262,7 @@ void GPT2Weights::read_into(tt::GPT& model) const {
     if (it == by_key.end()) continue;  // a mask buffer
     const Weight& w = *it->second;
     Array& dst = params.at("transformer." + w.key).mutable_data();
+    prefault(dst.data(), dst.size());
     if (!w.conv1d) {  // straight into the parameter
       file_.read_float(t.name, std::span<float>(dst.data(), dst.size()));
       check_finite(t.name, std::span<const float>(dst.data(), dst.size()));
