@@ -15,7 +15,7 @@
 # (setup warns); with --ci, setup fails instead.
 set -euo pipefail
 
-packages=(cmake g++ make libxtensor-dev libxtensor-blas-dev libopenblas-dev libpcre2-dev doctest-dev
+packages=(cmake g++ make libxtensor-dev libxtensor-blas-dev libopenblas-dev libpcre2-dev libdnnl-dev doctest-dev
           nlohmann-json3-dev libcli11-dev gnuplot-nox fortunes fortunes-min)
 mpi=(libopenmpi-dev openmpi-bin)
 # libc6-dev-arm64-cross is only a recommendation of the cross compiler, which --no-install-recommends

@@ -25,6 +25,7 @@
 
 #include "blas.hpp"
 #include "tapegrad/core/cpu.hpp"
+#include "tapegrad/core/gemm_engine.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/core/threads.hpp"
 
@@ -118,6 +119,13 @@ std::string environment_line() {
   os << "tapegrad " << TAPEGRAD_VERSION << ": kernels " << kernels
      << " (CPU: " << to_string(available_cpu_capabilities().back()) << "), " << blas.library << ' '
      << blas.version << " core " << blas.core;
+  std::string engine;
+  try {
+    engine = std::string(to_string(gemm_engine()));
+  } catch (const ValueError& e) {  // a refused TAPEGRAD_GEMM: the first product will throw it
+    engine = std::string("refused (") + e.what() + ")";
+  }
+  if (engine != "openblas") os << ", matrix products " << engine;
   return os.str();
 }
 

@@ -2,7 +2,8 @@
 //
 // Matrix products through OpenBLAS's cblas_sgemm, on raw row-major pointers. This is the only op
 // that includes cblas (src/core/blas.cpp asks OpenBLAS about itself); other ops reach sgemm through
-// detail::gemm (src/core/gemm.hpp).
+// detail::gemm (src/core/gemm.hpp). TAPEGRAD_GEMM may send every product to oneDNN's dnnl_sgemm or
+// to plain loops instead (core/gemm_engine.hpp).
 // Transposes are never materialised: sgemm's transpose flags read B^T or A^T in place.
 // Shapes (row-major, contiguous):
 //   matmul  (n, k) @ (k, m) -> (n, m);  (b, n, k) @ (b, k, m) -> (b, n, m), one GEMM per batch;
@@ -22,16 +23,37 @@
 #include <vector>
 
 #include <cblas.h>
+#ifdef TAPEGRAD_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 #include "../core/blas.hpp"
 #include "../core/parallel.hpp"
 #include "../core/gemm.hpp"
 #include "reduce_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/core/gemm_engine.hpp"
 
 namespace tapegrad::ops {
 
 namespace detail {
+namespace {
+// The reference engine: C = alpha op(A) op(B) + beta C, each element one float sum in k order.
+void reference_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                    float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb,
+                    float beta, float* C, std::size_t ldc) {
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (std::size_t k = 0; k < K; ++k)
+        sum += (trans_a ? A[k * lda + i] : A[i * lda + k]) *
+               (trans_b ? B[j * ldb + k] : B[k * ldb + j]);
+      float& c = C[i * ldc + j];
+      c = beta == 0.0f ? alpha * sum : alpha * sum + beta * c;
+    }
+}
+}  // namespace
+
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc) {
@@ -45,6 +67,19 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   check<ShapeError>(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX &&
                         ldb <= INT_MAX && ldc <= INT_MAX,
                     "gemm: expected matrix sizes below 2^31, got ", M, "x", K, " @ ", K, "x", N);
+  const GemmEngine engine = gemm_engine();  // (a refused TAPEGRAD_GEMM throws here)
+  if (engine == GemmEngine::reference)
+    return reference_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#ifdef TAPEGRAD_ONEDNN
+  if (engine == GemmEngine::onednn) {  // row-major, as cblas; oneDNN splits the work itself
+    const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(M),
+                                            dnnl_dim_t(N), dnnl_dim_t(K), alpha, A, dnnl_dim_t(lda),
+                                            B, dnnl_dim_t(ldb), beta, C, dnnl_dim_t(ldc));
+    check<InvariantError>(status == dnnl_success, "gemm: oneDNN's dnnl_sgemm failed (status ",
+                          int(status), ") on ", M, "x", K, " @ ", K, "x", N);
+    return;
+  }
+#endif
   // Once: OpenBLAS's default thread count (threads.hpp) and the warning about its core (cpu.hpp).
   static const bool blas_ready = (::tapegrad::detail::blas_first_use(), true);
   (void)blas_ready;

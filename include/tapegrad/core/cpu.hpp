@@ -59,8 +59,10 @@ std::string blas_core_warning();
 
 /// One line for a program's log: tapegrad's version, its kernel set, the CPU's best set, and
 /// OpenBLAS's version and core, e.g.
-/// "tapegrad 0.1.0: kernels avx512 (CPU: avx512), OpenBLAS 0.3.21 core SkylakeX". Never throws: a
-/// refused TAPEGRAD_CPU_CAPABILITY shows as "kernels refused (<the error>)".
+/// "tapegrad 0.1.0: kernels avx512 (CPU: avx512), OpenBLAS 0.3.21 core SkylakeX", and ", matrix
+/// products onednn" (or reference) when TAPEGRAD_GEMM chose another engine than OpenBLAS
+/// (gemm_engine.hpp). Never throws: a refused TAPEGRAD_CPU_CAPABILITY shows as "kernels refused
+/// (<the error>)".
 std::string environment_line();
 
 }  // namespace tapegrad
