@@ -319,6 +319,9 @@ def main():
         ap.add_argument("--" + name, type=float, default=default)
     ap.add_argument("--pos", choices=["learned", "sinusoidal"], default="learned")
     ap.add_argument("--gelu", choices=["none", "tanh"], default="none")
+    ap.add_argument("--bf16", action="store_true",
+                    help="train under torch.autocast(\"cpu\", dtype=torch.bfloat16), as gpt --bf16 "
+                         "(validation stays float32 on both sides)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -365,8 +368,9 @@ def main():
         ix = torch.randint(len(train_ids) - T, (B,), generator=batch_gen)
         x = torch.stack([train_ids[i:i + T] for i in ix])
         y = torch.stack([train_ids[i + 1:i + 1 + T] for i in ix])
-        _, loss_t = model(x, y)
-        loss_t.backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            _, loss_t = model(x, y)
+            loss_t.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         opt.step()
         opt.zero_grad(set_to_none=True)

@@ -94,6 +94,7 @@ struct Settings {
   std::string init_from;           ///< --init-from DIR: a Hugging Face GPT-2 folder
   std::string export_hf;           ///< --export-hf DIR
   std::int64_t grad_accum = 1;     ///< micro-batches per step
+  bool bf16 = false;               ///< --bf16: the matrix products in bfloat16 (autocast)
   bool resume = false, quiet = false, check_in_sync = false;
 };
 
@@ -148,6 +149,10 @@ void add_training_flags(CLI::App& app, Settings& s) {
                  "micro-batches per step: the step's gradient is the mean over K batches of "
                  "--batch-size windows")
       ->check(integer_in(1, 1024));
+  app.add_flag("--bf16", s.bf16,
+               "mixed precision: the matrix products take bfloat16 operands and sum in float32, "
+               "as torch.autocast(\"cpu\", dtype=torch.bfloat16); weights, gradients and AdamW "
+               "stay float32 (docs/bf16.md)");
   app.add_option("--clip", s.clip, "gradient clipping norm (0: none)")->check(number_in(0, 1e6));
   app.add_option("--seed", s.seed, "seed of the initial weights, dropout and batches")
       ->check(flags::unsigned_integer());
@@ -594,6 +599,8 @@ double train_step(Trainer& t, const TextData& d, const Settings& s, const Consol
         starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
         starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
     const data::Batch b = d.train_ids.windows(mine, T);
+    std::optional<autocast::bf16> mixed;  // --bf16: forward and backward's products
+    if (s.bf16) mixed.emplace();
     const Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
 #ifdef TAPEGRAD_GPT_MPI
     // Under mpirun the gradients are averaged over the ranks once, in the last backward.
@@ -796,7 +803,8 @@ void describe(const Trainer& t, const RunRecord& run, const TextData& d, const S
             << s.batch_size
             << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "")
             << (s.grad_accum > 1 ? " x " + std::to_string(s.grad_accum) + " micro-batches" : "")
-            << (s.init_from.empty() ? "" : ", from " + s.init_from) << ", " << s.steps
+            << (s.init_from.empty() ? "" : ", from " + s.init_from)
+            << (s.bf16 ? ", products in bf16 (validation in float32)" : "") << ", " << s.steps
             << " steps, eval every " << s.eval_every << ", threads=" << s.threads
             << (run.step > 0 ? ", resumed at step " + std::to_string(run.step) : std::string())
             << std::endl;

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -47,7 +48,7 @@ struct Settings {
   std::string model, text;
   std::int64_t window = 0;  // 0: the model's context
   std::int64_t max_windows = 0, batch_size = 1, threads = 1;
-  bool quiet = false;
+  bool quiet = false, bf16 = false;
 };
 
 Settings parse_settings(int argc, char** argv) {
@@ -68,6 +69,8 @@ Settings parse_settings(int argc, char** argv) {
   app.add_option("--threads", s.threads, "threads of tapegrad's kernels")
       ->check(flags::integer_in(1, 256));
   app.add_flag("--quiet", s.quiet, "no line per window");
+  app.add_flag("--bf16", s.bf16,
+               "the matrix products in bfloat16, summed in float32 (torch.autocast's bf16)");
   examples::parse_flags(app, argc, argv);
   return s;
 }
@@ -146,6 +149,8 @@ int run(int argc, char** argv) {
             << " of up to " << W << " tokens, batch " << s.batch_size << std::endl;
 
   autograd::NoGradGuard no_grad;
+  std::optional<autocast::bf16> mixed;
+  if (s.bf16) mixed.emplace();
   Score score;
   const auto full = [&](std::size_t at) { return at + W + 1 <= ids.size(); };
   for (std::size_t i = 0; i < starts.size();) {

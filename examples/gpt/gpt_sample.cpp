@@ -48,7 +48,7 @@ struct Settings {
   std::int64_t tokens = 500, top_k = 200, threads = 1;
   double temperature = 0.8;
   std::uint64_t seed = 0;
-  bool no_cache = false, compare = false;
+  bool no_cache = false, compare = false, bf16 = false;
 };
 
 // --temperature's range: below 0.01 the likeliest character wins anyway (a logit gap of 0.2
@@ -79,6 +79,8 @@ Settings parse_settings(int argc, char** argv) {
       ->check(flags::integer_in(1, 256));
   app.add_flag("--no-cache", s.no_cache,
                "re-run the model on the whole context for every character");
+  app.add_flag("--bf16", s.bf16,
+               "the matrix products in bfloat16, summed in float32 (torch.autocast's bf16)");
   app.add_flag("--compare", s.compare,
                "sample with and without the cache, check they agree, print both speeds");
   examples::parse_flags(app, argc, argv);
@@ -170,6 +172,8 @@ int run(int argc, char** argv) {
   set_num_threads(static_cast<int>(s.threads));
   gpt::LoadedModel m = gpt::load_model(s.model);
   const IndexArray idx = prompt_ids(s, m);
+  std::optional<autocast::bf16> mixed;
+  if (s.bf16) mixed.emplace();
   const bool cache = !s.no_cache || s.compare;
   // (a prompt longer than the context is cut by generate(): no pass of its own to time)
   const bool timed = cache && std::int64_t(idx.size()) <= m.model->config().block_size();

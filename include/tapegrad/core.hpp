@@ -11,6 +11,7 @@
 #include "tapegrad/core/threads.hpp"
 #include "tapegrad/core/cpu.hpp"
 #include "tapegrad/core/gemm_engine.hpp"
+#include "tapegrad/core/autocast.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/core/row_sparse.hpp"
 #include "tapegrad/core/parameter.hpp"

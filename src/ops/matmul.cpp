@@ -30,8 +30,11 @@
 #include "../core/blas.hpp"
 #include "../core/parallel.hpp"
 #include "../core/gemm.hpp"
+#include "gemm_bf16.hpp"
+#include "onednn_threads.hpp"
 #include "reduce_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/core/autocast.hpp"
 #include "tapegrad/core/gemm_engine.hpp"
 
 namespace tapegrad::ops {
@@ -54,9 +57,25 @@ void reference_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, st
 }
 }  // namespace
 
+namespace {
+void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+               float* C, std::size_t ldc);
+}  // namespace
+
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc) {
+  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
+    return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm);
+  fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+namespace {
+// The float32 product, on the engine TAPEGRAD_GEMM chose.
+void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+               float* C, std::size_t ldc) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // an empty sum: BLAS would reject lda = 0
     for (std::size_t i = 0; i < M; ++i)
@@ -72,6 +91,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     return reference_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #ifdef TAPEGRAD_ONEDNN
   if (engine == GemmEngine::onednn) {  // row-major, as cblas; oneDNN splits the work itself
+    match_onednn_threads();
     const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(M),
                                             dnnl_dim_t(N), dnnl_dim_t(K), alpha, A, dnnl_dim_t(lda),
                                             B, dnnl_dim_t(ldb), beta, C, dnnl_dim_t(ldc));
@@ -121,6 +141,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
     }
   });
 }
+}  // namespace
 }  // namespace detail
 
 namespace {

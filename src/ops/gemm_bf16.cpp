@@ -1,0 +1,153 @@
+// src/ops/gemm_bf16.cpp: the matrix products of an autocast::bf16 scope (gemm_bf16.hpp).
+//
+// Each operand is first copied, rounded, into a compact buffer of its stored layout (a block of
+// columns addressed with a larger leading dimension, as an attention head is, becomes a matrix of
+// its own). Then either oneDNN's matmul primitive multiplies the bfloat16 buffers into the float32
+// C, or the rounded values, as floats, go through the float32 engine: the same products, summed
+// in another order.
+#include "gemm_bf16.hpp"
+
+#include <cstdio>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#ifdef TAPEGRAD_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include "onednn_threads.hpp"
+#include "tapegrad/core/autocast.hpp"
+#include "tapegrad/core/cpu.hpp"
+#include "tapegrad/core/errors.hpp"
+#include "tapegrad/core/gemm_engine.hpp"
+
+namespace tapegrad::ops::detail {
+
+namespace {
+
+// The stored matrix (rows x cols, leading dimension ld) rounded to bfloat16, compact (ld = cols).
+template <class Out, class Convert>
+void compact(const float* src, std::size_t rows, std::size_t cols, std::size_t ld, Out* dst,
+             Convert convert) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) dst[r * cols + c] = convert(src[r * ld + c]);
+}
+
+#ifdef TAPEGRAD_ONEDNN
+// Whether the CPU multiplies bfloat16 natively: AVX512-BF16 (CPUID leaf 7, sub-leaf 1, EAX bit 5)
+// or AMX-BF16 (leaf 7, sub-leaf 0, EDX bit 22). Without either, oneDNN emulates the products with
+// plain AVX-512 (or refuses them without AVX-512: then the float32 engine takes over).
+bool native_bf16() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+  const bool avx512_bf16 = (a >> 5) & 1u;
+  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  const bool amx_bf16 = (d >> 22) & 1u;
+  return avx512_bf16 || amx_bf16;
+#else
+  return false;
+#endif
+}
+
+// One oneDNN matmul primitive per shape, transposes, leading dimension of C, alpha and beta,
+// built on first use (building one takes far longer than running a small product) and kept.
+class Matmuls {
+ public:
+  using Key =
+      std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t, float, float>;
+  Matmuls() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+  // C = alpha op(A) op(B) + beta C for compact bfloat16 A and B; false when oneDNN has no
+  // implementation for this CPU (then the caller takes the float32 path).
+  bool run(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
+           std::uint16_t* A, std::uint16_t* B, float beta, float* C, std::size_t ldc) {
+    using dnnl::memory;
+    const auto dim = [](std::size_t v) { return memory::dim(v); };
+    // op(A) (M, K): stored (M, K), or (K, M) read transposed; likewise op(B) (K, N).
+    const memory::desc a({dim(M), dim(K)}, memory::data_type::bf16,
+                         ta ? memory::dims{1, dim(M)} : memory::dims{dim(K), 1});
+    const memory::desc b({dim(K), dim(N)}, memory::data_type::bf16,
+                         tb ? memory::dims{1, dim(K)} : memory::dims{dim(N), 1});
+    const memory::desc c({dim(M), dim(N)}, memory::data_type::f32, memory::dims{dim(ldc), 1});
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Key key{M, N, K, ta, tb, ldc, alpha, beta};
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      dnnl::primitive_attr attr;
+      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+      if (beta != 0.0f) {
+        dnnl::post_ops ops;
+        ops.append_sum(beta);
+        attr.set_post_ops(ops);
+      }
+      try {
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
+        it = cache_.emplace(key, dnnl::matmul(pd)).first;
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    }
+    memory am(a, engine_, A), bm(b, engine_, B), cm(c, engine_, C);
+    it->second.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream_.wait();
+    return true;
+  }
+
+ private:
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::mutex mutex_;
+  std::map<Key, dnnl::matmul> cache_;
+};
+
+Matmuls& matmuls() {
+  static Matmuls m;
+  return m;
+}
+
+// Says once, on standard error, that this CPU has no bfloat16 instructions.
+void warn_if_emulated() {
+  static const bool warned = [] {
+    if (!native_bf16())
+      std::fprintf(stderr,
+                   "tapegrad: warning: this CPU has neither AVX512-BF16 nor AMX: oneDNN emulates "
+                   "the bf16 matrix products, which are then slower than float32 ones (the "
+                   "results are the same)\n");
+    return true;
+  }();
+  (void)warned;
+}
+#endif
+
+}  // namespace
+
+void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
+               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm) {
+  // The stored shapes: A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
+  const std::size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
+  const std::size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
+#ifdef TAPEGRAD_ONEDNN
+  // A small product (an attention head's, say) costs less through the float32 engine than the
+  // conversion and call of a oneDNN primitive: the same rounded operands, summed in another order.
+  constexpr std::size_t kMinMultiplyAdds = std::size_t(1) << 20;
+  if (gemm_engine() != GemmEngine::reference && M * N * K >= kMinMultiplyAdds) {
+    warn_if_emulated();
+    match_onednn_threads();
+    std::vector<std::uint16_t> a(a_rows * a_cols), b(b_rows * b_cols);
+    compact(A, a_rows, a_cols, lda, a.data(), autocast::to_bf16);
+    compact(B, b_rows, b_cols, ldb, b.data(), autocast::to_bf16);
+    if (matmuls().run(ta, tb, M, N, K, alpha, a.data(), b.data(), beta, C, ldc)) return;
+  }
+#endif
+  std::vector<float> a(a_rows * a_cols), b(b_rows * b_cols);
+  compact(A, a_rows, a_cols, lda, a.data(), autocast::round_to_bf16);
+  compact(B, b_rows, b_cols, ldb, b.data(), autocast::round_to_bf16);
+  fp32_gemm(ta, tb, M, N, K, alpha, a.data(), a_cols, b.data(), b_cols, beta, C, ldc);
+}
+
+}  // namespace tapegrad::ops::detail

@@ -1,0 +1,21 @@
+// src/ops/gemm_bf16.hpp (private to src/ops): the matrix product of an autocast::bf16 scope
+// (core/autocast.hpp), which detail::gemm (src/core/gemm.hpp) hands every product to while a
+// scope is open. Same arguments as detail::gemm.
+#pragma once
+
+#include <cstddef>
+
+namespace tapegrad::ops::detail {
+
+/// C = alpha bf16(op(A)) bf16(op(B)) + beta C: the operands rounded to bfloat16 (to nearest, ties
+/// to even), their products summed in float32. On oneDNN's bf16 kernels when tapegrad was built
+/// with oneDNN and TAPEGRAD_GEMM is not reference; otherwise the rounded operands go through
+/// `fp32_gemm` (a float32 product of two bfloat16 values is exact, so only the order of the sums
+/// differs from oneDNN's).
+using Fp32Gemm = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,
+                          std::size_t, const float*, std::size_t, float, float*, std::size_t);
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm);
+
+}  // namespace tapegrad::ops::detail

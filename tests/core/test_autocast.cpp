@@ -1,0 +1,144 @@
+// tests/core/test_autocast.cpp: autocast::bf16 (core/autocast.hpp): bfloat16 rounding (to nearest,
+// ties to even, NaN and infinities kept); inside a scope a product is the float32 sum of its
+// operands rounded to bfloat16, on the reference engine to the bit and on oneDNN's bf16 kernels
+// within the bound that summing in another order allows; backward's products are bf16 products
+// too; outside a scope nothing changes, bit for bit.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../helpers.hpp"
+
+using namespace tapegrad;
+using autocast::round_to_bf16;
+using autocast::to_bf16;
+
+namespace {
+struct EngineScope {
+  GemmEngine saved = gemm_engine();
+  ~EngineScope() { set_gemm_engine(saved); }
+};
+
+float bits(std::uint32_t u) { return std::bit_cast<float>(u); }
+
+// C = bf16(A) bf16(B) summed in float32 in k order (what the reference engine computes), and the
+// bound a sum in another order stays within: 2 K 2^-24 sum_k |a_ik b_kj| per element.
+void rounded_product(const Array& a, const Array& b, Array& c, Array& bound) {
+  const std::size_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  c = Array::from_shape({M, N});
+  bound = Array::from_shape({M, N});
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      float s = 0.0f;
+      double mag = 0.0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const float p = round_to_bf16(a(i, k)) * round_to_bf16(b(k, j));
+        s += p;
+        mag += std::abs(double(p));
+      }
+      c(i, j) = s;
+      bound(i, j) = float(2.0 * double(K) * std::ldexp(1.0, -24) * mag + 1e-30);
+    }
+}
+}  // namespace
+
+TEST_CASE("bfloat16 rounds to nearest, ties to even, and keeps NaN and the infinities") {
+  CHECK(to_bf16(1.0f) == 0x3f80);
+  CHECK(to_bf16(-2.0f) == 0xc000);
+  CHECK(to_bf16(bits(0x3f808000)) == 0x3f80);  // halfway, to the even 0x3f80
+  CHECK(to_bf16(bits(0x3f818000)) == 0x3f82);  // halfway, to the even 0x3f82
+  CHECK(to_bf16(bits(0x3f808001)) == 0x3f81);  // above halfway: up
+  CHECK(to_bf16(bits(0x3f807fff)) == 0x3f80);  // below halfway: down
+  CHECK(to_bf16(std::numeric_limits<float>::infinity()) == 0x7f80);
+  CHECK(to_bf16(-std::numeric_limits<float>::infinity()) == 0xff80);
+  CHECK(to_bf16(std::numeric_limits<float>::max()) == 0x7f80);  // beyond bf16's largest: inf
+  CHECK(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isnan(round_to_bf16(bits(0x7f800001))));  // a NaN whose payload would round to inf
+  CHECK(round_to_bf16(3.14159265f) == 3.140625f);
+  CHECK(round_to_bf16(1e-40f) > 0.0f);  // subnormals are kept, with bfloat16's 7 bits
+  CHECK(std::abs(round_to_bf16(1e-40f) - 1e-40f) <= std::ldexp(1.0f, -134));  // half a step
+  CHECK(autocast::from_bf16(0x4049) == 3.140625f);
+}
+
+TEST_CASE(
+    "inside autocast::bf16 a product sums bf16 operands in float32, and outside nothing changes") {
+  const EngineScope restore;
+  Generator gen(3);
+  const Tensor a = Tensor(randn({19, 70}, &gen)), b = Tensor(randn({70, 23}, &gen));
+  Array want, bound;
+  rounded_product(a.data(), b.data(), want, bound);
+  const Array fp32 = ops::matmul(a, b).data();
+  CHECK_FALSE(autocast::bf16_enabled());
+  {
+    autocast::bf16 mixed;
+    CHECK(autocast::bf16_enabled());
+    set_gemm_engine(GemmEngine::reference);  // the definition: the same sums in the same order
+    CHECK(testing::bit_equal(ops::matmul(a, b).data(), want));
+    for (const GemmEngine engine : available_gemm_engines()) {
+      CAPTURE(to_string(engine));
+      set_gemm_engine(engine);
+      const Array got = ops::matmul(a, b).data();
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        outside += std::abs(got.data()[i] - want.data()[i]) > bound.data()[i];
+      CHECK(outside == 0);
+    }
+    CHECK_FALSE(testing::bit_equal(want, fp32));  // the rounding is real
+  }
+  CHECK_FALSE(autocast::bf16_enabled());
+  set_gemm_engine(restore.saved);
+  CHECK(testing::bit_equal(ops::matmul(a, b).data(), fp32));  // and gone with the scope
+}
+
+TEST_CASE("backward's products round their operands too, and gradients stay float32 tensors") {
+  const EngineScope restore;
+  set_gemm_engine(GemmEngine::reference);
+  Generator gen(4);
+  Parameter w(randn({6, 9}, &gen));
+  const Tensor x = Tensor(randn({5, 9}, &gen), /*requires_grad=*/true);
+  const Array g = randn({5, 6}, &gen);
+  {
+    autocast::bf16 mixed;
+    const Tensor y = ops::linear(x, w, Tensor());
+    ops::sum(y * Tensor(g)).backward();
+  }
+  // dW = g^T x and dx = g W, each with bf16 operands
+  Array want, bound;
+  Array gt = Array::from_shape({6, 5});
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 6; ++j) gt(j, i) = g(i, j);
+  rounded_product(gt, x.data(), want, bound);
+  CHECK(testing::all_close(w.grad(), want, 1e-6, 1e-6));
+  rounded_product(g, w.data(), want, bound);
+  CHECK(testing::all_close(x.grad(), want, 1e-6, 1e-6));
+}
+
+TEST_CASE("a GPT step in bf16 stays close to float32, its parameters and gradients float32") {
+  namespace tt = nn::transformer;
+  const auto config = tt::GPTConfig(40, 16).n_layer(2).n_head(2).n_embd(32);
+  IndexArray idx = IndexArray::from_shape({2, 16}), targets = idx;
+  for (std::size_t i = 0; i < idx.size(); ++i)
+    idx.data()[i] = std::int64_t(i * 7 % 40), targets.data()[i] = std::int64_t(i * 3 % 40);
+  tt::GPT fp32(config, std::make_shared<Generator>(2)),
+      mixed(config, std::make_shared<Generator>(2));
+  const double loss32 = fp32.loss(idx, targets).item();
+  double loss16 = 0.0;
+  {
+    autocast::bf16 scope;
+    const Tensor loss = mixed.loss(idx, targets);
+    loss.backward();
+    loss16 = loss.item();
+  }
+  CHECK(loss16 == doctest::Approx(loss32).epsilon(1e-2));
+  CHECK(loss16 != loss32);
+  for (const Parameter& p : mixed.parameters()) {
+    CHECK(p.has_grad());
+    CHECK(std::all_of(p.grad().begin(), p.grad().end(), [](float v) { return std::isfinite(v); }));
+  }
+}
