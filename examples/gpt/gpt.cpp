@@ -410,11 +410,22 @@ void check_export(const Settings& s) {
         "--export-hf: GPT-2's layout holds --pos learned --norm layernorm "
         "--mlp gelu only, got --pos " +
         s.pos + " --norm " + s.norm + " --mlp " + s.mlp);
+  // The folder is made now and must hold no model: hours of training must not end in a refusal,
+  // nor overwrite another model's files.
+  const fs::path dir(s.export_hf);
   std::error_code ec;
-  if (fs::exists(fs::path(s.export_hf) / "model.safetensors", ec))
-    throw examples::FlagError("--export-hf: " + s.export_hf +
-                              " already holds a model.safetensors; choose a new folder or move "
-                              "that one away (it is never overwritten)");
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir, ec))
+    throw examples::FlagError("--export-hf: cannot make the folder '" + s.export_hf + "'" +
+                              (fs::exists(dir, ec) ? ": a file of that name is there" : ""));
+  for (const char* name : {"model.safetensors", "config.json", "pytorch_model.bin", "vocab.json",
+                           "merges.txt", "model.safetensors.index.json"})
+    if (fs::exists(dir / name, ec) || fs::is_symlink(dir / name, ec))
+      throw examples::FlagError("--export-hf: " + s.export_hf + " already holds " + name +
+                                "; choose a new folder or move its files away (a model is never "
+                                "overwritten)");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw examples::FlagError("--export-hf: cannot write in '" + s.export_hf + "'");
 }
 
 tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer,
@@ -879,7 +890,9 @@ int train_gpt(int argc, char** argv) {
   const TextData text = load_text(s);
   const tt::GPTConfig config = model_config(s, text.tokenizer, init);
   const std::unique_ptr<Trainer> trainer = build_trainer(s, config, init);
-  const auto notes = gpt::model_notes(config, text.tokenizer);
+  auto notes = gpt::model_notes(config, text.tokenizer);
+  notes["gpt.train_block_size"] =
+      std::to_string(s.block_size);  // the windows (--init-from: not n_positions)
 
   const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
   RunRecord run;

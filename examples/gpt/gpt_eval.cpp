@@ -1,5 +1,5 @@
 // examples/gpt/gpt_eval.cpp: score a text with a GPT: the mean loss per token, bits per byte and
-// perplexity, as llm.c and Hugging Face's perplexity guide measure them.
+// perplexity.
 //
 //     gpt_eval --model gpt2 --text shakespeare.txt                 # a Hugging Face GPT-2 folder
 //     gpt_eval --model gpt_out/best.safetensors --text notes.txt   # a checkpoint of examples/gpt
@@ -8,8 +8,10 @@
 // The text is tokenized with the model's own tokenizer (a special token's text, "<|endoftext|>",
 // is read as ordinary text), then cut into windows of --window tokens (default: the model's
 // context, n_positions): window k reads tokens [kW, kW + W) and predicts each next one, so every
-// token but the first is predicted once, from at most W - 1 tokens before it (no window overlaps
-// another; the last one may be shorter). The model runs in eval mode, without recording.
+// token but the text's first is predicted once, from the 1 to W tokens of its window before it
+// (no window overlaps another; the last one may be shorter). Hugging Face's perplexity guide, with
+// a stride equal to the window, scores a window's first target too late by one: its figures
+// differ slightly. The model runs in eval mode, without recording.
 //
 // It prints what it loaded, the text's size in bytes and tokens, a line per window, and last:
 //     gpt_eval result: loss=<mean nats per predicted token> tokens=<predicted tokens>
@@ -78,12 +80,8 @@ Settings parse_settings(int argc, char** argv) {
 // The text of --text, checked before it is read: a regular file (a FIFO would block the read),
 // at most kMaxTextBytes.
 std::string read_text(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxTextBytes)
-    throw DataError("--text: '" + path + "' holds " + std::to_string(size) +
-                    " bytes; gpt_eval reads at most 256 MiB: score a part of it");
-  return io::read_file(path, "--text");
+  return io::read_file(path, "--text (gpt_eval scores at most 256 MiB: take a part)",
+                       kMaxTextBytes);
 }
 
 struct Score {

@@ -56,12 +56,21 @@ void InputFile::read(std::uint64_t offset, void* dst, std::size_t n) const {
   }
 }
 
-std::string read_file(const std::string& path, std::string_view where) {
+std::string read_file(const std::string& path, std::string_view where, std::uint64_t max_bytes) {
   const InputFile in(path, where);
+  if (in.size() > max_bytes)
+    io_error(where, path,
+             "expected at most " + std::to_string(max_bytes) + " bytes, got a file of " +
+                 std::to_string(in.size()),
+             0);
   std::string out(static_cast<std::size_t>(in.size()), '\0');
   std::size_t got = 0;
   for (;;) {  // until end of file: the size is only a hint
-    if (got == out.size()) out.resize(std::max<std::size_t>(2 * out.size(), 4096));
+    if (got == out.size()) {
+      if (got >= max_bytes)  // (it grew while being read)
+        io_error(where, path, "expected at most " + std::to_string(max_bytes) + " bytes", 0);
+      out.resize(std::max<std::size_t>(2 * out.size(), 4096));
+    }
     const ssize_t r = ::read(in.fd(), out.data() + got, out.size() - got);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) io_error(where, path, "cannot read", errno);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/nn/skip_init.hpp"
@@ -54,6 +55,10 @@ std::vector<Weight> gpt2_weights(const GPT2Config& c) {
   w.push_back({"ln_f.weight", {C}, false});
   w.push_back({"ln_f.bias", {C}, false});
   return w;
+}
+
+bool is_float(io::Dtype d) {
+  return d == io::Dtype::F32 || d == io::Dtype::F16 || d == io::Dtype::BF16 || d == io::Dtype::F64;
 }
 
 std::string shape_text(const Shape& s) {
@@ -162,7 +167,14 @@ std::string gpt2_weights_path(const std::string& folder) {
     refuse(folder,
            "holds a sharded model (model.safetensors.index.json); tapegrad reads one "
            "model.safetensors, which every GPT-2 up to XL fits in");
-  for (const char* other : {"pytorch_model.bin", "tf_model.h5", "flax_model.msgpack"})
+  // The folder as a Python string literal, for the command the message suggests.
+  std::string literal = "'";
+  for (const char ch : folder)
+    literal += (ch == '\'' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
+  literal += "'";
+  for (const auto& [other, from] :
+       {std::pair{"pytorch_model.bin", ""}, std::pair{"tf_model.h5", ", from_tf=True"},
+        std::pair{"flax_model.msgpack", ", from_flax=True"}})
     if (present(dir / other))
       refuse(folder,
              std::string("holds ") + other + " and no model.safetensors. tapegrad reads " +
@@ -171,8 +183,8 @@ std::string gpt2_weights_path(const std::string& folder) {
                       ? " and never unpickles (loading a pickle can run any code it holds)"
                       : "") +
                  ". Convert it where transformers is installed: python3 -c \"from transformers "
-                 "import GPT2LMHeadModel as M; M.from_pretrained('" +
-                 folder + "').save_pretrained('" + folder + "', safe_serialization=True)\"");
+                 "import GPT2LMHeadModel as M; M.from_pretrained(" +
+                 literal + from + ").save_pretrained(" + literal + ", safe_serialization=True)\"");
   refuse(folder,
          "has no model.safetensors (a Hugging Face GPT-2 folder holds config.json, "
          "model.safetensors, vocab.json and merges.txt)",
@@ -184,10 +196,8 @@ std::string gpt2_weights_path(const std::string& folder) {
 GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
     : file_(path), config_(config) {
   const auto& tensors = file_.tensors();
-  const bool prefixed = std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
-    return t.name.rfind("transformer.", 0) == 0;
-  });
-  prefix_ = prefixed ? "transformer." : "";
+  // The prefix is the token table's: every other key must carry the same one.
+  prefix_ = file_.find("transformer.wte.weight") != nullptr ? "transformer." : "";
   std::map<std::string, const Weight*> expected;
   const std::vector<Weight> weights = gpt2_weights(config);
   for (const Weight& w : weights) expected.emplace(w.key, &w);
@@ -198,6 +208,9 @@ GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
       if (t.shape != want)
         refuse(path, "lm_head.weight is " + shape_text(t.shape) + ", expected " + shape_text(want) +
                          " (vocab_size, n_embd) from config.json");
+      if (!is_float(t.dtype))
+        refuse(path, "lm_head.weight holds " + std::string(io::dtype_name(t.dtype)) +
+                         ", expected floating-point weights (F32, F16, BF16 or F64)");
       has_lm_head_ = true;
       continue;
     }
@@ -205,39 +218,53 @@ GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
       refuse(path, "unexpected key '" + t.name + "' in a file whose other keys start with '" +
                        prefix_ + "'");
     const std::string key = t.name.substr(prefix_.size());
-    if (is_mask_buffer(key, config.n_layer)) continue;  // a buffer, rebuilt by the model
+    if (is_mask_buffer(key, config.n_layer)) {  // a buffer, not read: the attention masks itself
+      const auto P = std::size_t(config.n_positions);
+      const Shape want = key.ends_with(".masked_bias") ? Shape{} : Shape{1, 1, P, P};
+      if (t.shape != want && !(want.empty() && t.shape == Shape{1}))
+        refuse(path, "'" + t.name + "' is " + shape_text(t.shape) + ", expected the mask buffer " +
+                         shape_text(want) + " (n_positions " + std::to_string(config.n_positions) +
+                         " from config.json)");
+      continue;
+    }
     const auto it = expected.find(key);
     if (it == expected.end())
       refuse(path, "unexpected key '" + t.name + "': GPT-2 with n_layer " +
                        std::to_string(config.n_layer) + " (config.json) has no such tensor");
-    if (it->second == nullptr) refuse(path, "the key '" + t.name + "' appears twice");
     if (t.shape != it->second->shape)
       refuse(path, "'" + t.name + "' is " + shape_text(t.shape) + ", config.json says " +
                        shape_text(it->second->shape) + " (n_embd " + std::to_string(config.n_embd) +
                        ", n_positions " + std::to_string(config.n_positions) + ", vocab_size " +
                        std::to_string(config.vocab_size) + ")");
-    if (t.dtype != io::Dtype::F32 && t.dtype != io::Dtype::F16 && t.dtype != io::Dtype::BF16 &&
-        t.dtype != io::Dtype::F64)
+    if (!is_float(t.dtype))
       refuse(path, "'" + t.name + "' holds " + std::string(io::dtype_name(t.dtype)) +
                        ", expected floating-point weights (F32, F16, BF16 or F64)");
     it->second = nullptr;  // seen
   }
   std::size_t missing = 0;
-  std::string first;
-  for (const auto& [key, w] : expected)
-    if (w != nullptr && missing++ == 0) first = key;
+  std::string first;  // the first missing in the model's order: where a cut list stops
+  for (const Weight& w : weights)
+    if (expected.at(w.key) != nullptr && missing++ == 0) first = w.key;
   if (missing > 0) {
-    // The first in the file's own order, so that a truncated list names where it stops.
-    for (const Weight& w : weights)
-      if (expected.at(w.key) != nullptr) {
-        first = w.key;
-        break;
-      }
     refuse(path, "missing key '" + prefix_ + first + "'" +
                      (missing > 1 ? " and " + std::to_string(missing - 1) + " more" : "") +
                      " (GPT-2 with n_layer " + std::to_string(config.n_layer) +
                      " from config.json has " + std::to_string(weights.size()) + " weights)");
   }
+  // The model these sizes make must fit in memory: a sparse file can be as large as any config
+  // asks at no cost, and a model allocated past the machine's memory dies instead of refusing.
+  double bytes = 0.0;
+  for (const Weight& w : weights) {
+    double n = 4.0;
+    for (const std::size_t d : w.shape) n *= double(d);
+    bytes += n;
+  }
+  const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory)
+    refuse(path, "the model of config.json's sizes needs " +
+                     std::to_string(std::int64_t(bytes / 1e6)) +
+                     " MB of float32 weights, more than this machine's " +
+                     std::to_string(std::int64_t(memory / 1e6)) + " MB of memory");
 }
 
 void GPT2Weights::read_into(tt::GPT& model) const {
@@ -334,11 +361,11 @@ void save_gpt2(const tt::GPT& model, const std::string& folder,
                       "save_gpt2: expected a tokenizer of vocab_size ", c.vocab_size,
                       " tokens, got ", tokenizer->vocab_size());
   const fs::path dir(folder);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir, ec))
+  std::error_code made, is_dir;
+  fs::create_directories(dir, made);
+  if (!fs::is_directory(dir, is_dir))
     throw CheckpointError("save_gpt2: cannot make the folder '" + folder + "'" +
-                              (ec ? ": " + ec.message() : std::string()),
+                              (made ? ": " + made.message() : ": a file of that name is there"),
                           "IoError");
   const std::map<std::string, Parameter> params = parameters_by_name(model);
   io::SafetensorsFile f;
@@ -353,12 +380,14 @@ void save_gpt2(const tt::GPT& model, const std::string& folder,
     f.add("transformer." + w.key, std::move(file_layout));
   }
   f.set_metadata("format", "pt");  // what transformers' save_pretrained writes
-  io::save_safetensors((dir / "model.safetensors").string(), f);
+  // The weights last: a save cut short leaves a folder that load_gpt2 refuses (no
+  // model.safetensors), never weights beside another model's config.
   io::write_file_atomic((dir / "config.json").string(), c.to_json(), "save_gpt2");
   if (tokenizer) {
     io::write_file_atomic((dir / "vocab.json").string(), tokenizer->vocab_json(), "save_gpt2");
     io::write_file_atomic((dir / "merges.txt").string(), tokenizer->merges_txt(), "save_gpt2");
   }
+  io::save_safetensors((dir / "model.safetensors").string(), f);
 }
 
 }  // namespace tapegrad::pretrained

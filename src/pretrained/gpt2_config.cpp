@@ -92,13 +92,16 @@ class Fields {
 };
 
 json parse_config(const std::string& path) {
-  const std::string text = io::read_file(path, "read_gpt2_config");
   const auto refuse = [&](const std::string& why) {
     throw CheckpointError("read_gpt2_config: '" + path + "': " + why, "InvalidConfig");
   };
-  if (text.size() > kMaxConfigBytes)
-    refuse("expected a config.json of at most 1 MiB, got " + std::to_string(text.size()) +
-           " bytes");
+  std::string text;
+  try {
+    text = io::read_file(path, "read_gpt2_config", kMaxConfigBytes);
+  } catch (const CheckpointError& e) {
+    if (std::string(e.what()).find("expected at most") == std::string::npos) throw;
+    refuse("expected a config.json of at most 1 MiB (1048576 bytes): " + std::string(e.what()));
+  }
   // Nesting deeper than a few levels is no GPT-2 config ("task_specific_params" nests 3 deep);
   // refusing it as it is met bounds the parser's work on a hostile file.
   struct TooDeep {};
@@ -178,14 +181,16 @@ nn::transformer::GPTConfig GPT2Config::gpt_config(double dropout) const {
 }
 
 std::string GPT2Config::to_json() const {
-  // transformers' GPT2Config.to_json_string for GPT-2, with these sizes: every field it writes,
-  // so that the folder loads there as it was saved here.
+  // transformers' GPT2Config.to_json_string for GPT-2, with these sizes: the fields it writes
+  // (but transformers_version and torch_dtype), so that the folder loads there as saved here.
+  // GPT-2's <|endoftext|> is 50256; a model of a smaller vocabulary has no such token.
+  const json end_of_text = vocab_size > 50256 ? json(50256) : json(nullptr);
   json j = {{"activation_function", activation_function},
             {"architectures", {"GPT2LMHeadModel"}},
             {"attn_pdrop", attn_pdrop},
-            {"bos_token_id", 50256},
+            {"bos_token_id", end_of_text},
             {"embd_pdrop", embd_pdrop},
-            {"eos_token_id", 50256},
+            {"eos_token_id", end_of_text},
             {"initializer_range", 0.02},
             {"layer_norm_epsilon", layer_norm_epsilon},
             {"model_type", "gpt2"},

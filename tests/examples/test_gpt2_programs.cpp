@@ -197,8 +197,24 @@ TEST_SUITE("examples.gpt2") {
     const ProgramOutput again = run(
         TAPEGRAD_GPT, common + "--out " + q(dir / "run2") + " --export-hf " + q(dir / "exported"));
     CHECK(again.status == 2);
-    CHECK(again.text.find("already holds a model.safetensors") != std::string::npos);
+    CHECK(again.text.find("already holds model.safetensors") != std::string::npos);
     CHECK_FALSE(fs::exists(dir / "run2" / "last.safetensors"));
+    fs::create_directories(dir / "other");
+    std::ofstream(dir / "other" / "config.json") << "{}";
+    const ProgramOutput other =
+        run(TAPEGRAD_GPT, common + "--out " + q(dir / "run5") + " --export-hf " + q(dir / "other"));
+    CHECK(other.status == 2);
+    CHECK(other.text.find("already holds config.json") != std::string::npos);
+    const ProgramOutput file =
+        run(TAPEGRAD_GPT, common + "--out " + q(dir / "run6") + " --export-hf " + q(text));
+    CHECK(file.status == 2);
+    CHECK(file.text.find("a file of that name is there") != std::string::npos);
+    // --resume with other training windows is refused, as any other change of the run
+    REQUIRE(run(TAPEGRAD_GPT, common + "--stop-after 3 --out " + q(dir / "run7")).status == 0);
+    const ProgramOutput windows =
+        run(TAPEGRAD_GPT, common + "--resume --block-size 8 --out " + q(dir / "run7"));
+    CHECK(windows.status == 2);
+    CHECK(windows.text.find("was made with another train_block_size") != std::string::npos);
     const ProgramOutput sizes = run(TAPEGRAD_GPT, common + "--n-layer 3 --out " + q(dir / "run3"));
     CHECK(sizes.status == 2);
     CHECK(sizes.text.find("--n-layer does not go with --init-from") != std::string::npos);

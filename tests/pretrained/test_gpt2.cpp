@@ -220,6 +220,17 @@ TEST_CASE("load_gpt2 refuses a missing, extra or misshapen key before reading a 
   CHECK(m.find("'transformer.ln_f.bias' holds I64, expected floating-point weights") !=
         std::string::npos);
 
+  m = refusal(with_edit("lm_head_dtype", [](io::SafetensorsFile& f) {
+    f.add("lm_head.weight", IndexArray::from_shape({37, 8}));
+  }));
+  CHECK(m.find("lm_head.weight holds I64, expected floating-point weights") != std::string::npos);
+
+  m = refusal(with_edit("mask_shape", [](io::SafetensorsFile& f) {
+    f.add("transformer.h.0.attn.bias", Array::from_shape({3}));
+  }));
+  CHECK(m.find("'transformer.h.0.attn.bias' is (3,), expected the mask buffer (1, 1, 8, 8)") !=
+        std::string::npos);
+
   m = refusal(with_edit("lm_head_shape", [](io::SafetensorsFile& f) {
     f.add("lm_head.weight", Array::from_shape({36, 8}));
   }));

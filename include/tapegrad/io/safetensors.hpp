@@ -227,6 +227,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes,
                        std::string_view where = "write_file_atomic");
 /// The whole content of a regular file; CheckpointError (kind "IoError") for a missing file, a
 /// folder, a device or pipe, or a read error, naming the path.
-std::string read_file(const std::string& path, std::string_view where = "read_file");
+/// A file over `max_bytes` (by its size, before a byte is read) is a CheckpointError (kind
+/// "IoError") naming the path and both sizes.
+std::string read_file(const std::string& path, std::string_view where = "read_file",
+                      std::uint64_t max_bytes = UINT64_MAX);
 
 }  // namespace tapegrad::io

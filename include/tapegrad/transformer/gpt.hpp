@@ -78,7 +78,7 @@ struct GPTConfig {
   /// attention turns its queries and keys, RoFormer's rotary embedding; n_embd / n_head even).
   TAPEGRAD_ARG(std::string, position) = "learned";
   /// "layernorm" (LayerNorm, weight and bias, GPT-2's; default) or "rmsnorm" (RMSNorm, weight
-  /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps 1e-5 either way.
+  /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps norm_eps either way.
   TAPEGRAD_ARG(std::string, norm) = "layernorm";
   /// The epsilon of every norm, in (0, 1) (default 1e-5, nn.LayerNorm's and GPT-2's
   /// layer_norm_epsilon).
