@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include <xtensor/xbuilder.hpp>
+
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/io.hpp>
 #include <tapegrad/nn/skip_init.hpp>
@@ -208,31 +210,31 @@ TEST_CASE("load_gpt2 refuses a missing, extra or misshapen key before reading a 
 
   m = refusal(with_edit("shape", [&](io::SafetensorsFile& f) {
     drop("transformer.h.0.attn.c_attn.weight")(f);
-    f.add("transformer.h.0.attn.c_attn.weight", Array::from_shape({24, 8}));  // Linear's layout
+    f.add("transformer.h.0.attn.c_attn.weight", Array(xt::zeros<float>({24, 8})));  // Linear's layout
   }));
   CHECK(m.find("'transformer.h.0.attn.c_attn.weight' is (24, 8), config.json says (8, 24)") !=
         std::string::npos);
 
   m = refusal(with_edit("dtype", [&](io::SafetensorsFile& f) {
     drop("transformer.ln_f.bias")(f);
-    f.add("transformer.ln_f.bias", IndexArray::from_shape({8}));
+    f.add("transformer.ln_f.bias", IndexArray(xt::zeros<std::int64_t>({8})));
   }));
   CHECK(m.find("'transformer.ln_f.bias' holds I64, expected floating-point weights") !=
         std::string::npos);
 
   m = refusal(with_edit("lm_head_dtype", [](io::SafetensorsFile& f) {
-    f.add("lm_head.weight", IndexArray::from_shape({37, 8}));
+    f.add("lm_head.weight", IndexArray(xt::zeros<std::int64_t>({37, 8})));
   }));
   CHECK(m.find("lm_head.weight holds I64, expected floating-point weights") != std::string::npos);
 
   m = refusal(with_edit("mask_shape", [](io::SafetensorsFile& f) {
-    f.add("transformer.h.0.attn.bias", Array::from_shape({3}));
+    f.add("transformer.h.0.attn.bias", Array(xt::zeros<float>({3})));
   }));
   CHECK(m.find("'transformer.h.0.attn.bias' is (3,), expected the mask buffer (1, 1, 8, 8)") !=
         std::string::npos);
 
   m = refusal(with_edit("lm_head_shape", [](io::SafetensorsFile& f) {
-    f.add("lm_head.weight", Array::from_shape({36, 8}));
+    f.add("lm_head.weight", Array(xt::zeros<float>({36, 8})));
   }));
   CHECK(m.find("lm_head.weight is (36, 8), expected (37, 8) (vocab_size, n_embd)") !=
         std::string::npos);
