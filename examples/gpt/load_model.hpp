@@ -75,7 +75,7 @@ inline LoadedModel load_model(const std::string& path) {
     tapegrad::nn::SkipInitGuard skip;  // io::load below writes every parameter (strict)
     model = std::make_shared<tt::GPT>(config, std::make_shared<tapegrad::Generator>(0));
   }
-  tapegrad::io::load(*model, path);  // the "model." part of the training checkpoint, strict
+  tapegrad::io::load(*model, f, path);  // the "model." part of the training checkpoint, strict
   check_finite(*model, path);
   model->eval();
   return {model, std::move(tokenizer), "gpt checkpoint", seconds()};

@@ -114,8 +114,10 @@ void save(const nn::Module& module, const std::string& path) {
   save_safetensors(path, file);  // adds "tapegrad.version"
 }
 
-nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict) {
-  SafetensorsFile file = load_safetensors(path);
+namespace {
+// io::load's body: the module's state from `file` (its values moved out of `owned` when given).
+nn::IncompatibleKeys load_from(nn::Module& module, const SafetensorsFile& file,
+                               SafetensorsFile* owned, const std::string& path, bool strict) {
   const std::string where = where_in("io::load", path);
   const std::string prefix =
       file.metadata_value(kTrainingMarkerKey) == kTrainingMarker ? kModelPrefix : "";
@@ -128,13 +130,24 @@ nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool stri
     }
     return own_keys->contains(key);
   };
-  const nn::StateDict sd = state_dict_from(file, &file, prefix, where, is_module_key);
+  const nn::StateDict sd = state_dict_from(file, owned, prefix, where, is_module_key);
   try {
     return module.load_state_dict(sd, strict);
   } catch (const StateDictError& e) {  // PyTorch's text, then which file it was
     throw StateDictError(std::string(e.what()) + "\n\tcheckpoint: " + in_quotes(path), e.missing,
                          e.unexpected, e.mismatches);
   }
+}
+}  // namespace
+
+nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict) {
+  SafetensorsFile file = load_safetensors(path);
+  return load_from(module, file, &file, path, strict);
+}
+
+nn::IncompatibleKeys load(nn::Module& module, const SafetensorsFile& file, const std::string& path,
+                          bool strict) {
+  return load_from(module, file, nullptr, path, strict);
 }
 
 nn::StateDict load_state_dict(const std::string& path) {

@@ -53,6 +53,10 @@ void save(const nn::Module& module, const std::string& path);
 /// too: its "model." part is loaded. Values are loaded as they are, NaN and Inf included (an F64
 /// beyond float's range becomes Inf); TrainingCheckpoint::load refuses non-finite parameters.
 nn::IncompatibleKeys load(nn::Module& module, const std::string& path, bool strict = true);
+/// load() from a file already read (load_safetensors(path)), for a caller that read it for its
+/// metadata first: the same checks and messages, without reading it twice.
+nn::IncompatibleKeys load(nn::Module& module, const SafetensorsFile& file, const std::string& path,
+                          bool strict = true);
 
 /// The tensors of a model file as a StateDict (float32, ties restored as aliases), e.g. to compare
 /// with nn::diff_state_dicts(model.state_dict(), io::load_state_dict(path)).
