@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
-#include <vector>
 
 #ifdef TAPEGRAD_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -28,12 +28,43 @@ namespace tapegrad::ops::detail {
 
 namespace {
 
-// The stored matrix (rows x cols, leading dimension ld) rounded to bfloat16, compact (ld = cols).
-template <class Out, class Convert>
-void compact(const float* src, std::size_t rows, std::size_t cols, std::size_t ld, Out* dst,
-             Convert convert) {
+// The stored matrix (rows x cols, leading dimension ld) rounded to bfloat16, compact (ld = cols):
+// the bfloat16 bits, or (as_float) the floats they stand for. This loop is a tenth or more of a
+// bf16 training step, and it is integer arithmetic that every instruction set does alike, so GCC
+// compiles it three times (AVX-512, AVX2 and the x86-64 baseline) and the loader picks the widest
+// this CPU runs: the same bits from each.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TAPEGRAD_WIDEST_X86 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TAPEGRAD_WIDEST_X86
+#endif
+TAPEGRAD_WIDEST_X86
+void compact_bf16(const float* src, std::size_t rows, std::size_t cols, std::size_t ld,
+                  std::uint16_t* dst) {
   for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) dst[r * cols + c] = convert(src[r * ld + c]);
+    for (std::size_t c = 0; c < cols; ++c) dst[r * cols + c] = autocast::to_bf16(src[r * ld + c]);
+}
+TAPEGRAD_WIDEST_X86
+void compact_rounded(const float* src, std::size_t rows, std::size_t cols, std::size_t ld,
+                     float* dst) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c)
+      dst[r * cols + c] = autocast::round_to_bf16(src[r * ld + c]);
+}
+
+// A working buffer of this thread's that only grows: each product would otherwise allocate (and
+// zero) two fresh arrays, whose page faults cost as much as the rounding. It keeps the largest
+// operands this thread has rounded (an lm_head of GPT-2 124M: 77 MB) until the thread ends.
+template <class T>
+T* scratch(std::size_t n, int which) {
+  struct Buffer {
+    std::unique_ptr<T[]> data;
+    std::size_t size = 0;
+  };
+  thread_local Buffer buffers[2];
+  Buffer& b = buffers[which];
+  if (b.size < n) b.data = std::make_unique_for_overwrite<T[]>(n), b.size = n;
+  return b.data.get();
 }
 
 #ifdef TAPEGRAD_ONEDNN
@@ -138,16 +169,18 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
   if (gemm_engine() != GemmEngine::reference && M * N * K >= kMinMultiplyAdds) {
     warn_if_emulated();
     match_onednn_threads();
-    std::vector<std::uint16_t> a(a_rows * a_cols), b(b_rows * b_cols);
-    compact(A, a_rows, a_cols, lda, a.data(), autocast::to_bf16);
-    compact(B, b_rows, b_cols, ldb, b.data(), autocast::to_bf16);
-    if (matmuls().run(ta, tb, M, N, K, alpha, a.data(), b.data(), beta, C, ldc)) return;
+    std::uint16_t* a = scratch<std::uint16_t>(a_rows * a_cols, 0);
+    std::uint16_t* b = scratch<std::uint16_t>(b_rows * b_cols, 1);
+    compact_bf16(A, a_rows, a_cols, lda, a);
+    compact_bf16(B, b_rows, b_cols, ldb, b);
+    if (matmuls().run(ta, tb, M, N, K, alpha, a, b, beta, C, ldc)) return;
   }
 #endif
-  std::vector<float> a(a_rows * a_cols), b(b_rows * b_cols);
-  compact(A, a_rows, a_cols, lda, a.data(), autocast::round_to_bf16);
-  compact(B, b_rows, b_cols, ldb, b.data(), autocast::round_to_bf16);
-  fp32_gemm(ta, tb, M, N, K, alpha, a.data(), a_cols, b.data(), b_cols, beta, C, ldc);
+  float* a = scratch<float>(a_rows * a_cols, 0);
+  float* b = scratch<float>(b_rows * b_cols, 1);
+  compact_rounded(A, a_rows, a_cols, lda, a);
+  compact_rounded(B, b_rows, b_cols, ldb, b);
+  fp32_gemm(ta, tb, M, N, K, alpha, a, a_cols, b, b_cols, beta, C, ldc);
 }
 
 }  // namespace tapegrad::ops::detail

@@ -142,3 +142,38 @@ TEST_CASE("a GPT step in bf16 stays close to float32, its parameters and gradien
     CHECK(std::all_of(p.grad().begin(), p.grad().end(), [](float v) { return std::isfinite(v); }));
   }
 }
+
+TEST_CASE("a product big enough for oneDNN's bf16 kernels stays within the bound, whatever the "
+          "thread count") {
+  // 2^20 multiply-adds or more go to oneDNN (smaller ones take the float32 engine): 130 x 100 x 90
+  // is 1.17 million. Linear's product too, which reads its weight transposed.
+  const EngineScope restore;
+  const int threads = get_num_threads();
+  Generator gen(5);
+  const Tensor a = Tensor(randn({130, 90}, &gen)), b = Tensor(randn({90, 100}, &gen));
+  const Tensor w = Tensor(randn({100, 90}, &gen));  // linear(a, w) = a w^T
+  Array wt = Array::from_shape({90, 100});
+  for (std::size_t i = 0; i < 90; ++i)
+    for (std::size_t j = 0; j < 100; ++j) wt(i, j) = w.data()(j, i);
+  Array want, bound;
+  for (const GemmEngine engine : available_gemm_engines()) {
+    CAPTURE(to_string(engine));
+    set_gemm_engine(engine);
+    for (const bool linear : {false, true}) {
+      rounded_product(a.data(), linear ? wt : b.data(), want, bound);
+      std::vector<Array> results;
+      for (const int n : {1, 2, 3}) {
+        set_num_threads(n);
+        autocast::bf16 mixed;
+        results.push_back(linear ? ops::linear(a, w, Tensor()).data() : ops::matmul(a, b).data());
+      }
+      set_num_threads(threads);
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        outside += std::abs(results[0].data()[i] - want.data()[i]) > bound.data()[i];
+      CHECK(outside == 0);
+      CHECK(testing::bit_equal(results[0], results[1]));  // 1 thread and 2: the same bits
+      CHECK(testing::bit_equal(results[0], results[2]));  // and 3
+    }
+  }
+}
