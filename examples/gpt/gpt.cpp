@@ -95,6 +95,7 @@ struct Settings {
   std::string export_hf;           ///< --export-hf DIR
   std::int64_t grad_accum = 1;     ///< micro-batches per step
   bool bf16 = false;               ///< --bf16: the matrix products in bfloat16 (autocast)
+  std::int64_t profile = 0;        ///< --profile N: the profiler's table of N training steps
   bool resume = false, quiet = false, check_in_sync = false;
 };
 
@@ -194,6 +195,11 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--sample-tokens", s.sample_tokens, "tokens to generate at the end")
       ->check(integer_in(0, 100'000));
   app.add_flag("--quiet", s.quiet, "no progress lines");
+  app.add_option("--profile", s.profile,
+                 "print the profiler's table of this many training steps, taken after 10 "
+                 "warm-up steps: each op's forward and backward time, the products' GFLOP/s, "
+                 "[bf16] on the products run in bfloat16 (docs/engine.md#the-profiler)")
+      ->check(integer_in(1, 10'000'000));
   app.add_flag(
       "--check-in-sync", s.check_in_sync,
       "under mpirun: after every backward, check that every rank holds the same bits (slower)");
@@ -648,21 +654,41 @@ void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
   const std::int64_t stop = s.stop_after > 0 ? std::min(s.stop_after, s.steps) : s.steps;
   double shown_at = -1.0;
+  // --profile N: steps [first, first + N) are profiled, after 10 warm-up steps where the run
+  // has them; a validation cuts the window short (its time is nobody's training step).
+  const std::int64_t profile_first =
+      std::clamp<std::int64_t>(stop - s.profile, run.step, run.step + 10);
+  std::optional<autograd::Profiler> profiler;
+  std::int64_t profiled = 0;
+  const auto print_profile = [&] {
+    if (!profiler) return;
+    profiler->stop();
+    if (con.rank == 0)
+      std::cout << con.clear_line() << "profile of " << profiled << " training step"
+                << (profiled == 1 ? "" : "s") << " (" << (run.step - profiled + 1) << " to "
+                << run.step << "), CPU time of all threads:\n"
+                << *profiler << std::flush;
+    profiler.reset();
+  };
   t.model.train();
   while (run.step < stop) {
     const auto t0 = std::chrono::steady_clock::now();
     const double lr = t.sched.get_last_lr()[0];
+    if (s.profile > 0 && run.step == profile_first) profiler.emplace();
     const double loss = train_step(t, d, s, con);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.train_seconds += dt;
     run.step_seconds.push_back(float(dt));
     run.train_losses.push_back(float(loss));
     const std::int64_t done = ++run.step;
+    const bool evaluates =
+        con.rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop);
+    if (profiler && (++profiled == s.profile || evaluates || done == stop)) print_profile();
     const bool show =
         done == stop || (con.in_place ? run.train_seconds - shown_at >= 0.1
                                       : done % std::max<std::int64_t>(1, s.steps / 10) == 0);
     if (!con.quiet && show) shown_at = run.train_seconds, show_progress(run, s, con, lr);
-    if (con.rank == 0 && (done % s.eval_every == 0 || done == s.steps || done == stop)) {
+    if (evaluates) {
       const ValidationLoss v = validation_loss(t.model, d, B, T);
       run.val_history.emplace_back(done, float(v.nats_per_token));
       run.val_bits_per_byte = v.bits_per_byte;

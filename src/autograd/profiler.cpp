@@ -19,6 +19,7 @@
 #include "../core/gemm.hpp"
 #include "engine.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/core/autocast.hpp"
 #include "tapegrad/core/threads.hpp"
 
 namespace tapegrad::autograd {
@@ -107,10 +108,20 @@ double backward_bytes(const EntryBase& e) {
   return 4 * n;
 }
 
+// The row's name: the op's, marked " [bf16]" when its products ran with bfloat16 operands, which
+// the ops whose products go through detail::gemm do inside an autocast::bf16 scope (the causal
+// attention's are its own float32 loops, core/autocast.hpp).
+std::string row_name(const EntryBase& e) {
+  const std::string op = e.op;
+  const bool gemm_op = op == "matmul" || op == "linear" || op == "scaled_dot_product_attention";
+  return gemm_op && autocast::bf16_enabled() ? op + " [bf16]" : op;
+}
+
 void add(ProfileData& p, const EntryBase& e, bool backward, double seconds) {
-  Profiler::Row& r = p.rows[{e.op, backward}];
+  const std::string name = row_name(e);
+  Profiler::Row& r = p.rows[{name, backward}];
   if (r.calls == 0) {
-    r.op = e.op;
+    r.op = name;
     r.backward = backward;
   }
   ++r.calls;
@@ -173,6 +184,21 @@ MachinePeak measure_peak() {
   return peak;
 }
 
+double measure_bf16_peak() {
+  static const double peak = [] {
+    const std::size_t n = 512;
+    std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
+    autocast::bf16 mixed;
+    const double gemm = best_seconds(5, [&] {
+      ops::detail::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    });
+    volatile float keep = c[0];
+    (void)keep;
+    return 2.0 * double(n * n * n) / gemm / 1e9;
+  }();
+  return peak;
+}
+
 // ---- the Profiler ------------------------------------------------------------------------------
 
 Profiler::Profiler(MachinePeak peak) : data_(std::make_unique<detail::ProfileData>()) {
@@ -225,16 +251,22 @@ std::string Profiler::table() {
     if (peak.gflops <= 0) peak.gflops = measured.gflops;
     if (peak.gbytes_per_s <= 0) peak.gbytes_per_s = measured.gbytes_per_s;
   }
+  const auto is_bf16 = [](const Row& r) { return r.op.ends_with(" [bf16]"); };
+  const bool any_bf16 = std::any_of(all.begin(), all.end(), is_bf16);
+  if (any_bf16 && peak.bf16_gflops <= 0) peak.bf16_gflops = measure_bf16_peak();
   const double total = total_seconds();
   std::ostringstream os;
   char line[256];
   // The peak's sgemm runs on tapegrad's threads as the model's products do (ops::detail::gemm
   // shares a product out over at most 2 of them); the triad is one loop on one thread.
   const int threads = get_num_threads();
+  char bf16_peak[48] = "";
+  if (any_bf16) std::snprintf(bf16_peak, sizeof bf16_peak, ", %.1f GFLOP/s (bf16)", peak.bf16_gflops);
   std::snprintf(line, sizeof line,
-                "profile: %.3f ms of CPU time; peak %.1f GFLOP/s (sgemm), %.1f GB/s (triad); "
+                "profile: %.3f ms of CPU time; peak %.1f GFLOP/s (sgemm)%s, %.1f GB/s (triad); "
                 "%d thread%s\n",
-                total * 1e3, peak.gflops, peak.gbytes_per_s, threads, threads == 1 ? "" : "s");
+                total * 1e3, peak.gflops, bf16_peak, peak.gbytes_per_s, threads,
+                threads == 1 ? "" : "s");
   os << line;
   std::snprintf(line, sizeof line, "%-30s %-8s %7s %11s %7s %16s %7s\n", "op", "pass", "calls",
                 "total ms", "share", "rate", "% peak");
@@ -243,8 +275,9 @@ std::string Profiler::table() {
     char rate[32] = "-", share_of_peak[16] = "-";
     if (r.seconds > 0 && r.flops > 0) {
       std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", r.flops / r.seconds / 1e9);
+      const double of = is_bf16(r) ? peak.bf16_gflops : peak.gflops;
       std::snprintf(share_of_peak, sizeof share_of_peak, "%.0f %%",
-                    100 * r.flops / r.seconds / 1e9 / peak.gflops);
+                    100 * r.flops / r.seconds / 1e9 / of);
     } else if (r.seconds > 0 && r.bytes > 0) {
       std::snprintf(rate, sizeof rate, "%.1f GB/s", r.bytes / r.seconds / 1e9);
       std::snprintf(share_of_peak, sizeof share_of_peak, "%.0f %%",

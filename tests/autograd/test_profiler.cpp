@@ -1,6 +1,6 @@
 // tests/autograd/test_profiler.cpp: autograd::Profiler's table: the calls per op and pass for a
-// known graph, the shares adding up to the profiled time, the FLOPs and bytes it counts, and
-// that nothing is timed unless a Profiler is on.
+// known graph, the shares adding up to the profiled time, the FLOPs and bytes it counts, the
+// products run in bf16 marked apart, and that nothing is timed unless a Profiler is on.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -85,6 +85,25 @@ TEST_SUITE("autograd.profiler") {
     CHECK(rows[{"matmul", false}].bytes == 0);
     CHECK(rows[{"mul", false}].bytes == 4.0 * (3 + 3 + 3));  // both inputs and the output
     CHECK(rows[{"mul", false}].flops == 0);
+  }
+
+  TEST_CASE("products run inside an autocast::bf16 scope have rows of their own, marked [bf16]") {
+    Tensor a(Array::from_shape({2, 3}), true), b(Array::from_shape({3, 4}), true);
+    Tensor x(Array{1.f, 2.f, 3.f}, true);
+    autograd::Profiler prof(autograd::MachinePeak{1, 1});
+    ops::sum(ops::matmul(a, b)).backward();  // float32
+    {
+      autocast::bf16 mixed;
+      ops::sum(ops::matmul(a, b)).backward();
+      ops::sum(ops::mul(x, x)).backward();  // not a product: float32 in the scope too
+    }
+    auto rows = by_op(prof);
+    CHECK(rows[{"matmul", false}].calls == 1);
+    CHECK(rows[{"matmul [bf16]", false}].calls == 1);
+    CHECK(rows[{"matmul [bf16]", true}].calls == 1);
+    CHECK(rows[{"matmul [bf16]", false}].flops == 2.0 * 2 * 4 * 3);
+    CHECK(rows[{"mul", false}].calls == 1);
+    CHECK(rows.count({"mul [bf16]", false}) == 0);
   }
 
   TEST_CASE("a second Profiler on the same thread is refused") {

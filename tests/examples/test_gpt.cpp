@@ -275,6 +275,36 @@ TEST_SUITE("examples.gpt") {
                        (dir / "two" / "last.safetensors").string()));
   }
 
+  TEST_CASE("--profile N prints the profiler's table of N steps, [bf16] on the products of a "
+            "--bf16 run, and changes nothing the run computes") {
+    const fs::path dir = folder("profile");
+    const std::string data = " --data '" + tiny_corpus(dir).string() +
+                             "' --steps 20 --eval-every 20 --sample-tokens 0" + kTiny;
+    const Output plain = run(TAPEGRAD_GPT, data + " --out '" + (dir / "plain").string() + "'");
+    const Output profiled =
+        run(TAPEGRAD_GPT, data + " --profile 4 --out '" + (dir / "profiled").string() + "'");
+    INFO(profiled.text);
+    REQUIRE(plain.status == 0);
+    REQUIRE(profiled.status == 0);
+    CHECK(profiled.text.find("profile of 4 training steps (11 to 14)") != std::string::npos);
+    CHECK(profiled.text.find("\nlinear ") != std::string::npos);
+    CHECK(profiled.text.find("(outside recorded ops)") != std::string::npos);
+    CHECK(plain.text.find("profile of") == std::string::npos);
+    CHECK(same_tensors((dir / "plain" / "last.safetensors").string(),
+                       (dir / "profiled" / "last.safetensors").string()));
+    // A run shorter than the warm-up and the window: its last steps, cut short by validation.
+    const Output mixed = run(TAPEGRAD_GPT, data + " --steps 6 --eval-every 3 --bf16 --profile 5 "
+                                                  "--out '" + (dir / "bf16").string() + "'");
+    INFO(mixed.text);
+    REQUIRE(mixed.status == 0);
+    CHECK(mixed.text.find("profile of 2 training steps (2 to 3)") != std::string::npos);
+    CHECK(mixed.text.find("\nlinear [bf16] ") != std::string::npos);
+    CHECK(mixed.text.find("GFLOP/s (bf16)") != std::string::npos);
+    const Output zero = run(TAPEGRAD_GPT, data + " --profile 0");
+    CHECK(zero.status == 2);
+    CHECK(zero.text.find("--profile") != std::string::npos);
+  }
+
   TEST_CASE(
       "gpt_sample: the same seed gives the same text, and the cache changes nothing but the "
       "speed") {

@@ -11,8 +11,9 @@
 //
 // One row per op and direction (forward, backward): calls, total time, share of the profiled
 // time, and for matrix products GFLOP/s (for other ops GB/s) with the percentage of the machine's
-// peak. A last row holds the time spent outside any recorded op (the optimizer, data, the
-// engine's own walk), so the shares add up to 100 %.
+// peak; a product run inside an autocast::bf16 scope has a row of its own, "linear [bf16]",
+// whose % peak is of the bf16 product's peak. A last row holds the time spent outside any
+// recorded op (the optimizer, data, the engine's own walk), so the shares add up to 100 %.
 //
 // What is timed: a backward row is the time of the op's backward closures. A forward row is the
 // time from the end of the previous event on this thread (the previous recorded op, the start of
@@ -44,18 +45,22 @@ struct ProfileData;  // src/autograd/profiler.cpp
 struct MachinePeak {
   double gflops = 0;
   double gbytes_per_s = 0;
+  double bf16_gflops = 0;  ///< the same product inside an autocast::bf16 scope ([bf16] rows)
 };
 
 /// Measures the peak once per process and remembers it: the best of a few 512x512x512 sgemms
 /// (the BLAS tapegrad uses, as configured now) and of a few STREAM triads a[i] = b[i] + s * c[i]
 /// over 3 x 32 MiB, counted as 12 bytes per element. Takes about a tenth of a second.
 MachinePeak measure_peak();
+/// The bf16 rows' peak, measured once per process when a table first has one: the same 512^3
+/// product inside an autocast::bf16 scope (on oneDNN's bf16 kernels where tapegrad has them).
+double measure_bf16_peak();
 
 class Profiler {
  public:
   /// One aggregated row of the table.
   struct Row {
-    std::string op;         ///< "matmul", or "(outside recorded ops)"
+    std::string op;         ///< "matmul", "linear [bf16]" (in an autocast::bf16 scope), "(outside recorded ops)"
     bool backward = false;  ///< the op's backward closures, else its forward
     std::size_t calls = 0;
     double seconds = 0;
