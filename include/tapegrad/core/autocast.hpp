@@ -2,9 +2,10 @@
 //
 // Mixed precision on the CPU, as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16)
 // (https://docs.pytorch.org/docs/stable/amp.html): within an autocast::bf16 scope, every matrix
-// product (Linear, matmul, the attention's two products, and their backward products) rounds its
-// two operands to bfloat16, multiplies them, and accumulates the sum in float32. Everything else
-// (layer norm, softmax, the losses, the reductions, the optimizer) stays float32, and so do the
+// product (Linear, matmul, scaled_dot_product_attention's two products, and their backward
+// products) rounds its two operands to bfloat16, multiplies them, and accumulates the sum in
+// float32. causal_self_attention, whose small products are loops of its own, stays float32, and
+// so does everything else (layer norm, softmax, the losses, the reductions, the optimizer), and the
 // parameters, their gradients and every tensor a user sees: only the products' inputs are rounded.
 // No loss scaling is needed: bfloat16 has float32's 8 exponent bits, so a gradient that fits in a
 // float fits in a bfloat16; it keeps 7 of float32's 23 mantissa bits (docs/bf16.md).
