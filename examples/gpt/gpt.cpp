@@ -36,7 +36,8 @@
 // holds the whole model and trains on its own --batch-size windows of each step's N * B, which
 // all ranks draw alike from the shared data generator (rank r takes windows r*B .. r*B + B - 1);
 // distributed::DistributedDataParallel averages the gradients during backward, so every rank
-// takes the same optimizer step. Rank 0 alone prints, validates and writes the checkpoints; the
+// takes the same optimizer step. Rank 0 alone prints (to standard output: every rank's warnings
+// and errors still reach standard error), validates and writes the checkpoints; the
 // checkpoint holds nothing about the number of ranks, so --resume continues on any number of
 // them (with N' ranks, each step then trains on N' * B windows).
 //

@@ -17,6 +17,8 @@
 //      entry), or is not 8 lowercase hex digits
 //   6b a metadata entry's value does not have the CRC-32C stored  ChecksumMismatch
 //      for it, or has none in a file that has metadata checksums
+//   6c a tensor has no checksum entry in a file whose other        ChecksumMismatch
+//      tensors have one
 //   11 a tensor's bytes do not have the CRC-32C its entry gives   ChecksumMismatch
 // Message shape:
 //    load_safetensors: 'model.safetensors': InvalidOffset: expected tensor 'b' to start at byte 24, got 28
@@ -332,6 +334,20 @@ void check_metadata_checksums(const Header& header,
   }
 }
 
+// 6c: in a file with tensor checksums (every tapegrad save), every tensor has one: a tensor whose
+// entry was removed, perhaps to pass off a changed tensor, is refused by name.
+void check_every_tensor_checksummed(const Header& header,
+                                    const std::map<std::string, std::uint32_t>& crcs,
+                                    const Refusal& refuse) {
+  if (crcs.empty()) return;  // PyTorch's, or a safetensors library's: nothing to check
+  for (const Entry& e : header.entries)
+    if (!crcs.contains(e.name))
+      refuse.fail("ChecksumMismatch", "expected a checksum entry ",
+                  in_quotes(checksum_key(e.name)), " for tensor ", in_quotes(e.name),
+                  ", as the file's other tensors have, got none: the entry was removed after the "
+                  "file was written");
+}
+
 // 7: a tensor starts where the previous one (in offset order) ended, and does not end before it
 // starts. Returns where the next one must start.
 std::uint64_t check_offsets(const Entry& e, std::uint64_t expected_begin, const Refusal& refuse) {
@@ -483,6 +499,7 @@ CheckedHeader check_header(const Source& src, const Refusal& refuse) {
   out.checksums = check_checksum_entries(out.header, refuse);                      // 5b
   check_no_duplicate(parsed.duplicate, refuse);                                    // 6
   check_metadata_checksums(out.header, out.checksums.metadata, refuse);            // 6b
+  check_every_tensor_checksummed(out.header, out.checksums.tensors, refuse);       // 6c
   const std::uint64_t last_end = check_tensor_ranges(out.header.entries, refuse);  // 7-9
   check_buffer_end(src.size() - 8 - n, last_end, refuse);                          // 10
   out.data_start = 8 + n;

@@ -68,13 +68,13 @@ void unary(UnaryOp op, const float* a, float c, float* y, std::size_t n) {
     case UnaryOp::mul: return map([c](float x) { return x * c; });
     case UnaryOp::div: return map([c](float x) { return x / c; });
     case UnaryOp::rdiv: return map([c](float x) { return c / x; });
-    case UnaryOp::pow: return map([c](float x) { return std::pow(x, c); });
+    case UnaryOp::pow: return map([c](float x) { return torch_pow(x, c); });
     case UnaryOp::neg: return map([](float x) { return -x; });
     case UnaryOp::exp: return map([](float x) { return detail::exp_f32(x); });
     case UnaryOp::log: return map([](float x) { return std::log(x); });
     case UnaryOp::sqrt: return map([](float x) { return std::sqrt(x); });
     case UnaryOp::tanh: return map([](float x) { return std::tanh(x); });
-    case UnaryOp::relu: return map([](float x) { return x > 0.0f ? x : 0.0f; });
+    case UnaryOp::relu: return map([](float x) { return x <= 0.0f ? 0.0f : x; });
     case UnaryOp::sigmoid: return map([](float x) { return 1.0f / (1.0f + detail::exp_f32(-x)); });
   }
 }
@@ -92,7 +92,7 @@ void unary_backward(UnaryOp op, const float* a, const float* y, float c, float* 
       return chain([=](float g, std::size_t i) { return g * (-c / (a[i] * a[i])); });
     case UnaryOp::pow:
       return chain([=](float g, std::size_t i) {
-        return g * (c == 0.0f ? 0.0f : c * std::pow(a[i], c - 1.0f));
+        return c == 0.0f ? 0.0f : g * (c * torch_pow(a[i], c - 1.0f));
       });
     case UnaryOp::exp: return chain([=](float g, std::size_t i) { return g * y[i]; });
     case UnaryOp::log: return chain([=](float g, std::size_t i) { return g / a[i]; });
@@ -100,7 +100,7 @@ void unary_backward(UnaryOp op, const float* a, const float* y, float c, float* 
     case UnaryOp::tanh:
       return chain([=](float g, std::size_t i) { return g * (1.0f - y[i] * y[i]); });
     case UnaryOp::relu:
-      return chain([=](float g, std::size_t i) { return g * (y[i] > 0.0f ? 1.0f : 0.0f); });
+      return chain([=](float g, std::size_t i) { return y[i] <= 0.0f ? 0.0f : g; });
     case UnaryOp::sigmoid:
       return chain([=](float g, std::size_t i) { return g * (y[i] * (1.0f - y[i])); });
   }

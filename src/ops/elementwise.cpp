@@ -46,13 +46,13 @@ float apply(UnaryOp op, float a, float c) {
     case UnaryOp::mul: return a * c;
     case UnaryOp::div: return a / c;
     case UnaryOp::rdiv: return c / a;
-    case UnaryOp::pow: return std::pow(a, c);
+    case UnaryOp::pow: return kernels::torch_pow(a, c);
     case UnaryOp::neg: return -a;
     case UnaryOp::exp: return std::exp(a);
     case UnaryOp::log: return std::log(a);
     case UnaryOp::sqrt: return std::sqrt(a);
     case UnaryOp::tanh: return std::tanh(a);
-    case UnaryOp::relu: return a > 0.0f ? a : 0.0f;
+    case UnaryOp::relu: return a <= 0.0f ? 0.0f : a;  // NaN stays NaN, as in PyTorch
     case UnaryOp::sigmoid: return 1.0f / (1.0f + std::exp(-a));
   }
   return 0.0f;
@@ -68,12 +68,12 @@ float chain(UnaryOp op, float g, float a, float y, float c) {
     case UnaryOp::mul: return g * c;
     case UnaryOp::div: return g / c;
     case UnaryOp::rdiv: return g * (-c / (a * a));
-    case UnaryOp::pow: return g * (c == 0.0f ? 0.0f : c * std::pow(a, c - 1.0f));  // a^0 = 1
+    case UnaryOp::pow: return c == 0.0f ? 0.0f : g * (c * kernels::torch_pow(a, c - 1.0f));  // a^0 = 1
     case UnaryOp::exp: return g * y;
     case UnaryOp::log: return g / a;
     case UnaryOp::sqrt: return g / (2.0f * y);
     case UnaryOp::tanh: return g * (1.0f - y * y);
-    case UnaryOp::relu: return g * (y > 0.0f ? 1.0f : 0.0f);
+    case UnaryOp::relu: return y <= 0.0f ? 0.0f : g;  // PyTorch's threshold_backward: NaN passes g
     case UnaryOp::sigmoid: return g * (y * (1.0f - y));
   }
   return 0.0f;

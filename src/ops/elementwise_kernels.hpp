@@ -7,6 +7,7 @@
 // of one shape (the op broadcasts other shapes itself); every pointer holds n floats.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "../core/dispatch.hpp"
@@ -33,6 +34,21 @@ enum class UnaryOp {
   relu,
   sigmoid
 };
+
+/// a ^ c as PyTorch computes it: the exponents it special-cases run as the operation they stand
+/// for (0.5: sqrt, -0.5: 1 / sqrt, 2: a a, 3: a a a, -1: 1 / a, -2: 1 / (a a)), which differ from
+/// std::pow at -0 and -inf (pow(-inf, 0.5) is +inf, sqrt(-inf) NaN) and in the last bit. The
+/// backward is c a ^ (c - 1) through the same function, as PyTorch's. Static: each kernel set
+/// keeps a copy compiled with its own instructions.
+static inline float torch_pow(float a, float c) {
+  if (c == 0.5f) return std::sqrt(a);
+  if (c == -0.5f) return 1.0f / std::sqrt(a);
+  if (c == 2.0f) return a * a;
+  if (c == 3.0f) return a * a * a;
+  if (c == -1.0f) return 1.0f / a;
+  if (c == -2.0f) return 1.0f / (a * a);
+  return std::pow(a, c);
+}
 
 }  // namespace tapegrad::kernels
 

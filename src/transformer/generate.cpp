@@ -136,6 +136,16 @@ IndexArray generate(CausalLM& model, const IndexArray& idx, const GenerateOption
         logits.dimension() == 2 && logits.shape()[0] == B && logits.shape()[1] == std::size_t(V),
         where, ": expected the model's logits of shape (B, vocab_size) = (", B, ", ", V, "), got ",
         logits.shape());
+    // A logit that overflowed (weights of 1e38, say) would make every probability NaN and the
+    // draw meaningless: refused, as torch.multinomial refuses "probability tensor contains either
+    // inf, nan or element < 0".
+    for (std::size_t j = 0; j < logits.size(); ++j)
+      check<ValueError>(std::isfinite(logits.data()[j]), where,
+                        ": expected finite logits from the model, got ", logits.data()[j],
+                        " for token ", j % std::size_t(V), " of batch row ", j / std::size_t(V),
+                        " after ", len - t,
+                        " generated tokens: the model's weights or activations overflow float32 "
+                        "(check the checkpoint's values)");
     for (std::size_t b = 0; b < B; ++b)
       seq(b, len) = sample(logits.data() + b * std::size_t(V), std::size_t(V), options, gen);
   }

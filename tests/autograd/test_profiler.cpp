@@ -87,7 +87,7 @@ TEST_SUITE("autograd.profiler") {
     CHECK(rows[{"mul", false}].flops == 0);
   }
 
-  TEST_CASE("products run inside an autocast::bf16 scope have rows of their own, marked [bf16]") {
+  TEST_CASE("products run inside an autocast::bf16 scope have rows of their own, marked bf16") {
     Tensor a(Array::from_shape({2, 3}), true), b(Array::from_shape({3, 4}), true);
     Tensor x(Array{1.f, 2.f, 3.f}, true);
     autograd::Profiler prof(autograd::MachinePeak{1, 1});

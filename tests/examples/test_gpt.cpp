@@ -275,7 +275,7 @@ TEST_SUITE("examples.gpt") {
                        (dir / "two" / "last.safetensors").string()));
   }
 
-  TEST_CASE("--profile N prints the profiler's table of N steps, [bf16] on the products of a "
+  TEST_CASE("--profile N prints the profiler's table of N steps, bf16 marked on the products of a "
             "--bf16 run, and changes nothing the run computes") {
     const fs::path dir = folder("profile");
     const std::string data = " --data '" + tiny_corpus(dir).string() +

@@ -9,11 +9,13 @@
 
 #ifdef TAPEGRAD_TOY_TRAINING
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <tapegrad/tapegrad.hpp>
 
@@ -104,6 +106,46 @@ TEST_SUITE("examples.toy_training") {
       CHECK(has(out, "  ok      eval mode is deterministic"));
       CHECK(has(out, "  ok      in eval mode Dropout is the identity"));
     }
+  }
+
+  TEST_CASE("the kernel sets the README says give the same bits give the same weights") {
+    // The README names, in one sentence, the kernel sets whose toy training ends with the same
+    // weights' fingerprint. This test reads that sentence and checks it on every named set this
+    // CPU can run: a set added to the sentence (reference, say, which sums in another order) must
+    // first hold here.
+    std::string readme = bytes_of(std::string(TAPEGRAD_SOURCE_DIR) + "/README.md");
+    readme = std::regex_replace(readme, std::regex("\\s+"), " ");
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_search(readme, m,
+                                      std::regex("Nor does the choice among the fast kernel sets: "
+                                                 "([^.]*) give the same bits")),
+                    "the README's sentence about the kernel sets moved: update this test with it");
+    std::vector<std::string> claimed;
+    const std::string list = m[1].str();
+    const std::regex name("`([a-z0-9]+)`");
+    for (std::sregex_iterator it(list.begin(), list.end(), name), end; it != end; ++it)
+      claimed.push_back((*it)[1].str());
+    REQUIRE(claimed.size() >= 2);
+    std::vector<std::string> runnable;
+    for (const tapegrad::CpuCapability c : tapegrad::available_cpu_capabilities())
+      runnable.emplace_back(tapegrad::to_string(c));
+    std::string first;
+    std::size_t checked = 0;
+    for (const std::string& set : claimed) {
+      CAPTURE(set);
+      if (std::find(runnable.begin(), runnable.end(), set) == runnable.end()) continue;
+      const Output o = run_toy_training("--steps 100 --out " + folder("claimed_set_" + set),
+                                        "TAPEGRAD_CPU_CAPABILITY=" + set);
+      INFO(o.text);
+      REQUIRE(o.status == 0);
+      REQUIRE(has(o, "kernels " + set));
+      const std::string fingerprint = weights_fingerprint(o);
+      REQUIRE_FALSE(fingerprint.empty());
+      if (first.empty()) first = fingerprint;
+      CHECK(fingerprint == first);
+      ++checked;
+    }
+    CHECK(checked >= 2);  // baseline runs everywhere, and x86-64 CPUs of the last decade have avx2
   }
 
   TEST_CASE("two runs with the same seed end with the same weights, another seed with others") {

@@ -201,7 +201,8 @@ TEST_SUITE("io.checksums") {
     write_bytes(dir / "plain.safetensors", serialize_safetensors(plain));
     load(other, (dir / "plain.safetensors").string());
     CHECK(nn::diff_state_dicts(model.state_dict(), other.state_dict()).identical());
-    // Only "weight" is checked: damaging "bias" goes unnoticed, damaging "weight" does not.
+    // A file where only "weight" has a checksum is refused whole, naming "bias": damage to an
+    // unchecked tensor would otherwise go unnoticed.
     SafetensorsFile partial;
     add_state_dict(partial, model.state_dict());
     const std::string w = serialize_safetensors(partial);
@@ -215,7 +216,10 @@ TEST_SUITE("io.checksums") {
     std::string bias_damaged = checked, weight_damaged = checked;
     bias_damaged[bspan.begin + shift] ^= 1;
     weight_damaged[wspan.begin + shift] ^= 1;
-    CHECK_NOTHROW(parse_safetensors(bias_damaged));
+    CHECK(std::string(refusal(checked).what()).find("expected a checksum entry "
+                                                    "'tapegrad.crc32c.bias' for tensor 'bias'") !=
+          std::string::npos);
+    CHECK(refusal(bias_damaged).kind == "ChecksumMismatch");
     CHECK(refusal(weight_damaged).kind == "ChecksumMismatch");
   }
 
@@ -315,6 +319,36 @@ TEST_SUITE("io.checksums") {
     const SafetensorsFile h = parse_safetensors(serialize_safetensors(small_file()));
     for (const auto& [key, value] : h.metadata()) CHECK(key.rfind("tapegrad.", 0) != 0);
     CHECK(serialize_safetensors(g) == read_bytes(path));
+  }
+
+  TEST_CASE(
+      "a tensor whose checksum entry was removed, in a file whose other tensors keep theirs, is "
+      "refused naming the tensor") {
+    SafetensorsFile f;
+    f.add("a", Array{1.f, 2.f});
+    f.add("bias", Array{3.f, 4.f});
+    const std::string path = (scratch_dir("checksums_tensor_entry_removed") / "f.safetensors").string();
+    save_safetensors(path, f);
+    const auto saved = load_safetensors(path);
+    REQUIRE(saved.metadata_value("tapegrad.crc32c.bias"));
+    // The same file with one value of bias changed and bias's checksum entry gone: every other
+    // checksum (a's, and every metadata entry's) still holds.
+    SafetensorsFile forged;
+    forged.add("a", Array{1.f, 2.f});
+    forged.add("bias", Array{3.f, 5.f});
+    for (const auto& [key, value] : saved.metadata())
+      if (key != "tapegrad.crc32c.bias") forged.set_metadata(key, value);
+    const CheckpointError e = refusal(serialize_safetensors(forged));
+    CHECK(e.kind == "ChecksumMismatch");
+    CHECK_MESSAGE(std::string(e.what()).find(
+                      "ChecksumMismatch: expected a checksum entry 'tapegrad.crc32c.bias' for "
+                      "tensor 'bias', as the file's other tensors have, got none: the entry was "
+                      "removed after the file was written") != std::string::npos,
+                  e.what());
+    // Without any tensor checksum (PyTorch's files) nothing is required.
+    SafetensorsFile plain;
+    plain.add("a", Array{1.f, 2.f});
+    CHECK_NOTHROW(parse_safetensors(serialize_safetensors(plain)));
   }
 
   TEST_CASE(

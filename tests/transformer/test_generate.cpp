@@ -126,6 +126,17 @@ class WrongWidth : public TinyDecoder {
     return xt::zeros<float>({tokens.shape()[0], std::size_t(6)});
   }
 };
+// A model whose logits overflow on the third token: infinity for token 2 of the vocabulary.
+class Overflowing : public TinyDecoder {
+ public:
+  Overflowing() : TinyDecoder(5, 8, 2, 0) {}
+  Array forward_cached(const IndexArray& tokens) override {
+    Array logits = xt::zeros<float>({tokens.shape()[0], std::size_t(5)});
+    if (++calls == 3) logits(0, 2) = std::numeric_limits<float>::infinity();
+    return logits;
+  }
+  int calls = 0;
+};
 }  // namespace
 
 TEST_SUITE("nn.transformer.generate") {
@@ -173,6 +184,18 @@ TEST_SUITE("nn.transformer.generate") {
                          doctest::Contains("expected the model's logits of shape (B, vocab_size) = "
                                            "(1, 5), got (1, 6)"),
                          ShapeError);
+  }
+
+  TEST_CASE("generate refuses logits that overflowed, naming the token and the step") {
+    // Weights of 1e38 give infinite logits; sampling from them would be meaningless (PyTorch's
+    // torch.multinomial refuses such probabilities too).
+    Overflowing model;
+    Generator gen(0);
+    CHECK_THROWS_WITH_AS(tt::generate(model, one(1), tt::GenerateOptions(5), gen),
+                         doctest::Contains(".generate: expected finite logits from the "
+                                           "model, got inf for token 2 of batch row 0 after 2 "
+                                           "generated tokens"),
+                         ValueError);
   }
 
 }  // TEST_SUITE
