@@ -22,3 +22,4 @@
 #include "tapegrad/nn/rms_norm.hpp"
 #include "tapegrad/nn/rotary_embedding.hpp"
 #include "tapegrad/nn/swiglu.hpp"
+#include "tapegrad/nn/parameter_groups.hpp"

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -164,60 +165,138 @@ std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
 }
 }  // namespace
 
+// Where each matrix of a broadcast batch lies: for each of the batch's matrices (in row-major
+// order of the batch shape), the index of the matrix of a and of b it multiplies.
+struct BatchMap {
+  Shape shape;                        // the broadcast batch dims
+  std::vector<std::size_t> of_a, of_b;
+};
+
+// torch.matmul's batch broadcasting: the batch dims (all but the last two) aligned from the
+// right, each pair equal or one of them 1.
+BatchMap broadcast_batches(const Shape& sa, const Shape& sb, const std::string& where) {
+  const std::size_t ra = sa.size() - 2, rb = sb.size() - 2, r = std::max(ra, rb);
+  BatchMap map;
+  map.shape.assign(r, 1);
+  for (std::size_t d = 0; d < r; ++d) {
+    const std::size_t da = d + ra >= r ? sa[d + ra - r] : 1, db = d + rb >= r ? sb[d + rb - r] : 1;
+    check<ShapeError>(da == db || da == 1 || db == 1, "The size of tensor a (", da,
+                      ") must match the size of tensor b (", db, ") at non-singleton dimension ",
+                      d, " | ", where,
+                      ": expected batch dimensions that broadcast (equal, or one of them 1), got "
+                      "shapes ",
+                      sa, " and ", sb);
+    map.shape[d] = std::max(da, db);
+  }
+  const std::size_t count = product(map.shape, 0, r);
+  map.of_a.resize(count);
+  map.of_b.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    // i's index along each batch dim, from the last; a dim of size 1 of a side stays at 0
+    std::size_t rest = i, ia = 0, ib = 0, stride_a = 1, stride_b = 1;
+    for (std::size_t d = r; d-- > 0;) {
+      const std::size_t at = rest % map.shape[d];
+      rest /= map.shape[d];
+      if (d + ra >= r) {
+        const std::size_t size = sa[d + ra - r];
+        ia += (size == 1 ? 0 : at) * stride_a;
+        stride_a *= size;
+      }
+      if (d + rb >= r) {
+        const std::size_t size = sb[d + rb - r];
+        ib += (size == 1 ? 0 : at) * stride_b;
+        stride_b *= size;
+      }
+    }
+    map.of_a[i] = ia;
+    map.of_b[i] = ib;
+  }
+  return map;
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  // Y_i = A_i B_i for each batch i (one batch unless both are 3-D)
-  // dA_i = dY_i B_i^T        dB_i = A_i^T dY_i
+  // Y[i] = A[i] B[i] for each matrix i of the broadcast batch, as torch.matmul for two tensors of
+  // 2 or more dims:    dA[i] = dY[i] B[i]^T    dB[i] = A[i]^T dY[i]
+  // where a matrix of a (or b) used by several i (a batch dim of 1, or a missing one) gets the
+  // sum of their gradients. b 2-D is the common case, one product: a's leading dims are rows.
   const std::string where = autograd::where("matmul");
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
-  const bool batched = sa.size() == 3 && sb.size() == 3;
-  check<ShapeError>(
-      batched || (sa.size() >= 2 && sb.size() == 2), where,
-      ": expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) @ (k, m), got shapes ", sa,
-      " and ", sb);
-  std::size_t batch = 1, n, k = sa.back(), m = sb.back();
-  Shape out_shape = sa;
-  out_shape.back() = m;
-  if (batched) {
-    batch = sa[0];
-    n = sa[1];
-    check<ShapeError>(
-        sb[0] == batch || sb[0] == 1 || batch == 1, "The size of tensor a (", batch,
-        ") must match the size of tensor b (", sb[0], ") at non-singleton dimension 0 | ", where,
-        ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa, " and ", sb);
-    check<ShapeError>(
-        sb[0] == batch, where, ": expected (b, n, k) @ (b, k, m) with the same b, got shapes ", sa,
-        " and ", sb,
-        "; tapegrad does not broadcast batch dimensions (PyTorch would broadcast the batch of 1)");
-    check<ShapeError>(
-        sb[1] == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ",
-        k, "] but got: [", sb[0], ", ", sb[1], "]. | ", where,
-        ": expected (b, n, k) @ (b, k, m) with the same k, got shapes ", sa, " and ", sb);
-  } else {
-    n = product(sa, 0, sa.size() - 1);  // leading dims folded into the rows
-    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ",
-                      sb[0], "x", m, ") | ", where,
+  check<ShapeError>(sa.size() >= 2 && sb.size() >= 2, where,
+                    ": expected (..., n, k) @ (..., k, m), two tensors of 2 or more dimensions "
+                    "whose batch dimensions broadcast, got shapes ",
+                    sa, " and ", sb,
+                    " (PyTorch's products with a 1-D vector are not supported: unsqueeze it)");
+  const std::size_t k = sa.back(), m = sb.back();
+  if (sb.size() == 2) {
+    const std::size_t n = product(sa, 0, sa.size() - 1);  // leading dims folded into the rows
+    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k,
+                      " and ", sb[0], "x", m, ") | ", where,
                       ": expected (..., n, k) @ (k, m) with the same k, got shapes ", sa, " and ",
                       sb);
+    Shape out_shape = sa;
+    out_shape.back() = m;
+    Array out = Array::from_shape(out_shape);
+    gemm(false, false, n, m, k, a.data().data(), b.data().data(), out.data(), false);
+    Tensor y(std::move(out));
+    autograd::record("matmul", y, {a, b}, {a, b}, [a, b, n, k, m](Array dy) {
+      if (a.requires_grad()) {
+        Array da = Array::from_shape(a.shape());
+        gemm(false, true, n, k, m, dy.data(), b.data().data(), da.data(), false);
+        a.accumulate_grad(std::move(da), "matmul");
+      }
+      if (b.requires_grad()) {
+        Array db = Array::from_shape(b.shape());
+        gemm(true, false, k, m, n, a.data().data(), dy.data(), db.data(), false);
+        b.accumulate_grad(std::move(db), "matmul");
+      }
+    });
+    return y;
   }
+  const std::size_t n = sa[sa.size() - 2];
+  const auto map = std::make_shared<const BatchMap>(broadcast_batches(sa, sb, where));
+  const std::size_t count = map->of_a.size();
+  check<ShapeError>(sb[sb.size() - 2] == k,
+                    "Expected size for first two dimensions of batch2 tensor to be: [", count,
+                    ", ", k, "] but got: [", count, ", ", sb[sb.size() - 2], "]. | ", where,
+                    ": expected (..., n, k) @ (..., k, m) with the same k, got shapes ", sa,
+                    " and ", sb);
+  Shape out_shape = map->shape;
+  out_shape.push_back(n);
+  out_shape.push_back(m);
   Array out = Array::from_shape(out_shape);
   const float *pa = a.data().data(), *pb = b.data().data();
-  const std::size_t b_step = batched ? k * m : 0;
-  for (std::size_t i = 0; i < batch; ++i)
-    gemm(false, false, n, m, k, pa + i * n * k, pb + i * b_step, out.data() + i * n * m, false);
+  for (std::size_t i = 0; i < count; ++i)
+    gemm(false, false, n, m, k, pa + map->of_a[i] * n * k, pb + map->of_b[i] * k * m,
+         out.data() + i * n * m, false);
   Tensor y(std::move(out));
-  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, batch, n, k, m, b_step](Array dy) {
+  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, map, n, k, m](Array dy) {
+    const std::size_t count = map->of_a.size();
     const float *A = a.data().data(), *B = b.data().data(), *dY = dy.data();
+    // A matrix's first gradient is written, the next ones added (beta = 1).
+    const auto written = [](std::size_t matrices) { return std::vector<bool>(matrices, false); };
     if (a.requires_grad()) {
       Array da = Array::from_shape(a.shape());
-      for (std::size_t i = 0; i < batch; ++i)
-        gemm(false, true, n, k, m, dY + i * n * m, B + i * b_step, da.data() + i * n * k, false);
+      da.fill(0.0f);  // a matrix of a that no batch entry uses cannot exist, but stay defined
+      std::vector<bool> done = written(product(a.shape(), 0, a.dim() - 2));
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t j = map->of_a[i];
+        gemm(false, true, n, k, m, dY + i * n * m, B + map->of_b[i] * k * m, da.data() + j * n * k,
+             done[j]);
+        done[j] = true;
+      }
       a.accumulate_grad(std::move(da), "matmul");
     }
     if (b.requires_grad()) {
       Array db = Array::from_shape(b.shape());
-      for (std::size_t i = 0; i < batch; ++i)
-        gemm(true, false, k, m, n, A + i * n * k, dY + i * n * m, db.data() + i * b_step, false);
+      db.fill(0.0f);
+      std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t j = map->of_b[i];
+        gemm(true, false, k, m, n, A + map->of_a[i] * n * k, dY + i * n * m,
+             db.data() + j * k * m, done[j]);
+        done[j] = true;
+      }
       b.accumulate_grad(std::move(db), "matmul");
     }
   });

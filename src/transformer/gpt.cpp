@@ -254,18 +254,7 @@ Tensor GPT::loss(const IndexArray& idx, const IndexArray& targets, std::int64_t 
                             ops::CrossEntropyOptions().ignore_index(ignore_index));
 }
 
-ParameterGroups GPT::parameter_groups() const {
-  ParameterGroups groups;
-  std::vector<const void*> matrices;
-  for (const auto& [name, module] : named_modules())
-    if (const auto* lin = dynamic_cast<const Linear*>(module))
-      matrices.push_back(lin->weight.impl());
-  for (const Parameter& p : parameters()) {
-    const bool is_matrix = std::find(matrices.begin(), matrices.end(), p.impl()) != matrices.end();
-    (is_matrix ? groups.decay : groups.no_decay).push_back(p);
-  }
-  return groups;
-}
+ParameterGroups GPT::parameter_groups() const { return nn::parameter_groups(*this); }
 
 std::int64_t GPT::num_params(bool non_embedding) const {
   std::int64_t n = 0;

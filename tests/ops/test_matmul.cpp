@@ -42,6 +42,43 @@ TEST_SUITE("ops.matmul") {
     CHECK(ops::matmul(four, w).shape() == Shape{2, 1, 3, 5});
   }
 
+  TEST_CASE("batch dimensions broadcast as torch.matmul's: each product is its matrices' own") {
+    // (2, 1, 3, 4) @ (3, 4, 5): batch (2, 1) against (3,) broadcasts to (2, 3).
+    Tensor a = input({2, 1, 3, 4}, 21, false), b = input({3, 4, 5}, 22, false);
+    Tensor y = ops::matmul(a, b);
+    REQUIRE(y.shape() == Shape{2, 3, 3, 5});
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j) {
+        Tensor ai = ops::reshape(ops::slice(a, 0, i, i + 1), {3, 4});
+        Tensor bj = ops::reshape(ops::slice(b, 0, j, j + 1), {4, 5});
+        Tensor yij = ops::reshape(ops::slice(ops::slice(y, 0, i, i + 1), 1, j, j + 1), {3, 5});
+        CHECK(all_close(yij.data(), ops::matmul(ai, bj).data(), 1e-5));
+      }
+    // A 2-D a against a batch of b: the one matrix of a multiplies each of b's.
+    Tensor m = input({3, 4}, 23, false);
+    Tensor z = ops::matmul(m, b);
+    REQUIRE(z.shape() == Shape{3, 3, 5});
+    for (std::int64_t j = 0; j < 3; ++j)
+      CHECK(all_close(ops::reshape(ops::slice(z, 0, j, j + 1), {3, 5}).data(),
+                      ops::matmul(m, ops::reshape(ops::slice(b, 0, j, j + 1), {4, 5})).data(),
+                      1e-5));
+  }
+
+  TEST_CASE("a matrix shared by broadcast products gets the sum of their gradients") {
+    // ALiBi-style (B, h, T, d) @ (1, h, d, T): b's batch of 1 is shared by every a of the batch.
+    check_gradients([](const std::vector<Tensor>& t) { return ops::matmul(t[0], t[1]); },
+                    {input({2, 3, 4, 5}, 24), input({1, 3, 5, 4}, 25)});
+    check_gradients([](const std::vector<Tensor>& t) { return ops::matmul(t[0], t[1]); },
+                    {input({3, 4}, 26), input({2, 4, 3}, 27)});
+    check_gradients([](const std::vector<Tensor>& t) { return ops::matmul(t[0], t[1]); },
+                    {input({2, 1, 2, 3}, 28), input({3, 3, 2}, 29)});
+    // The sum, by hand: a (1, 2, 2) shared by two products with b (2, 2, 2) = [I, 2I].
+    Tensor a(Array{{{1.f, 1.f}, {1.f, 1.f}}}, true);
+    Tensor b(Array{{{1.f, 0.f}, {0.f, 1.f}}, {{2.f, 0.f}, {0.f, 2.f}}}, true);
+    ops::sum(ops::matmul(a, b)).backward();
+    CHECK(all_close(a.grad(), Array{{{3.f, 3.f}, {3.f, 3.f}}}));  // dY B^T summed: 1 + 2
+  }
+
   TEST_CASE("matmul passes gradcheck: 2-D, batched, folded") {
     check_gradients([](const std::vector<Tensor>& t) { return ops::matmul(t[0], t[1]); },
                     {input({3, 4}, 5), input({4, 2}, 6)});
@@ -92,15 +129,25 @@ TEST_SUITE("ops.matmul") {
         doctest::Contains("The size of tensor a (2) must match the size of tensor b (3) at "
                           "non-singleton dimension 0"),
         ShapeError);
+    CHECK(ops::matmul(Tensor(Array::from_shape({1, 2, 3})), Tensor(Array::from_shape({2, 3, 5})))
+              .shape() == Shape{2, 2, 5});  // a batch of 1 broadcasts, as in PyTorch
     CHECK_THROWS_WITH_AS(
-        ops::matmul(Tensor(Array::from_shape({1, 2, 3})), Tensor(Array::from_shape({2, 3, 5}))),
-        doctest::Contains("tapegrad does not broadcast batch dimensions"), ShapeError);
+        ops::matmul(Tensor(Array::from_shape({2, 3, 2, 3})), Tensor(Array::from_shape({4, 3, 5}))),
+        doctest::Contains("The size of tensor a (3) must match the size of tensor b (4) at "
+                          "non-singleton dimension 1 | matmul: expected batch dimensions that "
+                          "broadcast (equal, or one of them 1), got shapes (2, 3, 2, 3) and (4, "
+                          "3, 5)"),
+        ShapeError);
     CHECK_THROWS_WITH_AS(
         ops::matmul(Tensor(Array{1.f, 2.f, 3.f}), a),
-        doctest::Contains("matmul: expected (n, k) @ (k, m), (b, n, k) @ (b, k, m) or (..., n, k) "
-                          "@ (k, m), got shapes (3,) and (2, 3)"),
+        doctest::Contains("matmul: expected (..., n, k) @ (..., k, m), two tensors of 2 or more "
+                          "dimensions whose batch dimensions broadcast, got shapes (3,) and (2, 3) "
+                          "(PyTorch's products with a 1-D vector are not supported: unsqueeze it)"),
         ShapeError);
-    CHECK_THROWS_AS(ops::matmul(a, Tensor(Array::from_shape({2, 3, 4}))), ShapeError);
+    CHECK_THROWS_WITH_AS(ops::matmul(a, Tensor(Array::from_shape({2, 4, 4}))),
+                         doctest::Contains("Expected size for first two dimensions of batch2 "
+                                           "tensor to be: [2, 3] but got: [2, 4]."),
+                         ShapeError);
   }
 
   TEST_CASE("linear computes x W^T + b over any leading dims") {

@@ -8,10 +8,14 @@
 
 namespace tapegrad::ops {
 
-/// (n, k) @ (k, m) -> (n, m); (b, n, k) @ (b, k, m) -> (b, n, m) batched;
-/// (..., n, k) @ (k, m) -> (..., n, m) (leading dimensions folded into the rows).
-/// A size mismatch is ShapeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5) | ...");
-/// batch sizes must be equal (no broadcasting of a batch of 1).
+/// torch.matmul for two tensors of 2 or more dimensions: (..., n, k) @ (..., k, m) -> (..., n, m),
+/// the batch dimensions (all but the last two) broadcast as torch.matmul broadcasts them, aligned
+/// from the right, each pair equal or one of them 1: (2, 1, 4, 8) @ (3, 8, 5) -> (2, 3, 4, 5).
+/// (..., n, k) @ (k, m) is one product, a's leading dimensions folded into the rows. A matrix
+/// shared by several products (a batch dimension of 1, or a missing one) gets the sum of their
+/// gradients. A size mismatch is ShapeError("mat1 and mat2 shapes cannot be multiplied (2x3 and
+/// 4x5) | ..."), batch dims that do not broadcast ShapeError("The size of tensor a (2) must match
+/// the size of tensor b (3) at non-singleton dimension 0 | ..."); 1-D operands are refused.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 /// y = x W^T + b: x (*, in), weight (out, in), bias (out) or undefined -> (*, out).

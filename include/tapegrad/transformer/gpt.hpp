@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "tapegrad/nn/parameter_groups.hpp"
 #include "tapegrad/nn/activation.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/embedding.hpp"
@@ -171,10 +172,9 @@ class GPTTransformer : public Module {
   std::string type_name() const override { return "ModuleDict"; }
 };
 
-/// A model's parameters in two groups: those weight decay applies to, and the others.
-struct ParameterGroups {
-  std::vector<Parameter> decay, no_decay;
-};
+/// A model's parameters in two groups: those weight decay applies to, and the others
+/// (nn/parameter_groups.hpp).
+using nn::ParameterGroups;
 
 class GPT : public CausalLM {
  public:
@@ -210,10 +210,10 @@ class GPT : public CausalLM {
   /// The head on the last position of features(idx) only.
   Array last_logits(const IndexArray& idx) override;
 
-  /// The parameters as nanoGPT's optimizer groups them: `decay` holds the Linear weights (the
-  /// matrices), `no_decay` everything else (biases, norms, the token table shared with
-  /// lm_head, the learned position table). The model does not know its optimizer; the caller
-  /// builds it, e.g. AdamW({{g.decay, options}, {g.no_decay, options_without_decay}}).
+  /// nn::parameter_groups(*this): `decay` holds the Linear weights (the matrices), `no_decay`
+  /// everything else (biases, norms, the token table shared with lm_head, the learned position
+  /// table). The model does not know its optimizer; the caller builds it, e.g.
+  /// AdamW({{g.decay, options}, {g.no_decay, options_without_decay}}).
   ParameterGroups parameter_groups() const;
 
   /// Parameters, the tied table counted once; non_embedding leaves the learned position table out
