@@ -9,6 +9,7 @@
 // Haswell's 256-bit kernels use half of each AVX-512 register (on an AMD Zen 5, sgemm at 94
 // GFLOP/s on them against 175 on SkylakeX's, one thread), so an AVX-512 CPU on Haswell's core is
 // warned about too. OPENBLAS_CORETYPE=<core> overrides the choice; the warning says so.
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -93,7 +94,14 @@ std::string blas_core_warning() {
      << " kernels, but this CPU (" << cpu_name() << ") can run its "
      << (best == CpuCapability::avx512 ? "AVX-512" : "AVX2")
      << " ones: matrix products may be up to several times slower. Run with OPENBLAS_CORETYPE="
-     << fix << " (silence this with TAPEGRAD_QUIET_BLAS=1 or tapegrad::set_blas_warning(false))";
+     << fix;
+  // oneDNN picks its kernels itself: measured on the baby GPT (Zen 5, OpenBLAS forced onto its
+  // Haswell kernels), TAPEGRAD_GEMM=onednn made the step 1.6 times as fast; with OpenBLAS on the
+  // right kernels the two are within a few percent, so OpenBLAS stays the default.
+  const std::vector<GemmEngine> engines = available_gemm_engines();
+  if (std::find(engines.begin(), engines.end(), GemmEngine::onednn) != engines.end())
+    os << ", or with TAPEGRAD_GEMM=onednn (oneDNN's products, which choose their kernels by CPU)";
+  os << " (silence this with TAPEGRAD_QUIET_BLAS=1 or tapegrad::set_blas_warning(false))";
   return os.str();
 }
 

@@ -1,8 +1,9 @@
 // include/tapegrad/core/gemm_engine.hpp
 //
-// Which library multiplies the matrices. Every product of tapegrad (Linear, matmul, the
-// attention's two products, forward and backward) goes through one function, and that function
-// calls one of three engines:
+// Which library multiplies the matrices. Every product of tapegrad (Linear, matmul,
+// scaled_dot_product_attention's two products, forward and backward; the causal attention's small
+// products are loops of its own) goes through one function, and that function calls one of three
+// engines:
 //
 //   openblas   OpenBLAS's cblas_sgemm (the default): the library xtensor-blas links. It picks its
 //              kernels ("core") by CPU, or as OPENBLAS_CORETYPE says; on a CPU it does not know it
@@ -15,6 +16,11 @@
 //
 // The engines round differently (each sums in its own order), so results differ in the last bits
 // between engines; within one engine and one thread count they are reproducible.
+// Why openblas is the default: on the baby GPT (1 thread, AMD Zen 5) OpenBLAS on the kernels it
+// picks for the CPU and oneDNN were within a few percent of each other (30.0 and 29.3 ms a step),
+// and a default that changes every figure's last bits needs a clear win. Where OpenBLAS falls back
+// to older kernels (forced to Haswell's there: 47.5 ms), oneDNN is 1.6 times as fast, and the
+// fallback warning (cpu.hpp) names TAPEGRAD_GEMM=onednn beside OPENBLAS_CORETYPE.
 // TAPEGRAD_GEMM=openblas|onednn|reference chooses the engine for a whole run (read at the first
 // product); set_gemm_engine changes it in a program (a test comparing engines, say).
 #pragma once
