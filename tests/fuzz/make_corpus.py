@@ -68,15 +68,12 @@ def safetensors_seeds():
                             '"u":{"dtype":"U8","shape":[2],"data_offsets":[10,12]}}   ',
                             b"\x00\x3c\x00\xc0\xff\x7b\x01\x00\x80\x3f\x01\x02"),
         "unicode_names": st({"emb\u00e9\n\"q\"": entry("F64", [1], 0, 8)}, struct.pack("<d", 0.1)),
-        # as tapegrad writes them, a checksum per tensor (and an alias named like a checksum); some
-        # checked, some not
+        # as tapegrad writes them, a checksum per tensor (and an alias named like a checksum)
         "checksummed": st({"__metadata__": {"tapegrad.crc32c.a": crc32c(f32(1, 2)),
                                             "tapegrad.crc32c.step": crc32c(struct.pack("<q", 7)),
                                             crc32c(f32(1, 2)): "a"},
                            "step": entry("I64", [], 0, 8), "a": entry("F32", [2], 8, 16)},
                           struct.pack("<q", 7) + f32(1, 2)),
-        "checksummed_partly": st({"__metadata__": {"tapegrad.crc32c.b": crc32c(f32(3))},
-                                  "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 3)),
         # every metadata entry with its checksum too (the alias entry "b" and the version included)
         "metadata_checksummed": st({"__metadata__": {
             "b": "a", "note": "h\u00e9", "tapegrad.version": "0.1.0",
@@ -122,6 +119,9 @@ def safetensors_seeds():
                                                   "gpt.n_head": "4"}}),
         "6b_alias_redirected": st({"__metadata__": {"c": "b", "tapegrad.metadata_crc32c.c": crc32c("a")},
                                    "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 2)),
+        # a checksum for b but none for a: a's entry removed (check 6c)
+        "6c_checksummed_partly": st({"__metadata__": {"tapegrad.crc32c.b": crc32c(f32(3))},
+                                     "a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 4, 8)}, f32(1, 3)),
         "6_duplicate_name": st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
                                '"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),
         "6_duplicate_field": st('{"w":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}}', b"\x00" * 4),

@@ -813,6 +813,7 @@ TEST_SUITE("io.safetensors") {
                                                       {"5", "InvalidHeaderDeserialization"},
                                                       {"6", "InvalidHeaderDeserialization"},
                                                       {"6b", "ChecksumMismatch"},
+                                                      {"6c", "ChecksumMismatch"},
                                                       {"7", "InvalidOffset"},
                                                       {"8", "ValidationOverflow"},
                                                       {"9", "TensorInvalidInfo"},
