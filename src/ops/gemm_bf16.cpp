@@ -68,20 +68,13 @@ T* scratch(std::size_t n, int which) {
 }
 
 #ifdef TAPEGRAD_ONEDNN
-// Whether the CPU multiplies bfloat16 natively: AVX512-BF16 (CPUID leaf 7, sub-leaf 1, EAX bit 5)
-// or AMX-BF16 (leaf 7, sub-leaf 0, EDX bit 22). Without either, oneDNN emulates the products with
-// plain AVX-512 (or refuses them without AVX-512: then the float32 engine takes over).
+// Whether oneDNN multiplies bfloat16 natively here: the instruction set it runs (the CPU's,
+// capped by ONEDNN_MAX_CPU_ISA if set) has AVX512-BF16 or AMX. Without either, oneDNN emulates
+// the products with plain AVX-512 (or refuses them without AVX-512: then the float32 engine
+// multiplies the rounded operands).
 bool native_bf16() {
-#if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-  const bool avx512_bf16 = (a >> 5) & 1u;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  const bool amx_bf16 = (d >> 22) & 1u;
-  return avx512_bf16 || amx_bf16;
-#else
-  return false;
-#endif
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
 // One oneDNN matmul primitive per shape, transposes, leading dimension of C, alpha and beta,
@@ -145,9 +138,9 @@ void warn_if_emulated() {
   static const bool warned = [] {
     if (!native_bf16())
       std::fprintf(stderr,
-                   "tapegrad: warning: this CPU has neither AVX512-BF16 nor AMX: oneDNN emulates "
-                   "the bf16 matrix products, which are then slower than float32 ones (the "
-                   "results are the same)\n");
+                   "tapegrad: warning: this CPU has neither AVX512-BF16 nor AMX (or "
+                   "ONEDNN_MAX_CPU_ISA hides them): the bf16 matrix products are emulated, "
+                   "slower than float32 ones, with the same results (docs/bf16.md)\n");
     return true;
   }();
   (void)warned;

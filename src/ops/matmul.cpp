@@ -90,24 +90,15 @@ void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
   const GemmEngine engine = gemm_engine();  // (a refused TAPEGRAD_GEMM throws here)
   if (engine == GemmEngine::reference)
     return reference_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#ifdef TAPEGRAD_ONEDNN
-  if (engine == GemmEngine::onednn) {  // row-major, as cblas; oneDNN splits the work itself
-    match_onednn_threads();
-    const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(M),
-                                            dnnl_dim_t(N), dnnl_dim_t(K), alpha, A, dnnl_dim_t(lda),
-                                            B, dnnl_dim_t(ldb), beta, C, dnnl_dim_t(ldc));
-    check<InvariantError>(status == dnnl_success, "gemm: oneDNN's dnnl_sgemm failed (status ",
-                          int(status), ") on ", M, "x", K, " @ ", K, "x", N);
-    return;
-  }
-#endif
   // Once: OpenBLAS's default thread count (threads.hpp) and the warning about its core (cpu.hpp).
-  static const bool blas_ready = (::tapegrad::detail::blas_first_use(), true);
-  (void)blas_ready;
+  if (engine == GemmEngine::openblas) {
+    static const bool blas_ready = (::tapegrad::detail::blas_first_use(), true);
+    (void)blas_ready;
+  }
   const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans,
                         op_b = trans_b ? CblasTrans : CblasNoTrans;
   // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
-  // the thread count: OpenBLAS may round an element differently depending on where its row falls
+  // the thread count (for either library): OpenBLAS may round an element differently depending on where its row falls
   // in a call (its Haswell kernels do, its SkylakeX ones at some sizes), so only the same calls on
   // 1 or 2 threads keep the results bit-identical. A block is worth a thread from about a million
   // multiply-adds. At most 2 blocks: each call repacks the other operand, and in paired runs 4
@@ -122,6 +113,24 @@ void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
     for (std::size_t b = first; b < last; ++b) {
       const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
       const int len = static_cast<int>(end - begin);
+#ifdef TAPEGRAD_ONEDNN
+      if (engine == GemmEngine::onednn) {
+        // The same blocks, each on one oneDNN thread: oneDNN's own split of a product depends on
+        // its thread count, and with it the last bits (its AVX2 kernels at 3 threads, measured).
+        omp_set_num_threads(1);
+        const std::size_t m = by_rows ? end - begin : M, nn = by_rows ? N : end - begin;
+        const float* a = by_rows ? (trans_a ? A + begin : A + begin * lda) : A;
+        const float* bb = by_rows ? B : (trans_b ? B + begin * ldb : B + begin);
+        float* c = by_rows ? C + begin * ldc : C + begin;
+        const dnnl_status_t status =
+            dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(m), dnnl_dim_t(nn),
+                       dnnl_dim_t(K), alpha, a, dnnl_dim_t(lda), bb, dnnl_dim_t(ldb), beta, c,
+                       dnnl_dim_t(ldc));
+        check<InvariantError>(status == dnnl_success, "gemm: oneDNN's dnnl_sgemm failed (status ",
+                              int(status), ") on ", M, "x", K, " @ ", K, "x", N);
+        continue;
+      }
+#endif
       if (M ==
           1) {  // one row: a matrix-vector product, C^T = op(B)^T op(A)^T; sgemm would pack all of B
         const float* x = A;  // op(A) (1, K): a row of A, or a column when trans_a
