@@ -26,6 +26,23 @@ OPS = [
     ("tanh", torch.tanh),
     ("relu", torch.relu),
     ("sigmoid", torch.sigmoid),
+    ("gelu", torch.nn.functional.gelu),
+    ("gelu_tanh", lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
+    ("silu", torch.nn.functional.silu),
+    ("relu_squared", lambda x: torch.relu(x).square()),
+]
+
+# Row ops on (6, 4) rows holding one special value each (or none), with a fixed incoming gradient.
+ROWS = [[1.0, 2.0, 3.0, 4.0], [1.0, inf, 3.0, 4.0], [1.0, -inf, 3.0, 4.0], [1.0, nan, 3.0, 4.0],
+        [inf, inf, 3.0, 4.0], [-inf, -inf, -inf, -inf]]
+ROW_GRAD = [0.5, -1.0, 2.0, 0.25]
+ROW_OPS = [
+    ("softmax", lambda x: torch.softmax(x, -1)),
+    ("log_softmax", lambda x: torch.log_softmax(x, -1)),
+    ("layer_norm", lambda x: torch.nn.functional.layer_norm(x, [4])),
+    ("sum_rows", lambda x: x.sum(-1)),
+    ("mean_rows", lambda x: x.mean(-1)),
+    ("max_rows", lambda x: x.max(-1).values),
 ]
 
 
@@ -52,3 +69,12 @@ for name, f in OPS:
         y = f(x)
         y.backward(torch.tensor(g))
         print('{"%s", "%s", %s, %s},' % (name, gname, row(y.detach().tolist()), row(x.grad.tolist())))
+
+print("// rows =", [row(r) for r in ROWS])
+print("// the incoming gradient: each output row (or value) times", row(ROW_GRAD))
+for name, f in ROW_OPS:
+    x = torch.tensor(ROWS, requires_grad=True)
+    y = f(x)
+    g = torch.tensor(ROW_GRAD).expand(6, 4) if y.dim() == 2 else torch.tensor(ROW_GRAD[:1] * 6)
+    y.backward(g)
+    print('{"%s", %s, %s},' % (name, row(y.detach().flatten().tolist()), row(x.grad.flatten().tolist())))

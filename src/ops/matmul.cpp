@@ -174,6 +174,7 @@ std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
 }
 }  // namespace
 
+namespace {
 // Where each matrix of a broadcast batch lies: for each of the batch's matrices (in row-major
 // order of the batch shape), the index of the matrix of a and of b it multiplies.
 struct BatchMap {
@@ -222,6 +223,7 @@ BatchMap broadcast_batches(const Shape& sa, const Shape& sb, const std::string& 
   }
   return map;
 }
+}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   // Y[i] = A[i] B[i] for each matrix i of the broadcast batch, as torch.matmul for two tensors of
