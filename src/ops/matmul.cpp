@@ -281,8 +281,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     gemm(false, false, n, m, k, pa + map->of_a[i] * n * k, pb + map->of_b[i] * k * m,
          out.data() + i * n * m, false);
   Tensor y(std::move(out));
-  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, map, n, k, m](Array dy) {
-    const std::size_t count = map->of_a.size();
+  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, map, count, n, k, m](Array dy) {
     const float *A = a.data().data(), *B = b.data().data(), *dY = dy.data();
     // A matrix's first gradient is written, the next ones added (beta = 1).
     const auto written = [](std::size_t matrices) { return std::vector<bool>(matrices, false); };
