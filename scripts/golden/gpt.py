@@ -1,6 +1,6 @@
-# scripts/golden/gpt.py: the PyTorch goldens of the GPT pieces, for tests/ops/test_activation.cpp,
-# tests/ops/test_causal_attention.cpp, tests/optim/test_adamw_groups.cpp and
-# tests/transformer/test_gpt_parity.cpp.
+# scripts/golden/gpt.py: the PyTorch goldens of the GPT pieces, for
+# tests/transformer/test_gpt_op_parity.cpp (GELU and the causal attention),
+# tests/optim/test_adamw_groups.cpp and tests/transformer/test_gpt_parity.cpp.
 #
 # Run by hand with Debian's PyTorch (the tests never need it):
 #     /usr/bin/python3 scripts/golden/gpt.py

@@ -38,8 +38,9 @@ struct Dims {
 };
 
 // The weights of every head: the softmax P (zeros above the diagonal) and, with dropout (keep
-// not null), the keep mask and the weights applied to V.
+// not null), the keep mask and the weights applied to V; the bias on the scores (H, T, T), or null.
 struct Heads {
+  const float* bias;
   const float* p;
   const std::uint8_t* keep;
   float drop_scale;
@@ -118,14 +119,23 @@ float row_max(const float* x, std::size_t n) {
 // The maximum is taken before the scaling: scale > 0 and rounding is monotone, so
 // max_j (S[i, j] * scale) equals (max_j S[i, j]) * scale (at most the sign of a zero maximum
 // differs, which no s_j - m can tell), and the row is read once less.
-void causal_softmax_rows(float* S, std::size_t T, float scale) {
+// With a bias (bias: the head's (T, T) block, or null), s_j = S[i, j] * scale + bias[i, j] is
+// written first and the maximum taken over it: a bias does not keep the order of the scores.
+void causal_softmax_rows(float* S, std::size_t T, float scale, const float* bias) {
   for (std::size_t i = 0; i < T; ++i) {
     float* row = S + i * T;
     const std::size_t n = i + 1, n8 = std::min(T, (n + 7) / 8 * 8);  // the mask: only keys 0 .. i
+    if (bias)
+      for (std::size_t j = 0; j < n; ++j) row[j] = row[j] * scale + bias[i * T + j];
     std::fill(row + n, row + n8, -std::numeric_limits<float>::infinity());
-    const float m = row_max(row, n8) * scale;
-    for (std::size_t j = 0; j < n8; ++j)
-      row[j] = ::tapegrad::detail::exp_f32(row[j] * scale - m);  // vectorised
+    if (bias) {
+      const float m = row_max(row, n8);
+      for (std::size_t j = 0; j < n8; ++j) row[j] = ::tapegrad::detail::exp_f32(row[j] - m);
+    } else {
+      const float m = row_max(row, n8) * scale;
+      for (std::size_t j = 0; j < n8; ++j)
+        row[j] = ::tapegrad::detail::exp_f32(row[j] * scale - m);  // vectorised
+    }
     const float inverse =
         1.0f / static_cast<float>(lane_sum(row, n8));  // times 1/sum, as PyTorch's kernel
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
@@ -292,7 +302,7 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
   };
   transpose_into(K, ld, T, hs, Kt);
   product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));  // S = Q K^T, for j <= i
-  causal_softmax_rows(P, T, s.scale);
+  causal_softmax_rows(P, T, s.scale, s.bias ? s.bias + h * d.block() : nullptr);
   const float* W = P;
   if (s.keep) {
     apply_keep_mask(s, at, d.block(), P, p_used + at);
@@ -339,11 +349,11 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
 }
 
 // The formula: causal_attention_forward's.
-void forward(const float* qkv, float* y, float* p, const std::uint8_t* keep, float drop_scale,
-             float* p_used, std::size_t B, std::size_t T, std::size_t H, std::size_t hs,
-             float scale) {
+void forward(const float* qkv, const float* bias, float* y, float* p, const std::uint8_t* keep,
+             float drop_scale, float* p_used, std::size_t B, std::size_t T, std::size_t H,
+             std::size_t hs, float scale) {
   const Dims d{B, T, H, hs};
-  const Heads s{p, keep, drop_scale, p_used, scale};
+  const Heads s{bias, p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> kt(d.hs * d.T);
     for (std::size_t pair = first; pair < last; ++pair)
@@ -356,7 +366,7 @@ void backward(const float* dy, const float* qkv, const float* p, const std::uint
               float drop_scale, const float* p_used, float* dqkv, std::size_t B, std::size_t T,
               std::size_t H, std::size_t hs, float scale) {
   const Dims d{B, T, H, hs};
-  const Heads s{p, keep, drop_scale, p_used, scale};
+  const Heads s{nullptr, p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> vt(d.hs * d.T), dS(d.block());
     for (std::size_t pair = first; pair < last; ++pair)

@@ -29,13 +29,14 @@ namespace tapegrad::ops {
 // results differ by a few float roundings (docs/semantics.md#kernel-sets).
 
 // For each batch b and head h, with q_i, k_j, v_j the rows of the head's (T, hs) blocks:
-//   s_ij = (q_i . k_j) * scale                       for j <= i (the causal mask: no j > i)
+//   s_ij = (q_i . k_j) * scale [+ bias_hij]          for j <= i (the causal mask: no j > i)
 //   p_ij = exp(s_ij - max_j s_ij) / sum_j exp(...)   softmax over j <= i; p_ij = 0 for j > i
 //   w_ij = p_ij * (keep_ij ? drop_scale : 0)         dropout, only when keep is given
 //   y_i  = sum_{j <= i} w_ij v_j
-void causal_attention_forward(const float* qkv, float* y, float* p, const std::uint8_t* keep,
-                              float drop_scale, float* p_used, std::size_t B, std::size_t T,
-                              std::size_t H, std::size_t hs, float scale) {
+void causal_attention_forward(const float* qkv, const float* bias, float* y, float* p,
+                              const std::uint8_t* keep, float drop_scale, float* p_used,
+                              std::size_t B, std::size_t T, std::size_t H, std::size_t hs,
+                              float scale) {
   const std::size_t C = H * hs, ld = 3 * C;
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
@@ -43,12 +44,13 @@ void causal_attention_forward(const float* qkv, float* y, float* p, const std::u
       const std::size_t at = (b * H + h) * T * T;
       float* P = p + at;
       float* W = keep ? p_used + at : P;
+      const float* bias_h = bias ? bias + h * T * T : nullptr;
       for (std::size_t i = 0; i < T; ++i) {
         float m = -std::numeric_limits<float>::infinity();
         for (std::size_t j = 0; j <= i; ++j) {
           float s = 0.0f;
           for (std::size_t c = 0; c < hs; ++c) s += q[i * ld + c] * k[j * ld + c];
-          P[i * T + j] = s * scale;
+          P[i * T + j] = bias_h ? s * scale + bias_h[i * T + j] : s * scale;
           m = std::max(m, P[i * T + j]);
         }
         double sum = 0.0;
@@ -149,6 +151,11 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                     " to be a multiple of n_head = ", n_head);
   check_dropout_probability(options.dropout());
   const Dims d{sq[0], sq[1], H, C / H};
+  const std::optional<Array>& bias = options.bias();
+  check<ShapeError>(!bias || bias->shape() == Shape{d.H, d.T, d.T}, where,
+                    ": expected the bias of shape (n_head, T, T) = ", Shape{d.H, d.T, d.T},
+                    ", one (T, T) block of scores per head, got ",
+                    bias ? bias->shape() : Shape{});
 
   auto s = std::make_shared<Saved>();
   s->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.hs)));
@@ -167,8 +174,8 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
   const auto forward = kernels::pick<causal_attention_forward>();
   const auto backward_kernel = kernels::pick<causal_attention_backward>();
   Array out = Array::from_shape({d.B, d.T, C});
-  forward(qkv.data().data(), out.data(), s->p.data(), s->keep_or_null(), s->drop_scale,
-          s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
+  forward(qkv.data().data(), bias ? bias->data() : nullptr, out.data(), s->p.data(),
+          s->keep_or_null(), s->drop_scale, s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
   if (attn_out) *attn_out = s->keep.empty() ? s->p : s->p_used;
   Tensor y(std::move(out));
 

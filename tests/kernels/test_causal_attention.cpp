@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <tapegrad/core/cpu.hpp>
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 #include "../capability_guard.hpp"
@@ -25,22 +25,28 @@ struct Case {
   Shape qkv;  // (B, T, 3C)
   std::int64_t heads;
   double dropout;
+  bool bias = false;  // an additive bias on the scores, (heads, T, T)
 };
 // Heads narrower and wider than the fast kernels' vectors (8 or 16 floats) and tiles (two
 // vectors); heads of 28 and 52 columns, which take tiles of two vectors, then one, then single
 // floats (28 on the eight-float sets, 52 with AVX-512); T not a multiple of the 6-row tiles nor of
-// the 8 x 8 blocks the keys are transposed by; one position; dropout on the weights.
-const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0},  {{1, 40, 192}, 2, 0.0},
-                                  {{2, 13, 48}, 1, 0.3},  {{1, 1, 6}, 1, 0.0},
-                                  {{1, 27, 168}, 2, 0.0}, {{1, 50, 312}, 2, 0.0}};
+// the 8 x 8 blocks the keys are transposed by; one position; dropout on the weights; a bias on the
+// scores, alone and with dropout.
+const std::vector<Case> kCases = {{{2, 19, 36}, 3, 0.0},       {{1, 40, 192}, 2, 0.0},
+                                  {{2, 13, 48}, 1, 0.3},       {{1, 1, 6}, 1, 0.0},
+                                  {{1, 27, 168}, 2, 0.0},      {{1, 50, 312}, 2, 0.0},
+                                  {{2, 19, 36}, 3, 0.0, true}, {{1, 50, 312}, 2, 0.0, true},
+                                  {{2, 13, 48}, 1, 0.3, true}};
 
 // y, the weights and dqkv on the set, for fixed inputs.
 std::vector<Array> run(CpuCapability set, const Case& c) {
   set_cpu_capability(set);
   Tensor qkv(input(c.qkv, 1).data() * 2.0f, true);
   Array weights;
-  const auto options =
+  auto options =
       CausalAttentionOptions().dropout(c.dropout).dropout_stream(ops::DropoutStream{7, 3});
+  const std::size_t T = c.qkv[1], H = std::size_t(c.heads);
+  if (c.bias) options.bias(input({H, T, T}, 9, false).data() * 3.0f);
   Tensor y = ops::causal_self_attention(qkv, c.heads, options, &weights);
   y.backward(input(y.shape(), 4, false).data());
   return {y.data(), weights, qkv.grad()};

@@ -16,6 +16,15 @@
 // the (T, hs) block at column h * hs of qkv's rows b * T .., the keys at column C + h * hs, the
 // values at 2C + h * hs, read in place. The causal mask is a loop bound (position i attends to
 // j <= i), never a (T, T) array.
+//
+// An optional additive bias on the scores, (n_head, T, T), is added after the scale and before the
+// mask and the softmax, as PyTorch's F.scaled_dot_product_attention adds a float attn_mask:
+//
+//         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs)) + bias    # bias (nh, T, T)
+//
+// ALiBi's per-head slopes times the distance i - j are such a bias; -inf masks a key. The bias is
+// a constant: no gradient flows into it (it is an Array, not a Tensor), and backward is the same
+// with or without it, since it needs only the softmax.
 #pragma once
 
 #include <cstdint>
@@ -42,15 +51,21 @@ class CausalAttentionOptions {
   TAPEGRAD_ARG(std::optional<ops::DropoutStream>, dropout_stream) = std::nullopt;
   /// Where a call without a stream draws its seed; default null, the default generator.
   TAPEGRAD_ARG(Generator*, generator) = nullptr;
+  /// Added to every batch's scaled scores before the mask and the softmax, (n_head, T, T); row i
+  /// of head h is the bias of query i against keys 0 .. T-1 (the entries above the diagonal are
+  /// never read). Default none.
+  TAPEGRAD_ARG(std::optional<Array>, bias) = std::nullopt;
 };
 
 namespace ops {
 
 /// qkv (B, T, 3C), queries, keys and values side by side, each with n_head heads of hs = C / n_head
-/// columns -> (B, T, C). Scores are (q k^T) * float(1 / sqrt(hs)); position i attends to j <= i.
+/// columns -> (B, T, C). Scores are (q k^T) * float(1 / sqrt(hs)) (+ bias); position i attends to
+/// j <= i.
 /// attn_out, when given, receives the weights applied to the values, (B, n_head, T, T): the
 /// softmax (after dropout), zeros above the diagonal. Throws ShapeError when qkv is not (B, T, 3C)
-/// or C is not a multiple of n_head, ValueError for n_head < 1 or a bad dropout probability.
+/// or C is not a multiple of n_head, or the bias is not (n_head, T, T); ValueError for n_head < 1 or
+/// a bad dropout probability.
 Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                              const CausalAttentionOptions& options = {}, Array* attn_out = nullptr);
 
