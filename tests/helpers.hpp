@@ -11,7 +11,7 @@
 
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 namespace tapegrad::testing {
 

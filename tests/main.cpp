@@ -4,8 +4,8 @@
 //
 // It also sets the environment every test runs in, and the example programs the tests start
 // inherit: one thread for tapegrad's kernels and OpenBLAS, so that every run gives the same bits
-// (docs/semantics.md#randomness; tests/core/test_threads.cpp checks that the thread count changes no
-// bit), and OpenBLAS's core warning off, since the tests read what the programs print and the
+// (docs/semantics.md#randomness; tests/transformer/test_threads.cpp checks that the thread count
+// changes no bit), and OpenBLAS's core warning off, since the tests read what the programs print and the
 // warning would add a line on a machine where OpenBLAS runs a weaker core than the CPU could (or
 // one forced with OPENBLAS_CORETYPE). kernels.blas_fallback_core_is_warned_about_once checks the
 // warning itself.

@@ -7,7 +7,7 @@
 #include <memory>
 #include <utility>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

@@ -1,7 +1,7 @@
 // tests/autograd/test_gradcheck.cpp: gradcheck passes good gradients and reports bad ones.
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 using namespace tapegrad;
 

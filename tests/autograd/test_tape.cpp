@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 
@@ -13,7 +13,7 @@ using tapegrad::testing::all_close;
 
 TEST_SUITE("autograd.tape") {
   TEST_CASE(
-      "each op run with an input that requires grad adds one entry; tape() lists newest first") {
+      "each op run with an input that requires grad adds one entry, and tape() lists newest first") {
     REQUIRE(autograd::tape().empty());
     Tensor w(Array{1.f, 2.f, 3.f}, true);
     Tensor c(Array{1.f, 1.f, 1.f});

@@ -1,14 +1,14 @@
 // tests/core/test_gemm_engine.cpp: the engines of the matrix products (core/gemm_engine.hpp): each
 // computes the same products to float precision (against a double-precision sum), on every
-// transpose and on the shapes of a GPT's products; a model's gradients agree across engines; the
-// choice is refused with the choices named.
+// transpose and on the shapes of a GPT's products; the choice is refused with the choices named.
+// A whole GPT step on each engine: tests/transformer/test_gpt_engines.cpp.
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cmath>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 
@@ -45,32 +45,6 @@ TEST_CASE("every engine multiplies as a double-precision sum does, to float prec
       const Tensor t = ops::matmul(ops::transpose(b, 0, 1), ops::transpose(a, 0, 1));
       CHECK(testing::all_close(ops::transpose(t, 0, 1).data(), want, 1e-5, 1e-5));
     }
-  }
-}
-
-TEST_CASE("a GPT's loss and gradients agree across the engines") {
-  const EngineScope restore;
-  namespace tt = nn::transformer;
-  const auto config = tt::GPTConfig(50, 16).n_layer(2).n_head(2).n_embd(32);
-  IndexArray idx = IndexArray::from_shape({3, 16}), targets = idx;
-  for (std::size_t i = 0; i < idx.size(); ++i)
-    idx.data()[i] = std::int64_t(i * 7 % 50), targets.data()[i] = std::int64_t(i * 11 % 50);
-  std::vector<std::vector<Array>> grads;
-  std::vector<double> losses;
-  for (const GemmEngine engine : available_gemm_engines()) {
-    set_gemm_engine(engine);
-    tt::GPT model(config, std::make_shared<Generator>(1));
-    const Tensor loss = model.loss(idx, targets);
-    loss.backward();
-    losses.push_back(loss.item());
-    grads.emplace_back();
-    for (const Parameter& p : model.parameters()) grads.back().push_back(p.grad());
-  }
-  for (std::size_t e = 1; e < grads.size(); ++e) {
-    CAPTURE(to_string(available_gemm_engines()[e]));
-    CHECK(losses[e] == doctest::Approx(losses[0]).epsilon(1e-6));
-    for (std::size_t i = 0; i < grads[0].size(); ++i)
-      CHECK(testing::all_close(grads[e][i], grads[0][i], 1e-6, 1e-4));
   }
 }
 

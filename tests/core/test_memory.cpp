@@ -4,7 +4,7 @@
 
 #include <sys/resource.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 using namespace tapegrad;
 

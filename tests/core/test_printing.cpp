@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 using namespace tapegrad;
 

@@ -63,7 +63,7 @@ TEST_SUITE("data.bpe") {
   }
 
   TEST_CASE(
-      "a tie goes to the pair seen first in the text; overlapping pairs count, merge left to "
+      "a tie goes to the pair seen first in the text, overlapping pairs count, merge left to "
       "right") {
     // (c, d) and (a, b) both occur twice; (c, d) comes first in the text, though (a, b) is smaller.
     CHECK(BytePairEncoding::train("cdabcdab", 257).merges() == Merges{{'c', 'd'}});

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 #include "kernel_set_compare.hpp"

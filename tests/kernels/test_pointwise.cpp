@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 #include "kernel_set_compare.hpp"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <tapegrad/core/cpu.hpp>
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../capability_guard.hpp"
 #include "../helpers.hpp"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <tapegrad/core/cpu.hpp>
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 #include "../capability_guard.hpp"

@@ -1,12 +1,13 @@
 // tests/nn/test_parameter_groups.cpp: nn::parameter_groups on a module of one's own: matrices
 // decay; biases, norms and embedding tables (a tied one too) do not; every parameter lands in
-// exactly one group, once.
+// exactly one group, once. The GPT's groups: tests/transformer/test_gpt_parameter_groups.cpp.
 #include <doctest/doctest.h>
 
 #include <set>
 #include <string>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/nn.hpp>
+#include <tapegrad/optim.hpp>
 
 using namespace tapegrad;
 using namespace tapegrad::nn;
@@ -45,19 +46,5 @@ TEST_SUITE("nn.parameter_groups") {
     CHECK(g.decay.size() + g.no_decay.size() == m.parameters().size());  // the tie counted once
     optim::AdamW opt({{g.decay, optim::AdamWOptions(1e-3).weight_decay(0.1)},
                       {g.no_decay, optim::AdamWOptions(1e-3).weight_decay(0.0)}});
-  }
-
-  TEST_CASE("the GPT's groups are the rule's: its Linear weights decay, nothing else") {
-    namespace tt = nn::transformer;
-    tt::GPT model(tt::GPTConfig(20, 8).n_layer(2).n_head(2).n_embd(8).mlp("swiglu"),
-                  std::make_shared<Generator>(0));
-    const ParameterGroups g = model.parameter_groups(), free = parameter_groups(model);
-    CHECK(names(g.decay) == names(free.decay));
-    CHECK(names(g.no_decay) == names(free.no_decay));
-    std::set<const void*> linear_weights;
-    for (const auto& [name, child] : model.named_modules())
-      if (const auto* lin = dynamic_cast<const Linear*>(child)) linear_weights.insert(lin->weight.impl());
-    for (const Parameter& p : g.decay) CHECK(linear_weights.contains(p.impl()));
-    CHECK(g.decay.size() == linear_weights.size());
   }
 }

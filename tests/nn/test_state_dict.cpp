@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include <tapegrad/tapegrad.hpp>
 
@@ -338,5 +341,19 @@ TEST_SUITE("nn.state_dict") {
     CHECK(text.find("shape mismatch for \"reshaped\": (2,) vs (1,)") != std::string::npos);
     b.at("nan")(0) = 0.f;
     CHECK(std::isnan(diff_state_dicts(a, b).max_abs_diff[2].second));  // NaN on one side only
+  }
+
+  TEST_CASE("iterating state_dict().items() of a temporary is safe") {
+    nn::Linear lin(2, 3);
+    static_assert(std::is_same_v<decltype(std::declval<nn::StateDict>().items()),
+                                 std::vector<nn::StateDict::Item>>);  // by value from a temporary
+    std::vector<std::string> keys;
+    std::size_t values = 0;
+    for (auto& [k, v] : lin.state_dict().items()) {
+      keys.push_back(k);
+      values += v.size();
+    }
+    CHECK(keys == std::vector<std::string>{"weight", "bias"});
+    CHECK(values == 9);
   }
 }  // TEST_SUITE

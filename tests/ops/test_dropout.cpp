@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../../src/core/philox.hpp"
 #include "../helpers.hpp"

@@ -1,7 +1,7 @@
 // tests/ops/test_elementwise.cpp: values, gradients (gradcheck, broadcast included), errors.
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

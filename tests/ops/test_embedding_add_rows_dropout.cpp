@@ -4,7 +4,7 @@
 // gradients, dense and sparse, with padding and scale_grad_by_freq, in training and eval.
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

@@ -2,7 +2,7 @@
 // gradients to each side, errors with PyTorch's text.
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

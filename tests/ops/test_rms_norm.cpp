@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 #include <xtensor/xview.hpp>
 
 #include "../helpers.hpp"

@@ -2,7 +2,7 @@
 // never views), gradients routed back, and every error message.
 #include <doctest/doctest.h>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 #include "../helpers.hpp"
 
