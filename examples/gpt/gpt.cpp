@@ -119,8 +119,10 @@ void add_model_flags(CLI::App& app, Settings& s) {
       ->check(integer_in(1, Limits::kMaxHeads));
   app.add_option("--n-embd", s.n_embd, "model width")->check(integer_in(1, Limits::kMaxWidth));
   app.add_option("--dropout", s.dropout, "dropout probability")->check(number_in(0, 1));
-  app.add_option("--pos", s.pos, "positions: learned (GPT-2), sinusoidal, rope (rotary, LLaMA)")
-      ->check(flags::one_of({"learned", "sinusoidal", "rope"}));
+  app.add_option("--pos", s.pos,
+                 "positions: learned (GPT-2), sinusoidal, rope (rotary, LLaMA), none, alibi "
+                 "(a bias on the scores, examples/gpt/alibi.hpp)")
+      ->check(flags::one_of({"learned", "sinusoidal", "rope", "none", "alibi"}));
   app.add_option("--norm", s.norm, "the blocks' norm: layernorm (GPT-2) or rmsnorm (LLaMA)")
       ->check(flags::one_of({"layernorm", "rmsnorm"}));
   app.add_option("--mlp", s.mlp,
@@ -445,15 +447,15 @@ tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer,
                       std::to_string(init->config.vocab_size));
     return init->config.gpt_config(s.dropout);
   }
-  return tt::GPTConfig(tokenizer.vocab_size(), s.block_size)
-      .n_layer(s.n_layer)
-      .n_head(s.n_head)
-      .n_embd(s.n_embd)
-      .dropout(s.dropout)
-      .position(s.pos)
-      .norm(s.norm)
-      .mlp(s.mlp)
-      .gelu(s.gelu);
+  tt::GPTConfig c = tt::GPTConfig(tokenizer.vocab_size(), s.block_size)
+                        .n_layer(s.n_layer)
+                        .n_head(s.n_head)
+                        .n_embd(s.n_embd)
+                        .dropout(s.dropout)
+                        .norm(s.norm)
+                        .mlp(s.mlp)
+                        .gelu(s.gelu);
+  return gpt::with_position(c, s.pos);
 }
 
 // Everything a training step changes, which the checkpoint saves. Built in place (the optimizer

@@ -174,7 +174,16 @@ int run(int argc, char** argv) {
   const IndexArray idx = prompt_ids(s, m);
   std::optional<autocast::bf16> mixed;
   if (s.bf16) mixed.emplace();
-  const bool cache = !s.no_cache || s.compare;
+  if (!m.model->supports_cache()) {  // an attention of its own without one (--pos alibi)
+    if (s.compare)
+      throw examples::FlagError("--compare: this model's attention keeps no cache of keys and "
+                                "values, so there is nothing to compare: sample without --compare");
+    if (!s.no_cache)
+      std::cout << "note: this model's attention keeps no cache of keys and values: each token "
+                   "runs the whole context again"
+                << std::endl;
+  }
+  const bool cache = (!s.no_cache || s.compare) && m.model->supports_cache();
   // (a prompt longer than the context is cut by generate(): no pass of its own to time)
   const bool timed = cache && std::int64_t(idx.size()) <= m.model->config().block_size();
   const double prompt_seconds = timed ? prompt_pass(*m.model, idx) : 0.0;

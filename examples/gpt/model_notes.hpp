@@ -20,9 +20,21 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "../common/flag_checks.hpp"
+#include "alibi.hpp"
 #include "model_size.hpp"
 
 namespace gpt {
+
+/// The --pos choices of these programs: the library's positions (learned, sinusoidal, rope, none)
+/// and alibi, no position table and the attention of alibi.hpp in every Block.
+inline tt::GPTConfig with_position(tt::GPTConfig c, const std::string& pos) {
+  if (pos == "alibi") return c.position("none").make_attention(examples::alibi_attention());
+  return c.position(pos);
+}
+/// The --pos choice a config was made with (the only attention these programs plug in is ALiBi's).
+inline std::string position_name(const tt::GPTConfig& c) {
+  return c.make_attention() ? "alibi" : c.position();
+}
 
 /// The notes that describe the model: its config and its tokenizer (its name, and itself as
 /// text: the characters, or the BPE's merges, so that nothing else is needed to read a prompt).
@@ -35,7 +47,7 @@ inline std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
           {"gpt.n_head", std::to_string(c.n_head())},
           {"gpt.n_embd", std::to_string(c.n_embd())},
           {"gpt.dropout", tapegrad::py_float(c.dropout())},
-          {"gpt.position", c.position()},
+          {"gpt.position", position_name(c)},
           {"gpt.norm", c.norm()},
           {"gpt.mlp", c.mlp()},
           {"gpt.gelu", c.gelu()},
@@ -137,10 +149,11 @@ inline std::pair<tt::GPTConfig, tapegrad::data::Tokenizer> read_model_notes(
   }
   tt::GPTConfig c(tokenizer->vocab_size(),
                   integer_note(f, "gpt.block_size", path, 1, Limits::kMaxBlockSize));
+  c = with_position(c, choice_note(f, "gpt.position", path,
+                                   {"learned", "sinusoidal", "rope", "none", "alibi"}));
   c.n_layer(integer_note(f, "gpt.n_layer", path, 1, Limits::kMaxLayers))
       .n_head(integer_note(f, "gpt.n_head", path, 1, Limits::kMaxHeads))
       .n_embd(integer_note(f, "gpt.n_embd", path, 1, Limits::kMaxWidth))
-      .position(choice_note(f, "gpt.position", path, {"learned", "sinusoidal", "rope"}))
       .norm(choice_note(f, "gpt.norm", path, {"layernorm", "rmsnorm"}))
       .mlp(choice_note(f, "gpt.mlp", path, {"gelu", "relu_squared", "swiglu"}))
       .gelu(choice_note(f, "gpt.gelu", path, {"none", "tanh"}));

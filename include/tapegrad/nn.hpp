@@ -1,12 +1,13 @@
 // include/tapegrad/nn.hpp: the umbrella header of tapegrad::nn: Module (parameters, buffers and
-// children by name, train/eval, state_dict) and the layers built on the ops: Embedding, the
-// tutorials' scaled Embeddings and PositionalEncoding, Dropout, Linear, LayerNorm and RMSNorm,
-// GELU and SiLU, SwiGLU, RotaryEmbedding, the losses.
+// children by name, train/eval, state_dict), UnaryModule (a module of one input) and the layers
+// built on the ops: Embedding, the tutorials' scaled Embeddings and PositionalEncoding, Dropout,
+// Linear, LayerNorm and RMSNorm, GELU and SiLU, SwiGLU, RotaryEmbedding, the losses.
 // It links tapegrad::core only.
 #pragma once
 
 #include "tapegrad/nn/state_dict.hpp"
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/unary_module.hpp"
 #include "tapegrad/nn/module_list.hpp"
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/nn/embedding.hpp"

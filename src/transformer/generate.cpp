@@ -120,10 +120,11 @@ IndexArray generate(CausalLM& model, const IndexArray& idx, const GenerateOption
   for (std::size_t b = 0; b < B; ++b) std::copy_n(idx.data() + b * t, t, seq.data() + b * total);
   std::size_t len = t, start = t > block ? t - block : 0;  // the context is seq[:, start:len]
   std::size_t cache_start = std::size_t(-1);               // where the cache's position 0 is in seq
+  const bool use_cache = options.use_cache() && model.supports_cache();
   for (; len < total; ++len) {
     if (len - start > block) start = len - keep;  // full: restart from the last block / 2
     Array logits;
-    if (!options.use_cache()) {
+    if (!use_cache) {
       logits = model.last_logits(columns(seq, start, len));
     } else if (cache_start != start) {  // (re)fill the cache with the whole context
       model.reset_cache();

@@ -5,11 +5,13 @@
 // The forward pass, shapes for idx (B, T) and C = n_embd:
 //   x = drop(wte(idx) + wpe(pos))                      (B, T, C)   pos = 0 .. T-1 for every row
 //     (sinusoidal: x = PositionalEncoding(wte.lut(idx) * sqrt(C)), the seeds' two layers;
-//      rope: x = drop(wte(idx)), the positions enter each attention instead)
+//      rope: x = drop(wte(idx)), the positions enter each attention instead; none: the same,
+//      and the attention alone knows the order)
 //   x = x + c_proj(causal_self_attention(rotary(c_attn(ln_1(x)))))     per block (rotary: rope)
 //   x = x + dropout(c_proj(gelu(c_fc(ln_2(x)))))                        (swiglu: w2(silu(w1) * w3); relu_squared: relu(.)^2)
 //   logits = ln_f(x) wte^T                              (B, T, vocab)
-// ln_* is a LayerNorm or an RMSNorm. Each line is one or two tape entries: the attention, the
+// ln_* is a LayerNorm or an RMSNorm, the attention and the MLP the built-in ones, unless the
+// config's factories build others. Each line is one or two tape entries: the attention, the
 // norms, GELU, the rotation, the linears and the loss are fused ops, so a step of the baby GPT
 // records about 60 entries.
 #include "tapegrad/transformer/gpt.hpp"
@@ -43,9 +45,10 @@ void validate(const GPTConfig& c) {
   check<ValueError>(c.norm_eps() > 0 && c.norm_eps() < 1, "GPT: expected norm_eps in (0, 1), got ",
                     c.norm_eps());
   ops::check_dropout_probability(c.dropout());
-  check<ValueError>(
-      c.position() == "learned" || c.position() == "sinusoidal" || c.position() == "rope",
-      "GPT: expected position \"learned\", \"sinusoidal\" or \"rope\", got \"", c.position(), "\"");
+  check<ValueError>(c.position() == "learned" || c.position() == "sinusoidal" ||
+                        c.position() == "rope" || c.position() == "none",
+                    "GPT: expected position \"learned\", \"sinusoidal\", \"rope\" or \"none\", got \"",
+                    c.position(), "\"");
   check<ValueError>(c.position() != "rope" || (c.n_embd() / c.n_head()) % 2 == 0,
                     "GPT: expected an even head size n_embd / n_head with position \"rope\" (its "
                     "columns turn in pairs), got ",
@@ -83,6 +86,45 @@ RMSNormOptions rms_norm(const GPTConfig& c) {
 
 // ---- the blocks ----------------------------------------------------------------------------------
 
+Tensor BlockAttention::forward_cached(const Tensor&) {
+  fail<ValueError>(context(), ".forward_cached: this attention keeps no cache (supports_cache() is "
+                   "false); sample with GenerateOptions().use_cache(false)");
+}
+
+AttentionFactory attention_factory(const GPTConfig& config) {
+  if (config.make_attention()) return config.make_attention();
+  return [](const GPTConfig& c, std::shared_ptr<Generator> generator) {
+    return std::make_shared<CausalSelfAttention>(c, std::move(generator));
+  };
+}
+
+ModuleFactory mlp_factory(const GPTConfig& config) {
+  if (config.make_mlp()) return config.make_mlp();
+  return [](const GPTConfig& c, std::shared_ptr<Generator> generator) {
+    return std::make_shared<MLP>(c, std::move(generator));
+  };
+}
+
+ModuleFactory norm_factory(const GPTConfig& config) {
+  if (config.make_norm()) return config.make_norm();
+  if (config.norm() == "rmsnorm")
+    return [](const GPTConfig& c, std::shared_ptr<Generator>) {
+      return std::make_shared<RMSNorm>(rms_norm(c));
+    };
+  return [](const GPTConfig& c, std::shared_ptr<Generator>) {
+    return std::make_shared<LayerNorm>(layer_norm(c));
+  };
+}
+
+namespace {
+// What a factory built, refused when null: the module would be registered as nothing.
+template <class M>
+std::shared_ptr<M> built(std::shared_ptr<M> module, const char* factory) {
+  check<ValueError>(module != nullptr, "GPT: the factory ", factory, " returned null");
+  return module;
+}
+}  // namespace
+
 CausalSelfAttention::CausalSelfAttention(const GPTConfig& config,
                                          std::shared_ptr<Generator> generator)
     : c_attn(register_module(
@@ -99,7 +141,8 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& config,
           register_module("attn_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
       resid_dropout(
           register_module("resid_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
-      n_head(config.n_head()) {}
+      n_head(config.n_head()),
+      block_size_(std::size_t(config.block_size())) {}
 
 Tensor CausalSelfAttention::forward(const Tensor& x, Array* attention) {
   autograd::ModuleScope scope(type_name(), path());
@@ -137,27 +180,20 @@ Tensor MLP::forward(const Tensor& x) {
   return dropout->forward(c_proj->forward(gelu ? gelu->forward(h) : relu_squared->forward(h)));
 }
 
+// The pieces in nanoGPT's order of registration (ln_1, attn, ln_2, mlp).
 Block::Block(const GPTConfig& config, std::shared_ptr<Generator> generator) {
-  const bool rms = config.norm() == "rmsnorm";
-  if (rms)
-    rms_1 = register_module("ln_1", std::make_shared<RMSNorm>(rms_norm(config)));
-  else
-    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(layer_norm(config)));
-  attn = register_module("attn", std::make_shared<CausalSelfAttention>(config, generator));
-  if (rms)
-    rms_2 = register_module("ln_2", std::make_shared<RMSNorm>(rms_norm(config)));
-  else
-    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(layer_norm(config)));
-  mlp = register_module("mlp", std::make_shared<MLP>(config, generator));
+  const ModuleFactory make_norm = norm_factory(config);
+  ln_1 = register_module("ln_1", built(make_norm(config, generator), "make_norm"));
+  attn = register_module("attn",
+                         built(attention_factory(config)(config, generator), "make_attention"));
+  ln_2 = register_module("ln_2", built(make_norm(config, generator), "make_norm"));
+  mlp = register_module("mlp", built(mlp_factory(config)(config, generator), "make_mlp"));
 }
-
-Tensor Block::norm_1(const Tensor& x) { return ln_1 ? ln_1->forward(x) : rms_1->forward(x); }
-Tensor Block::norm_2(const Tensor& x) { return ln_2 ? ln_2->forward(x) : rms_2->forward(x); }
 
 Tensor Block::forward(const Tensor& x, Array* attention) {
   autograd::ModuleScope scope(type_name(), path());
-  const Tensor h = x + attn->forward(norm_1(x), attention);
-  return h + mlp->forward(norm_2(h));
+  const Tensor h = x + attn->forward(ln_1->forward(x), attention);
+  return h + mlp->forward(ln_2->forward(h));
 }
 
 GPTTransformer::GPTTransformer(const GPTConfig& config, std::shared_ptr<Generator> generator) {
@@ -169,7 +205,7 @@ GPTTransformer::GPTTransformer(const GPTConfig& config, std::shared_ptr<Generato
         "wpe", std::make_shared<PositionalEncoding>(
                    PositionalEncodingOptions(C, config.dropout()).max_len(config.block_size()),
                    generator));
-  } else {  // "learned" and "rope": a token table, for "learned" a position table, then dropout
+  } else {  // "learned", "rope" and "none": a token table, for "learned" a position table, dropout
     wte = register_module("wte", std::make_shared<Embedding>(EmbeddingOptions(V, C), generator));
     if (config.position() == "learned")
       wpe = register_module(
@@ -179,14 +215,7 @@ GPTTransformer::GPTTransformer(const GPTConfig& config, std::shared_ptr<Generato
   h = register_module("h", std::make_shared<ModuleList>());
   for (std::int64_t i = 0; i < config.n_layer(); ++i)
     h->push_back(std::make_shared<Block>(config, generator));
-  if (config.norm() == "rmsnorm")
-    rms_f = register_module("ln_f", std::make_shared<RMSNorm>(rms_norm(config)));
-  else
-    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(layer_norm(config)));
-}
-
-Tensor GPTTransformer::norm_f(const Tensor& x) {
-  return ln_f ? ln_f->forward(x) : rms_f->forward(x);
+  ln_f = register_module("ln_f", built(norm_factory(config)(config, generator), "make_norm"));
 }
 
 // ---- the model -----------------------------------------------------------------------------------
@@ -219,7 +248,7 @@ Tensor GPT::embed(const IndexArray& idx) {
       ": expected idx (B, T) with T <= ", config_.block_size(), ", got ", idx.shape());
   if (transformer->wte_scaled)  // the seeds' layers: lut(idx) * sqrt(C), then + pe[:T] and dropout
     return transformer->wpe_table->forward(transformer->wte_scaled->forward(idx));
-  if (!transformer->wpe)  // rope: the positions turn q and k inside each attention
+  if (!transformer->wpe)  // rope and none: the positions enter each attention, if at all
     return transformer->drop->forward(transformer->wte->forward(idx));
   IndexArray pos =
       IndexArray::from_shape({B, T});  // 0 .. T-1 in every row: a plain add, no broadcast
@@ -238,7 +267,7 @@ Tensor GPT::features(const IndexArray& idx, std::vector<Array>* attention) {
     x = static_cast<Block&>(*block).forward(x, attention ? &weights : nullptr);
     if (attention) attention->push_back(std::move(weights));
   }
-  return transformer->norm_f(x);
+  return transformer->ln_f->forward(x);
 }
 
 Tensor GPT::forward(const IndexArray& idx) { return lm_head->forward(features(idx)); }

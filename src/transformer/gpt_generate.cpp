@@ -1,8 +1,8 @@
 // src/transformer/gpt_generate.cpp: the GPT as a CausalLM, its forward pass with a cache of keys
-// and values for the sampler (generate.cpp).
+// and values for the sampler (generate.cpp), and the built-in attention's cache.
 //
-// Each block keeps the keys and values of the positions already seen, (B, block_size, C) per
-// block, so a new token costs ONE position: its own embedding, norms, projections and MLP
+// Each block's attention keeps the keys and values of the positions already seen, (B, block_size,
+// C), so a new token costs ONE position: its own embedding, norms, projections and MLP
 // (matrix-vector work), and one query against the cached keys. With position "rope" the new
 // queries and keys are turned at their absolute positions L .. L+n-1 (L: the cache's length)
 // before the keys are cached, which is what the uncached forward does to the same positions. Nothing
@@ -17,15 +17,23 @@
 
 namespace tapegrad::nn::transformer {
 
-struct GPT::KVCache {
-  std::vector<Array> k, v;  // per block: (B, block_size, C)
-  std::size_t batch = 0;    // B
-  std::size_t length = 0;   // positions held
+struct GPT::KVCache {     // what the blocks' attentions hold, (B, block_size, C) each
+  std::size_t batch = 0;   // B
+  std::size_t length = 0;  // positions held
 };
 
 GPT::~GPT() = default;
 
-void GPT::reset_cache() { cache_.reset(); }
+void GPT::reset_cache() {
+  cache_.reset();
+  for (const auto& block : *transformer->h) static_cast<Block&>(*block).attn->reset_cache();
+}
+
+bool GPT::supports_cache() const {
+  for (const auto& block : *transformer->h)
+    if (!static_cast<const Block&>(*block).attn->supports_cache()) return false;
+  return true;
+}
 
 namespace {
 // The last position of x (B, n, C) as (B, C).
@@ -75,19 +83,51 @@ Array cached_attention(const Array& qkv, const Array& K, const Array& V, std::si
 }
 }  // namespace
 
+void CausalSelfAttention::reset_cache() {
+  cached_k_ = Array();
+  cached_v_ = Array();
+  cached_ = 0;
+}
+
+// x (B, n, C) at positions L .. L+n-1 (L = cached_): their keys and values are written into the
+// cache at rows L .. L+n-1, then each new query attends to rows 0 .. its own position.
+Tensor CausalSelfAttention::forward_cached(const Tensor& x) {
+  autograd::NoGradGuard no_grad;
+  const std::size_t B = x.shape()[0], n = x.shape()[1], C = x.shape()[2], L = cached_;
+  check<ShapeError>(L + n <= block_size_, context(), ".forward_cached: expected positions up to ",
+                    block_size_, ", got ", L, " cached + ", n, " new");
+  if (L == 0) {
+    cached_k_ = Array::from_shape({B, block_size_, C});
+    cached_v_ = Array::from_shape({B, block_size_, C});
+  }
+  check<ShapeError>(cached_k_.shape()[0] == B, context(),
+                    ".forward_cached: expected a batch of the cache's size ", cached_k_.shape()[0],
+                    ", got ", x.shape());
+  Tensor qkv = c_attn->forward(x);  // (B, n, 3C)
+  if (rotary) qkv = rotary->forward_qkv(qkv, std::int64_t(L));
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* row = qkv.data().data() + (b * n + i) * 3 * C;
+      std::copy_n(row + C, C, cached_k_.data() + (b * block_size_ + L + i) * C);
+      std::copy_n(row + 2 * C, C, cached_v_.data() + (b * block_size_ + L + i) * C);
+    }
+  const Tensor y(cached_attention(qkv.data(), cached_k_, cached_v_, L, std::size_t(n_head)));
+  cached_ = L + n;
+  return c_proj->forward(y);
+}
+
 Array GPT::forward_cached(const IndexArray& tokens) {
   const std::string where = context() + ".forward_cached";
   check<ShapeError>(tokens.dimension() == 2 && tokens.shape()[1] >= 1, where,
                     ": expected tokens of shape (B, n) with n >= 1, got ", tokens.shape());
   const std::size_t B = tokens.shape()[0], n = tokens.shape()[1], C = std::size_t(config_.n_embd());
   const std::size_t rows = std::size_t(config_.block_size());
+  check<ValueError>(supports_cache(), where,
+                    ": an attention of this model keeps no cache (BlockAttention::supports_cache); "
+                    "sample with GenerateOptions().use_cache(false)");
   if (!cache_) {
     cache_ = std::make_shared<KVCache>();
     cache_->batch = B;
-    for (std::size_t l = 0; l < transformer->h->size(); ++l) {
-      cache_->k.push_back(Array::from_shape({B, rows, C}));
-      cache_->v.push_back(Array::from_shape({B, rows, C}));
-    }
   }
   KVCache& cache = *cache_;
   const std::size_t L = cache.length;
@@ -108,7 +148,7 @@ Array GPT::forward_cached(const IndexArray& tokens) {
   const float* table = token_embedding().data().data();
   const float* positions = transformer->wpe         ? transformer->wpe->weight.data().data()
                            : transformer->wpe_table ? transformer->wpe_table->pe.data().data()
-                                                    : nullptr;  // rope: none
+                                                    : nullptr;  // rope and none: no table
   const bool scaled = transformer->wte_scaled != nullptr;
   const float scale = scaled ? transformer->wte_scaled->scale() : 1.0f;
   for (std::size_t b = 0; b < B; ++b)
@@ -120,23 +160,13 @@ Array GPT::forward_cached(const IndexArray& tokens) {
         out[c] = !pos ? tok[c] : scaled ? tok[c] * scale + pos[c] : tok[c] + pos[c];
     }
   Tensor x(std::move(x0));
-  for (std::size_t l = 0; l < transformer->h->size(); ++l) {
-    Block& block = static_cast<Block&>((*transformer->h)[std::int64_t(l)]);
-    Tensor qkv = block.attn->c_attn->forward(block.norm_1(x));  // (B, n, 3C)
-    if (block.attn->rotary) qkv = block.attn->rotary->forward_qkv(qkv, std::int64_t(L));
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t i = 0; i < n; ++i) {
-        const float* row = qkv.data().data() + (b * n + i) * 3 * C;
-        std::copy_n(row + C, C, cache.k[l].data() + (b * rows + L + i) * C);
-        std::copy_n(row + 2 * C, C, cache.v[l].data() + (b * rows + L + i) * C);
-      }
-    const Tensor y(
-        cached_attention(qkv.data(), cache.k[l], cache.v[l], L, std::size_t(config_.n_head())));
-    x = x + block.attn->c_proj->forward(y);
-    x = x + block.mlp->forward(block.norm_2(x));
+  for (const auto& module : *transformer->h) {
+    Block& block = static_cast<Block&>(*module);
+    x = x + block.attn->forward_cached(block.ln_1->forward(x));
+    x = x + block.mlp->forward(block.ln_2->forward(x));
   }
   cache.length = L + n;
-  return lm_head->forward(transformer->norm_f(last_position(x))).data();
+  return lm_head->forward(transformer->ln_f->forward(last_position(x))).data();
 }
 
 Array GPT::last_logits(const IndexArray& idx) {

@@ -83,6 +83,51 @@ TEST_SUITE("examples.gpt") {
       CHECK_MESSAGE(fs::exists(dir / "run" / name), name);
   }
 
+  TEST_CASE("--pos alibi trains the attention of examples/gpt/alibi.hpp, and its checkpoint samples "
+            "and resumes as ALiBi") {
+    const fs::path dir = folder("alibi");
+    const std::string data = "--data '" + tiny_corpus(dir).string() + "'" + kTiny +
+                             " --eval-every 20 --sample-tokens 0 --out '" + (dir / "run").string() +
+                             "'";
+    const Output out = run(TAPEGRAD_GPT, data + " --steps 20 --pos alibi");
+    INFO(out.text);
+    REQUIRE(out.status == 0);
+    CHECK(out.text.find("pos=alibi") != std::string::npos);
+    auto loss_at = [&](const std::string& step) {
+      const std::string key = "step " + step + ": validation loss ";
+      const std::size_t at = out.text.find(key);
+      REQUIRE(at != std::string::npos);
+      return std::stod(out.text.substr(at + key.size()));
+    };
+    CHECK(loss_at("20") < loss_at("0") - 0.3);
+    // No position table: the checkpoint holds the Blocks' attention and nothing for positions.
+    const tapegrad::io::SafetensorsFile f =
+        tapegrad::io::load_safetensors((dir / "run" / "best.safetensors").string());
+    bool attention = false, positions = false;
+    for (const auto& t : f.tensors()) {
+      attention = attention || t.name.ends_with("transformer.h.0.attn.c_attn.weight");
+      positions = positions || t.name.find("wpe") != std::string::npos;
+    }
+    CHECK(attention);
+    CHECK_FALSE(positions);
+    CHECK(f.metadata_value("progress.extra.gpt.position") == std::optional<std::string>("alibi"));
+    // gpt_sample builds the same model from the notes (no cache: it runs the whole context).
+    const std::string ckpt = "--checkpoint '" + (dir / "run" / "best.safetensors").string() + "'";
+    const Output sampled = run(TAPEGRAD_GPT_SAMPLE, ckpt + " --prompt 'the cat' --tokens 12");
+    INFO(sampled.text);
+    CHECK(sampled.status == 0);
+    CHECK(sampled.text.find("note: this model's attention keeps no cache") != std::string::npos);
+    CHECK(sampled.text.find("12 characters in ") != std::string::npos);
+    const Output compared = run(TAPEGRAD_GPT_SAMPLE, ckpt + " --compare");
+    CHECK(compared.status == 2);
+    CHECK(compared.text.find("--compare: this model's attention keeps no cache") !=
+          std::string::npos);
+    const Output resumed = run(TAPEGRAD_GPT, data + " --steps 30 --pos alibi --resume");
+    INFO(resumed.text);
+    CHECK(resumed.status == 0);
+    CHECK(resumed.text.find("resumed at step 20") != std::string::npos);
+  }
+
   TEST_CASE("a run stopped and resumed ends with the same bits as a run straight through") {
     const fs::path dir = folder("resume");
     const std::string data = " --data '" + tiny_corpus(dir).string() +

@@ -95,7 +95,7 @@ TEST_CASE("save_gpt2 writes transformers' layout: prefixed keys, Conv1D matrices
   CHECK_FALSE(f.contains("lm_head.weight"));
   CHECK_FALSE(f.contains("transformer.h.0.attn.bias"));
   // Conv1D (in, out): the transpose of the Linear's (out, in)
-  const Array& c_attn = model->transformer->h->ptr<tt::Block>(0)->attn->c_attn->weight.data();
+  const Array& c_attn = dynamic_cast<const tt::CausalSelfAttention&>(*model->transformer->h->ptr<tt::Block>(0)->attn).c_attn->weight.data();
   CHECK(f.record("transformer.h.0.attn.c_attn.weight").shape == Shape{8, 24});
   CHECK(testing::bit_equal(f.to_float("transformer.h.0.attn.c_attn.weight"), transposed(c_attn)));
   CHECK(f.record("transformer.h.1.mlp.c_proj.weight").shape == Shape{32, 8});
@@ -112,7 +112,9 @@ TEST_CASE("load_gpt2 after save_gpt2 gives the same bits, and the same logits") 
   const pretrained::PretrainedGPT2 loaded = load_gpt2(dir.string());
   CHECK_FALSE(loaded.tokenizer);
   check_same_parameters(*model, *loaded.model);
-  CHECK(loaded.model->transformer->h->ptr<tt::Block>(0)->ln_1->options().eps() == 1e-5);
+  CHECK(dynamic_cast<const nn::LayerNorm&>(*loaded.model->transformer->h->ptr<tt::Block>(0)->ln_1)
+            .options()
+            .eps() == 1e-5);
   model->eval();
   loaded.model->eval();
   IndexArray idx = {{1, 5, 36, 0, 2}};

@@ -63,9 +63,11 @@ TEST_SUITE("nn.transformer.gpt") {
     CHECK(model.transformer->wte->weight.shape() == Shape{13, 8});
     CHECK(model.transformer->wpe->weight.shape() == Shape{8, 8});
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[0]);
-    CHECK(block.attn->c_attn->weight.shape() == Shape{24, 8});
-    CHECK(block.mlp->c_fc->weight.shape() == Shape{32, 8});
-    CHECK(block.mlp->c_proj->weight.shape() == Shape{8, 32});
+    const auto& attn = dynamic_cast<const tt::CausalSelfAttention&>(*block.attn);
+    const auto& mlp = dynamic_cast<const tt::MLP&>(*block.mlp);
+    CHECK(attn.c_attn->weight.shape() == Shape{24, 8});
+    CHECK(mlp.c_fc->weight.shape() == Shape{32, 8});
+    CHECK(mlp.c_proj->weight.shape() == Shape{8, 32});
     const nn::StateDict sd = model.state_dict();
     CHECK(sd.contains("lm_head.weight"));
     REQUIRE(sd.aliases().size() == 1);
@@ -105,16 +107,18 @@ TEST_SUITE("nn.transformer.gpt") {
     tt::GPT model(tt::GPTConfig(64, 16).n_layer(4).n_head(4).n_embd(64),
                   std::make_shared<Generator>(3));
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[1]);
-    CHECK(sample_std(block.attn->c_attn->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
-    CHECK(sample_std(block.mlp->c_fc->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
+    const auto& attn = dynamic_cast<const tt::CausalSelfAttention&>(*block.attn);
+    const auto& mlp = dynamic_cast<const tt::MLP&>(*block.mlp);
+    CHECK(sample_std(attn.c_attn->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
+    CHECK(sample_std(mlp.c_fc->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
     CHECK(sample_std(model.token_embedding().data()) == doctest::Approx(0.02).epsilon(0.05));
     CHECK(sample_std(model.transformer->wpe->weight.data()) == doctest::Approx(0.02).epsilon(0.1));
     const double residual = 0.02 / std::sqrt(8.0);
-    CHECK(sample_std(block.attn->c_proj->weight.data()) == doctest::Approx(residual).epsilon(0.05));
-    CHECK(sample_std(block.mlp->c_proj->weight.data()) == doctest::Approx(residual).epsilon(0.05));
-    CHECK(bit_equal(block.attn->c_attn->bias.data(), xt::zeros<float>({192})));
-    CHECK(bit_equal(block.ln_1->weight.data(), xt::ones<float>({64})));
-    CHECK(bit_equal(block.ln_2->bias.data(), xt::zeros<float>({64})));
+    CHECK(sample_std(attn.c_proj->weight.data()) == doctest::Approx(residual).epsilon(0.05));
+    CHECK(sample_std(mlp.c_proj->weight.data()) == doctest::Approx(residual).epsilon(0.05));
+    CHECK(bit_equal(attn.c_attn->bias.data(), xt::zeros<float>({192})));
+    CHECK(bit_equal(dynamic_cast<const nn::LayerNorm&>(*block.ln_1).weight.data(), xt::ones<float>({64})));
+    CHECK(bit_equal(dynamic_cast<const nn::LayerNorm&>(*block.ln_2).bias.data(), xt::zeros<float>({64})));
     // the same seed gives the same weights, another seed others
     tt::GPT again(tt::GPTConfig(64, 16).n_layer(4).n_head(4).n_embd(64),
                   std::make_shared<Generator>(3));
@@ -172,7 +176,7 @@ TEST_SUITE("nn.transformer.gpt") {
     CHECK_THROWS_WITH_AS(
         tt::GPT(tiny().position("rotary")),
         doctest::Contains(
-            "expected position \"learned\", \"sinusoidal\" or \"rope\", got \"rotary\""),
+            "expected position \"learned\", \"sinusoidal\", \"rope\" or \"none\", got \"rotary\""),
         ValueError);
     CHECK_THROWS_WITH_AS(tt::GPT(tiny().gelu("fast")),
                          doctest::Contains("approximate argument must be either none or tanh"),

@@ -58,10 +58,10 @@ TEST_SUITE("nn.transformer.gpt_choices") {
     CHECK_FALSE(has(n, "transformer.ln_f.bias"));
     CHECK(n.size() == 2 + 2 * 10 + 1);
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[0]);
-    CHECK(block.ln_1 == nullptr);
-    REQUIRE(block.rms_1 != nullptr);
-    CHECK(block.rms_1->options().eps() == std::optional<double>(1e-5));
-    CHECK(testing::bit_equal(block.rms_1->weight.data(), xt::ones<float>({8})));
+    const auto* rms = dynamic_cast<const nn::RMSNorm*>(block.ln_1.get());
+    REQUIRE(rms != nullptr);
+    CHECK(rms->options().eps() == std::optional<double>(1e-5));
+    CHECK(testing::bit_equal(rms->weight.data(), xt::ones<float>({8})));
     CHECK(model.repr().find("(ln_1): RMSNorm((8,), eps=1e-05, elementwise_affine=True)") !=
           std::string::npos);
   }
@@ -78,15 +78,16 @@ TEST_SUITE("nn.transformer.gpt_choices") {
       CHECK(testing::bit_equal(n[i].second.data(), g[i].second.data()));
     }
     auto& block = static_cast<tt::Block&>((*model.transformer->h)[0]);
-    REQUIRE(block.mlp->relu_squared != nullptr);
-    CHECK(block.mlp->gelu == nullptr);
-    CHECK(block.mlp->swiglu == nullptr);
+    auto& mlp = dynamic_cast<tt::MLP&>(*block.mlp);
+    REQUIRE(mlp.relu_squared != nullptr);
+    CHECK(mlp.gelu == nullptr);
+    CHECK(mlp.swiglu == nullptr);
     const Tensor x = testing::input({2, 3, 64}, 4, false);
-    const Array h = block.mlp->c_fc->forward(x).data();
-    const Array want = block.mlp->c_proj->forward(ops::relu_squared(Tensor(h))).data();
+    const Array h = mlp.c_fc->forward(x).data();
+    const Array want = mlp.c_proj->forward(ops::relu_squared(Tensor(h))).data();
     autograd::NoGradGuard no_grad;
-    block.mlp->eval();
-    CHECK(testing::bit_equal(block.mlp->forward(x).data(), want));
+    mlp.eval();
+    CHECK(testing::bit_equal(mlp.forward(x).data(), want));
   }
 
   TEST_CASE("mlp swiglu is SwiGLU(C, 8C/3) with biases, whose w2 starts as a residual projection") {
@@ -98,15 +99,16 @@ TEST_SUITE("nn.transformer.gpt_choices") {
     CHECK(has(n, "transformer.h.0.mlp.swiglu.w3.weight"));
     CHECK_FALSE(has(n, "transformer.h.0.mlp.c_fc.weight"));
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[1]);
-    REQUIRE(block.mlp->swiglu != nullptr);
-    CHECK(block.mlp->c_fc == nullptr);
-    CHECK(block.mlp->swiglu->w1->weight.shape() == Shape{170, 64});  // 2 * 256 / 3, rounded down
-    CHECK(block.mlp->swiglu->w2->weight.shape() == Shape{64, 170});
-    CHECK(sample_std(block.mlp->swiglu->w1->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
-    CHECK(sample_std(block.mlp->swiglu->w3->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
-    CHECK(sample_std(block.mlp->swiglu->w2->weight.data()) ==
+    const auto& block_mlp = dynamic_cast<const tt::MLP&>(*block.mlp);
+    REQUIRE(block_mlp.swiglu != nullptr);
+    CHECK(block_mlp.c_fc == nullptr);
+    CHECK(block_mlp.swiglu->w1->weight.shape() == Shape{170, 64});  // 2 * 256 / 3, rounded down
+    CHECK(block_mlp.swiglu->w2->weight.shape() == Shape{64, 170});
+    CHECK(sample_std(block_mlp.swiglu->w1->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
+    CHECK(sample_std(block_mlp.swiglu->w3->weight.data()) == doctest::Approx(0.02).epsilon(0.05));
+    CHECK(sample_std(block_mlp.swiglu->w2->weight.data()) ==
           doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.05));
-    CHECK(testing::bit_equal(block.mlp->swiglu->w2->bias.data(), xt::zeros<float>({64})));
+    CHECK(testing::bit_equal(block_mlp.swiglu->w2->bias.data(), xt::zeros<float>({64})));
     // the parameters of the MLP it replaces, within a percent
     const double mlp = 2.0 * 64 * 256, swiglu = 3.0 * 64 * 170;
     CHECK(swiglu / mlp == doctest::Approx(1.0).epsilon(0.01));
@@ -141,9 +143,9 @@ TEST_SUITE("nn.transformer.gpt_choices") {
     CHECK(c.mlp() == "gelu");
     CHECK(c.position() == "learned");
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[0]);
-    CHECK(block.rms_1 == nullptr);
-    CHECK(block.attn->rotary == nullptr);
-    CHECK(block.mlp->swiglu == nullptr);
+    CHECK(dynamic_cast<const nn::LayerNorm*>(block.ln_1.get()) != nullptr);
+    CHECK(dynamic_cast<const tt::CausalSelfAttention&>(*block.attn).rotary == nullptr);
+    CHECK(dynamic_cast<const tt::MLP&>(*block.mlp).swiglu == nullptr);
     CHECK(model.named_buffers().empty());
   }
 
@@ -174,7 +176,7 @@ TEST_SUITE("nn.transformer.gpt_choices") {
     CHECK_THROWS_WITH_AS(
         tt::GPT(tiny().position("alibi")),
         doctest::Contains(
-            "expected position \"learned\", \"sinusoidal\" or \"rope\", got \"alibi\""),
+            "expected position \"learned\", \"sinusoidal\", \"rope\" or \"none\", got \"alibi\""),
         ValueError);
     CHECK_THROWS_WITH_AS(tt::GPT(tt::GPTConfig(13, 8).n_head(4).n_embd(12).position("rope")),
                          doctest::Contains("expected an even head size n_embd / n_head with "

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/unary_module.hpp"
 #include "tapegrad/core/options.hpp"
 #include "tapegrad/ops/layer_norm.hpp"
 
@@ -39,7 +39,7 @@ class LayerNormOptions {
   TAPEGRAD_ARG(LayerNormVariant, variant) = LayerNormVariant::pytorch;
 };
 
-class LayerNorm : public Module {
+class LayerNorm : public UnaryModule {
  public:
   /// ValueError for an empty or negative normalized_shape or a negative or NaN eps.
   explicit LayerNorm(LayerNormOptions options);
@@ -47,7 +47,7 @@ class LayerNorm : public Module {
   explicit LayerNorm(std::int64_t features);
 
   /// x (*, normalized_shape) -> the same shape. ShapeError naming the module for another shape.
-  Tensor forward(const Tensor& x);
+  Tensor forward(const Tensor& x) override;
   /// weight = 1, bias = 0.
   void reset_parameters();
   const LayerNormOptions& options() const { return options_; }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/unary_module.hpp"
 #include "tapegrad/core/options.hpp"
 
 namespace tapegrad::nn {
@@ -29,7 +29,7 @@ struct RMSNormOptions {
   TAPEGRAD_ARG(bool, elementwise_affine) = true;
 };
 
-class RMSNorm : public Module {
+class RMSNorm : public UnaryModule {
  public:
   /// ValueError for an empty or negative normalized_shape or a negative or NaN eps.
   explicit RMSNorm(RMSNormOptions options);
@@ -37,7 +37,7 @@ class RMSNorm : public Module {
   explicit RMSNorm(std::int64_t features);
 
   /// x (*, normalized_shape) -> the same shape. ShapeError naming the module for another shape.
-  Tensor forward(const Tensor& x);
+  Tensor forward(const Tensor& x) override;
   /// weight = 1.
   void reset_parameters();
   const RMSNormOptions& options() const { return options_; }

@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "tapegrad/nn/linear.hpp"
-#include "tapegrad/nn/module.hpp"
+#include "tapegrad/nn/unary_module.hpp"
 #include "tapegrad/core/options.hpp"
 #include "tapegrad/core/random.hpp"
 
@@ -35,13 +35,13 @@ struct SwiGLUOptions {
   TAPEGRAD_ARG(bool, bias) = false;
 };
 
-class SwiGLU : public Module {
+class SwiGLU : public UnaryModule {
  public:
   /// ValueError naming the field for a size < 1. A null generator means the default one.
   explicit SwiGLU(SwiGLUOptions options, std::shared_ptr<Generator> generator = nullptr);
 
   /// x (*, in_features) -> (*, out_features). ShapeError (from w1) for another last dimension.
-  Tensor forward(const Tensor& x);
+  Tensor forward(const Tensor& x) override;
   const SwiGLUOptions& options() const { return options_; }
 
   std::shared_ptr<Linear> w1;  ///< "w1": Linear(in, hidden), passed through silu

@@ -13,7 +13,8 @@
 //     reset_cache()                   forget everything cached: the next call starts at position 0
 //
 // and may override last_logits(idx) (the logits after idx with nothing cached; by default the
-// last position of forward(idx)) to compute only that position. generate() resets the cache
+// last position of forward(idx)) to compute only that position, and supports_cache() (default
+// true) to say that forward_cached cannot run, so that generate() samples without the cache. generate() resets the cache
 // before it starts and when it is done, and never lets positions reach block_size. The GPT
 // implements it (transformer/gpt.hpp); tests/transformer/test_generate.cpp has a model of
 // a few lines that does too.
@@ -38,6 +39,8 @@ class CausalLM : public Module {
   virtual Array forward_cached(const IndexArray& tokens) = 0;
   /// Empties the cache (and frees it).
   virtual void reset_cache() = 0;
+  /// Whether forward_cached runs (default true); generate() samples without the cache if not.
+  virtual bool supports_cache() const { return true; }
   /// The logits (B, vocab_size) of the last position of idx (B, T), with nothing cached: the
   /// sampler's path without the cache. By default the last position of forward(idx).
   virtual Array last_logits(const IndexArray& idx);

@@ -24,7 +24,8 @@ struct GenerateOptions {
   /// nanoGPT's torch.topk threshold does). Unset: all tokens. top_k(1) is greedy decoding.
   TAPEGRAD_ARG(std::optional<std::int64_t>, top_k) = std::nullopt;
   /// Keep the keys and values of earlier positions (default true): each new token then costs one
-  /// position. false re-runs the model on the whole context for every token (same tokens).
+  /// position. false re-runs the model on the whole context for every token (same tokens), as
+  /// does a model whose supports_cache() is false.
   TAPEGRAD_ARG(bool, use_cache) = true;
 };
 

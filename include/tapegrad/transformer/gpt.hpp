@@ -2,14 +2,17 @@
 //
 // GPT: a decoder-only Transformer in GPT-2's shape, assembled from tapegrad's public modules with
 // nanoGPT's names, so a nanoGPT state dict loads key for key. The default config is nanoGPT's
-// model; three choices of GPTConfig compose LLaMA's pieces into the same block instead:
+// model; three choices of GPTConfig compose LLaMA's pieces into the same block instead, and three
+// factories put a learner's own attention, MLP or norm in it (make_attention, make_mlp, make_norm:
+// the built-in choices are factories too, attention_factory() and its kin):
 //
 //     transformer.wte       Embedding(vocab, C)           token table, TIED to lm_head.weight
 //     transformer.wpe       Embedding(block_size, C)      position "learned" (GPT-2; default), or
 //                           PositionalEncoding(C)         "sinusoidal", the seeds' buffer, with wte
 //                                                         an Embeddings (table * sqrt(C),
 //                                                         "wte.lut.weight"), or none with "rope"
-//     transformer.drop      Dropout                       ("learned" and "rope"; the sinusoidal
+//                                                         and "none"
+//     transformer.drop      Dropout                       ("learned", "rope", "none"; the sinusoidal
 //                                                         module has its own dropout)
 //     transformer.h.i       Block: x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))      (pre-norm)
 //         ln_1, ln_2        norm "layernorm": LayerNorm(C) (default), "rmsnorm": RMSNorm(C),
@@ -30,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,12 +52,24 @@
 #include "tapegrad/nn/rotary_embedding.hpp"
 #include "tapegrad/nn/swiglu.hpp"
 #include "tapegrad/nn/tied_linear.hpp"
+#include "tapegrad/nn/unary_module.hpp"
 #include "tapegrad/transformer/causal_lm.hpp"
 #include "tapegrad/transformer/generate.hpp"
 #include "tapegrad/core/options.hpp"
 #include "tapegrad/core/random.hpp"
 
 namespace tapegrad::nn::transformer {
+
+struct GPTConfig;
+class BlockAttention;
+/// Builds the attention of one Block for the config, drawing its parameters from the generator
+/// (GPTConfig::make_attention).
+using AttentionFactory =
+    std::function<std::shared_ptr<BlockAttention>(const GPTConfig&, std::shared_ptr<Generator>)>;
+/// Builds a norm, or the feed-forward branch of one Block: a module from (B, T, C) to (B, T, C)
+/// (GPTConfig::make_norm, make_mlp).
+using ModuleFactory =
+    std::function<std::shared_ptr<UnaryModule>(const GPTConfig&, std::shared_ptr<Generator>)>;
 
 /// A GPT's sizes and choices: nanoGPT's GPTConfig with the baby GPT's sizes as defaults, and the
 /// block's pieces (position, norm, mlp) named as a program's flags would be. The defaults are
@@ -75,8 +91,10 @@ struct GPTConfig {
   /// branch, in [0, 1] (default 0).
   TAPEGRAD_ARG(double, dropout) = 0.0;
   /// "learned" (an Embedding of positions, GPT-2; default), "sinusoidal" (the seeds' fixed table
-  /// added to the token embedding scaled by sqrt(n_embd)) or "rope" (no position table: each
-  /// attention turns its queries and keys, RoFormer's rotary embedding; n_embd / n_head even).
+  /// added to the token embedding scaled by sqrt(n_embd)), "rope" (no position table: each
+  /// attention turns its queries and keys, RoFormer's rotary embedding; n_embd / n_head even) or
+  /// "none" (no position table and no turn: the attention alone knows the order, through its
+  /// causal mask, or a bias such as ALiBi's in an attention of make_attention).
   TAPEGRAD_ARG(std::string, position) = "learned";
   /// "layernorm" (LayerNorm, weight and bias, GPT-2's; default) or "rmsnorm" (RMSNorm, weight
   /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps norm_eps either way.
@@ -90,20 +108,66 @@ struct GPTConfig {
   TAPEGRAD_ARG(std::string, mlp) = "gelu";
   /// The GELU of mlp "gelu": "none" (erf, nanoGPT's nn.GELU(); default) or "tanh" (GPT-2's).
   TAPEGRAD_ARG(std::string, gelu) = "none";
+
+  // ---- a learner's own pieces (each null by default: the built-in choice above) ----
+  /// Builds the attention of every Block, in place of CausalSelfAttention: ALiBi's, grouped-query
+  /// attention, ... (examples/gpt/alibi.hpp). Called once per Block, in order; the module is
+  /// registered as "attn". With position "rope" it must turn q and k itself.
+  TAPEGRAD_ARG(AttentionFactory, make_attention) = nullptr;
+  /// Builds the feed-forward branch of every Block ("mlp"), in place of MLP; mlp and gelu are
+  /// then not used.
+  TAPEGRAD_ARG(ModuleFactory, make_mlp) = nullptr;
+  /// Builds every norm (ln_1 and ln_2 of each Block, then ln_f), in place of the choice of norm;
+  /// norm and norm_eps are then not used.
+  TAPEGRAD_ARG(ModuleFactory, make_norm) = nullptr;
 };
 
 /// Checks every field of `config`, in one place: ValueError naming the field and, for the
 /// choices, the accepted values. GPT's constructor calls it; a program can call it first.
 void validate(const GPTConfig& config);
 
+/// What a Block's attention is: a module from x (B, T, C) at positions 0 .. T-1 to (B, T, C), each
+/// position attending to itself and those before it. CausalSelfAttention is the built-in one; a
+/// learner's derives from this class and plugs in through GPTConfig::make_attention. Only forward
+/// is required: the sampler's cache is optional.
+class BlockAttention : public Module {
+ public:
+  /// attention, when given, receives the weights (B, n_head, T, T), if the module has them.
+  virtual Tensor forward(const Tensor& x, Array* attention = nullptr) = 0;
+
+  // ---- generate()'s cache of keys and values (optional) ----
+  /// Whether forward_cached is implemented. Default false: the GPT then samples without a cache,
+  /// running the whole context again for each new token.
+  virtual bool supports_cache() const { return false; }
+  /// x (B, n, C) at positions L .. L+n-1, after the L positions the module has cached -> (B, n, C)
+  /// as forward gives them in eval mode, keeping what later positions need; records nothing. By
+  /// default refuses, naming the module.
+  virtual Tensor forward_cached(const Tensor& x);
+  /// Forgets what forward_cached kept: the next call starts at position 0.
+  virtual void reset_cache() {}
+};
+
+/// The factories a GPT builds its Blocks with: the config's own where it has one (make_attention,
+/// make_mlp, make_norm), else the built-in choice its strings name. Each built-in is a factory like
+/// a learner's: [](const GPTConfig& c, auto generator) { return std::make_shared<MLP>(c, generator); }
+AttentionFactory attention_factory(const GPTConfig& config);
+ModuleFactory mlp_factory(const GPTConfig& config);
+ModuleFactory norm_factory(const GPTConfig& config);
+
 /// Causal multi-head self-attention with one fused QKV projection (nanoGPT's CausalSelfAttention),
 /// with position "rope" the queries and keys turned by a RotaryEmbedding first.
-class CausalSelfAttention : public Module {
+class CausalSelfAttention : public BlockAttention {
  public:
   CausalSelfAttention(const GPTConfig& config, std::shared_ptr<Generator> generator);
   /// x (B, T, C) at positions 0 .. T-1 -> (B, T, C). attention, when given, receives the weights
   /// (B, n_head, T, T).
-  Tensor forward(const Tensor& x, Array* attention = nullptr);
+  Tensor forward(const Tensor& x, Array* attention = nullptr) override;
+  /// Keeps the keys and values of every position seen, (B, block_size, C), so that a new position
+  /// costs one query against them (gpt_generate.cpp); with rope the new queries and keys turn at
+  /// their absolute positions first.
+  bool supports_cache() const override { return true; }
+  Tensor forward_cached(const Tensor& x) override;
+  void reset_cache() override;
 
   std::shared_ptr<Linear> c_attn;           ///< "c_attn": Linear(C, 3C), queries | keys | values
   std::shared_ptr<RotaryEmbedding> rotary;  ///< "rotary", position "rope" only (else null):
@@ -113,16 +177,21 @@ class CausalSelfAttention : public Module {
                                             ///< the attention weights inside the op
   std::shared_ptr<Dropout> resid_dropout;   ///< "resid_dropout"
   std::int64_t n_head;
+
+ private:
+  std::size_t block_size_;
+  Array cached_k_, cached_v_;  // (B, block_size, C), rows 0 .. cached_-1 filled
+  std::size_t cached_ = 0;
 };
 
 /// The feed-forward branch, by GPTConfig::mlp. Exactly one of the three sets below is present.
 ///   "gelu"          c_fc Linear(C, 4C) -> GELU -> c_proj Linear(4C, C) -> dropout    (nanoGPT's)
 ///   "relu_squared"  c_fc -> ReLUSquared -> c_proj -> dropout                (Primer's)
 ///   "swiglu"        swiglu: SwiGLU(C, 8C/3, bias) = w2(silu(w1 x) * w3 x) -> dropout (LLaMA's)
-class MLP : public Module {
+class MLP : public UnaryModule {
  public:
   MLP(const GPTConfig& config, std::shared_ptr<Generator> generator);
-  Tensor forward(const Tensor& x);  ///< (B, T, C) -> (B, T, C)
+  Tensor forward(const Tensor& x) override;  ///< (B, T, C) -> (B, T, C)
 
   std::shared_ptr<Linear> c_fc;                ///< "c_fc", mlp "gelu" and "relu_squared"
   std::shared_ptr<GELU> gelu;                  ///< "gelu", mlp "gelu"
@@ -132,42 +201,38 @@ class MLP : public Module {
   std::shared_ptr<Dropout> dropout;  ///< "dropout"
 };
 
-/// One pre-norm Transformer block: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)). Each norm is a
-/// LayerNorm or an RMSNorm (GPTConfig::norm), registered as "ln_1" / "ln_2" either way; exactly
-/// one member of each pair is set, and norm_1 / norm_2 apply whichever it is.
+/// One pre-norm Transformer block: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), each piece built
+/// by its factory (attention_factory, mlp_factory, norm_factory): by default a LayerNorm or an
+/// RMSNorm (GPTConfig::norm), CausalSelfAttention and MLP. A piece of a known type is reached with
+/// a cast: dynamic_cast<CausalSelfAttention&>(*block.attn).
 class Block : public Module {
  public:
+  /// ValueError when a factory returns null.
   Block(const GPTConfig& config, std::shared_ptr<Generator> generator);
-  /// x (B, T, C) -> (B, T, C); attention as CausalSelfAttention::forward.
+  /// x (B, T, C) -> (B, T, C); attention as BlockAttention::forward.
   Tensor forward(const Tensor& x, Array* attention = nullptr);
-  Tensor norm_1(const Tensor& x);  ///< ln_1(x), LayerNorm or RMSNorm
-  Tensor norm_2(const Tensor& x);  ///< ln_2(x), LayerNorm or RMSNorm
 
-  std::shared_ptr<LayerNorm> ln_1;  ///< "ln_1", norm "layernorm"
-  std::shared_ptr<RMSNorm> rms_1;   ///< "ln_1", norm "rmsnorm"
-  std::shared_ptr<CausalSelfAttention> attn;
-  std::shared_ptr<LayerNorm> ln_2;  ///< "ln_2", norm "layernorm"
-  std::shared_ptr<RMSNorm> rms_2;   ///< "ln_2", norm "rmsnorm"
-  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<UnaryModule> ln_1;     ///< "ln_1"
+  std::shared_ptr<BlockAttention> attn;  ///< "attn"
+  std::shared_ptr<UnaryModule> ln_2;     ///< "ln_2"
+  std::shared_ptr<UnaryModule> mlp;      ///< "mlp"
 };
 
-/// nanoGPT's `transformer` ModuleDict: the embeddings, the blocks and the final norm. Exactly one
-/// of each pair below is set, by the config's position and norm choices.
+/// nanoGPT's `transformer` ModuleDict: the embeddings, the blocks and the final norm. Which
+/// embeddings are set follows the config's position.
 class GPTTransformer : public Module {
  public:
   GPTTransformer(const GPTConfig& config, std::shared_ptr<Generator> generator);
-  Tensor norm_f(const Tensor& x);  ///< ln_f(x), LayerNorm or RMSNorm
 
-  std::shared_ptr<Embedding> wte;  ///< "wte", learned positions and rope: the token table
+  std::shared_ptr<Embedding> wte;  ///< "wte", positions learned, rope and none: the token table
   std::shared_ptr<Embedding> wpe;  ///< "wpe", learned positions: (block_size, C)
-  std::shared_ptr<Dropout> drop;   ///< "drop", learned positions and rope
+  std::shared_ptr<Dropout> drop;   ///< "drop", positions learned, rope and none
   std::shared_ptr<Embeddings>
       wte_scaled;  ///< "wte", sinusoidal: table * sqrt(C) ("wte.lut.weight")
   std::shared_ptr<PositionalEncoding>
       wpe_table;                    ///< "wpe", sinusoidal: buffer "wpe.pe" and its dropout
-  std::shared_ptr<ModuleList> h;    ///< "h": n_layer Blocks
-  std::shared_ptr<LayerNorm> ln_f;  ///< "ln_f", norm "layernorm"
-  std::shared_ptr<RMSNorm> rms_f;   ///< "ln_f", norm "rmsnorm"
+  std::shared_ptr<ModuleList> h;      ///< "h": n_layer Blocks
+  std::shared_ptr<UnaryModule> ln_f;  ///< "ln_f", by norm_factory
 
   std::string type_name() const override { return "ModuleDict"; }
 };
@@ -202,11 +267,13 @@ class GPT : public CausalLM {
   std::int64_t vocab_size() const override { return config_.vocab_size(); }
   std::int64_t block_size() const override { return config_.block_size(); }
   /// tokens (B, n) after the positions cached -> logits (B, vocab) of the last one, as in eval
-  /// mode (no dropout) and without recording. Each block caches its keys and values, (B,
-  /// block_size, C); with rope the new queries and keys turn from the cache's length on.
-  /// ShapeError for another batch size than the cache's or positions past block_size.
+  /// mode (no dropout) and without recording. Each block's attention caches what it needs
+  /// (BlockAttention::forward_cached). ShapeError for another batch size than the cache's or
+  /// positions past block_size; ValueError when an attention has no cache (supports_cache()).
   Array forward_cached(const IndexArray& tokens) override;
   void reset_cache() override;
+  /// Whether every Block's attention supports the cache; generate() samples without it if not.
+  bool supports_cache() const override;
   /// The head on the last position of features(idx) only.
   Array last_logits(const IndexArray& idx) override;
 
