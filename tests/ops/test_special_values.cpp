@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <tapegrad/tapegrad.hpp>
+#include <tapegrad/core.hpp>
 
 using namespace tapegrad;
 
