@@ -1,9 +1,9 @@
 # scripts/golden/special_values_ops.py: PyTorch 1.13's values and gradients of the ops that are not
 # elementwise-unary, on inputs holding NaN and the infinities, for
 # tests/ops/test_special_values_ops.cpp: the binary ops (same shape and broadcast), masked_fill, the
-# reductions over a leading dim, rms_norm, the rotation of rotary embeddings, matmul and linear,
-# scaled_dot_product_attention and causal_self_attention, cross_entropy, kl_div, embedding and
-# dropout with p = 0 and p = 1.
+# reductions over a leading dim and over all, rms_norm, the rotation of rotary embeddings, matmul
+# and linear, scaled_dot_product_attention and causal_self_attention, cross_entropy, kl_div,
+# embedding (with padding_idx, scaled, with max_norm) and dropout with p = 0 and p = 1.
 #
 # Each case prints as {"name", inputs {shape, values}, the incoming gradient, y, one gradient per
 # input ({} when the input does not require grad)}. What is not a float tensor (targets, ids, masks,
@@ -38,13 +38,13 @@ def case(name, f, inputs, needs_grad=None, seed=None):
     needs_grad = needs_grad or [True] * len(inputs)
     for x, rg in zip(inputs, needs_grad):
         x.requires_grad_(rg)
+    shape = lambda x: "{" + ", ".join(str(s) for s in x.shape) + "}"
+    flat = lambda x: row(x.detach().flatten().tolist())
+    ins = ", ".join("{%s, %s}" % (shape(x), flat(x)) for x in inputs)  # before f: max_norm writes
     y = f(*inputs)
     if seed is None:
         seed = [SEED[i % len(SEED)] for i in range(y.numel())]
     y.backward(t(seed).reshape(y.shape))
-    shape = lambda x: "{" + ", ".join(str(s) for s in x.shape) + "}"
-    flat = lambda x: row(x.detach().flatten().tolist())
-    ins = ", ".join("{%s, %s}" % (shape(x), flat(x)) for x in inputs)
     grads = ", ".join(flat(x.grad) if rg else "{}" for x, rg in zip(inputs, needs_grad))
     print('    {"%s", {%s}, %s, %s, {%s}},' % (name, ins, row(seed), flat(y), grads))
 
@@ -67,11 +67,16 @@ for name, value, seed in (("masked_fill", 0.5, None), ("masked_fill_nan", nan, N
                           ("masked_fill_inf_nan_grad", -inf, [nan] * (2 * n))):
     case(name, lambda x, v=value: x.masked_fill(torch.tensor(FILL_MASK), v), [[X, X]], seed=seed)
 
+# the mask (8,) stretched over both rows
+case("masked_fill_broadcast", lambda x: x.masked_fill(torch.tensor(FILL_MASK[0]), 0.5), [[X, X]])
+
 # ---- reductions over dim 0 of (4, 6), each column one of the rows of test_special_values.cpp ----
 case("sum_dim0", lambda x: x.sum(0), [COLUMNS])
 case("mean_dim0", lambda x: x.mean(0), [COLUMNS])
 case("max_dim0", lambda x: x.max(0).values, [COLUMNS])
 case("sum_dims01", lambda x: x.sum([0, 1]), [[COLUMNS[:2], COLUMNS[2:]]])  # (2, 2, 6) -> (6,)
+case("sum_all", lambda x: x.sum(), [X])  # -inf + inf: NaN
+case("mean_all_inf", lambda x: x.mean(), [[1.0, inf, 2.0, inf]])
 case("max_all", lambda x: x.max(), [[-inf, 3.0, inf, inf, 0.5]])  # ties share the gradient
 case("max_all_nan", lambda x: x.max(), [X])
 
@@ -100,6 +105,16 @@ def rope(x):  # x (1, T, 4): interleaved pairs (2p, 2p + 1) turned by m theta_p
 case("rotary", rope, [[[[inf, 1.0, 2.0, 3.0], [nan, 1.0, -inf, 0.5], [1.0, 2.0, 3.0, 4.0]]]],
      seed=[0.5, -1.0, 2.0, 0.25, 1.0, 1.0, 1.0, 1.0, nan, 1.0, 1.0, 1.0])
 
+# the packed (1, 3, 12) input of the causal attention, C = 4, one head: q and k turn, v passes
+def rope_qkv(qkv):
+    q, k, v = qkv.split(4, dim=2)
+    return torch.cat([rope(q), rope(k), v], dim=2)
+
+
+case("rotary_qkv", rope_qkv, [[[[inf, 1.0, 2.0, 3.0, nan, 1.0, -inf, 0.5, 1.0, inf, nan, 4.0],
+                                [1.0, -inf, 0.5, 2.0, 1.0, 2.0, inf, 4.0, -inf, 0.0, 1.0, 2.0],
+                                [1.0, 2.0, 3.0, 4.0, 0.0, nan, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]]]])
+
 # ---- matmul and linear: inf * 0 in a product; a NaN gradient --------------------------------------
 MA = [[inf, 1.0, 2.0], [nan, 0.0, -1.0]]
 MB = [[0.0, 1.0], [1.0, 2.0], [3.0, -inf]]
@@ -107,7 +122,9 @@ case("matmul", torch.matmul, [MA, MB])
 case("matmul_nan_grad", torch.matmul, [[[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]], MB],
      seed=[0.5, nan, 0.0, 1.0])
 case("matmul_batched", torch.matmul, [[MA, [[1.0, 2.0, 3.0], [0.0, -inf, 1.0]]], [MB, MB]])
+case("matmul_folded", torch.matmul, [[MA, [[1.0, 2.0, 3.0], [0.0, -inf, 1.0]]], MB])  # (2, 2, 3) @ (3, 2)
 case("linear", F.linear, [MA, [[0.0, 1.0, 3.0], [1.0, 2.0, -inf]], [0.5, inf]])
+case("linear_3d", F.linear, [[MA, [[1.0, 2.0, 3.0], [0.0, -inf, 1.0]]], [[0.0, 1.0, 3.0], [1.0, 2.0, nan]], [0.5, -1.0]])
 case("linear_nan_bias", F.linear, [[[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]], [[0.0, 1.0, 3.0], [1.0, 2.0, 0.5]], [nan, 1.0]],
      seed=[0.5, -1.0, inf, 0.0])
 
@@ -186,6 +203,9 @@ EMB_SEED = [0.5, -1.0, 2.0, nan, nan, nan, 1.0, 1.0, 1.0, nan, 0.25, 1.0, 1.0, 1
 case("embedding", lambda w: F.embedding(IDS, w), [TABLE], seed=EMB_SEED)
 case("embedding_padding_idx", lambda w: F.embedding(IDS, w, padding_idx=0), [TABLE], seed=EMB_SEED)
 case("embedding_scaled", lambda w: F.embedding(IDS, w, padding_idx=0) * 2.0, [TABLE], seed=EMB_SEED)
+# max_norm 1 renormalises the rows looked up, in place, before the lookup: row 1's norm is NaN (not
+# above 1: left alone), row 2's is inf (scaled by 1 / inf = 0: inf * 0 is NaN)
+case("embedding_max_norm", lambda w: F.embedding(IDS, w, max_norm=1.0), [TABLE], seed=EMB_SEED)
 case("embedding_scaled_by_0", lambda w: F.embedding(IDS, w) * 0.0, [TABLE], seed=EMB_SEED)
 
 # ---- dropout with p = 1 (x * 0: NaN and the infinities give NaN) and p = 0 (the identity) ----------

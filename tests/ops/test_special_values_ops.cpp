@@ -1,13 +1,15 @@
 // tests/ops/test_special_values_ops.cpp: NaN and the infinities through the ops that are not
 // elementwise-unary (test_special_values.cpp has those), forward and backward, as PyTorch 1.13 gives
 // them: add, sub, mul and div on every pair of special values and broadcast; masked_fill (NaN under
-// the mask and outside it, a NaN fill value); sum, mean and max over a leading dim and max over all;
-// rms_norm; the rotation of rotary embeddings; matmul and linear (inf * 0 in a product);
-// scaled_dot_product_attention with and without a mask; cross_entropy (with ignore_index); kl_div;
-// embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx); dropout with p = 0
-// and p = 1, and with the mask of p = 0.5. causal_self_attention's cases are checked in a case of
-// their own, which may fail (see there). The goldens come from
-// scripts/golden/special_values_ops.py; the suite runs on every kernel set (ops.*).
+// the mask and outside it, a NaN fill value, a broadcast mask); sum, mean and max over a leading
+// dim and over all; rms_norm; the rotation of rotary embeddings (alone and packed in qkv); matmul
+// and linear (inf * 0 in a product, batched and folded); scaled_dot_product_attention with and
+// without a mask; cross_entropy (with ignore_index; tapegrad has no label smoothing); kl_div;
+// embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx, max_norm on a NaN and
+// an infinite row); dropout with p = 0 and p = 1, and with the mask of p = 0.5.
+// causal_self_attention's cases are checked in a case of their own, which may fail (see there).
+// The goldens come from scripts/golden/special_values_ops.py; the suite runs on every kernel set
+// (ops.*).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -58,19 +60,25 @@ const std::vector<OpGolden> kGoldens = {
     {"masked_fill", {{{2, 8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN, -kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {0.5f, -2.0f, 0.5f, 0.0f, 0.5f, 3.0f, 0.5f, kNaN, -kInf, 0.5f, -0.0f, 0.5f, 0.5f, 0.5f, kInf, 0.5f}, {{0.0f, -1.0f, 0.0f, 0.25f, 0.0f, -1.0f, 0.0f, 0.25f, 0.5f, 0.0f, 2.0f, 0.0f, 0.5f, 0.0f, 2.0f, 0.0f}}},
     {"masked_fill_nan", {{{2, 8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN, -kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, -2.0f, kNaN, 0.0f, kNaN, 3.0f, kNaN, kNaN, -kInf, kNaN, -0.0f, kNaN, 0.5f, kNaN, kInf, kNaN}, {{0.0f, -1.0f, 0.0f, 0.25f, 0.0f, -1.0f, 0.0f, 0.25f, 0.5f, 0.0f, 2.0f, 0.0f, 0.5f, 0.0f, 2.0f, 0.0f}}},
     {"masked_fill_inf_nan_grad", {{{2, 8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN, -kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {-kInf, -2.0f, -kInf, 0.0f, -kInf, 3.0f, -kInf, kNaN, -kInf, -kInf, -0.0f, -kInf, 0.5f, -kInf, kInf, -kInf}, {{0.0f, kNaN, 0.0f, kNaN, 0.0f, kNaN, 0.0f, kNaN, kNaN, 0.0f, kNaN, 0.0f, kNaN, 0.0f, kNaN, 0.0f}}},
+    {"masked_fill_broadcast", {{{2, 8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN, -kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {0.5f, -2.0f, 0.5f, 0.0f, 0.5f, 3.0f, 0.5f, kNaN, 0.5f, -2.0f, 0.5f, 0.0f, 0.5f, 3.0f, 0.5f, kNaN}, {{0.0f, -1.0f, 0.0f, 0.25f, 0.0f, -1.0f, 0.0f, 0.25f, 0.0f, -1.0f, 0.0f, 0.25f, 0.0f, -1.0f, 0.0f, 0.25f}}},
     {"sum_dim0", {{{4, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {10.0f, kInf, -kInf, kNaN, kInf, -kInf}, {{0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}}},
     {"mean_dim0", {{{4, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {2.5f, kInf, -kInf, kNaN, kInf, -kInf}, {{0.125f, -0.25f, 0.5f, 0.0625f, 0.125f, -0.25f, 0.125f, -0.25f, 0.5f, 0.0625f, 0.125f, -0.25f, 0.125f, -0.25f, 0.5f, 0.0625f, 0.125f, -0.25f, 0.125f, -0.25f, 0.5f, 0.0625f, 0.125f, -0.25f}}},
     {"max_dim0", {{{4, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {4.0f, kInf, 4.0f, kNaN, kInf, -kInf}, {{0.0f, 0.0f, 0.0f, 0.0f, 0.5f, -1.0f, 0.0f, -1.0f, 0.0f, 0.25f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.5f, 0.0f, 2.0f, 0.0f, 0.0f, 0.0f}}},
     {"sum_dims01", {{{2, 2, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {10.0f, kInf, -kInf, kNaN, kInf, -kInf}, {{0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}}},
+    {"sum_all", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {0.5f}, {kNaN}, {{0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f}}},
+    {"mean_all_inf", {{{4}, {1.0f, kInf, 2.0f, kInf}}}, {0.5f}, {kInf}, {{0.125f, 0.125f, 0.125f, 0.125f}}},
     {"max_all", {{{5}, {-kInf, 3.0f, kInf, kInf, 0.5f}}}, {0.5f}, {kInf}, {{0.0f, 0.0f, 0.25f, 0.25f, 0.0f}}},
     {"max_all_nan", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {0.5f}, {kNaN}, {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.5f}}},
     {"rms_norm", {{{6, 4}, {1.0f, 2.0f, 3.0f, 4.0f, 1.0f, kInf, 3.0f, 4.0f, 1.0f, -kInf, 3.0f, 4.0f, 1.0f, kNaN, 3.0f, 4.0f, kInf, kInf, 3.0f, 4.0f, -kInf, -kInf, -kInf, -kInf}}, {{4}, {1.0f, 2.0f, -1.0f, 0.5f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {0.365148365f, 1.46059346f, -1.09544516f, 0.730296731f, 0.0f, kNaN, -0.0f, 0.0f, 0.0f, kNaN, -0.0f, 0.0f, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, -0.0f, 0.0f, kNaN, kNaN, kNaN, kNaN}, {{0.292118669f, -0.5112077f, -0.401663244f, 0.483821541f, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN}}},
     {"rms_norm_nan_weight", {{{1, 4}, {1.0f, 2.0f, 3.0f, 4.0f}}, {{4}, {1.0f, kNaN, kInf, 0.5f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {0.365148365f, kNaN, kInf, 0.730296731f}, {{kNaN, kNaN, kNaN, kNaN}, {0.182574183f, -0.730296731f, 2.19089031f, 0.365148365f}}},
     {"rotary", {{{1, 3, 4}, {kInf, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, -kInf, 0.5f, 1.0f, 2.0f, 3.0f, 4.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, kNaN, 1.0f, 1.0f, 1.0f}, {kInf, kNaN, 2.0f, 3.0f, kNaN, kNaN, -kInf, -kInf, -2.23474169f, 0.0770037174f, 2.91940546f, 4.059196f}, {{0.5f, -1.0f, 2.0f, 0.25f, 1.38177323f, -0.30116868f, 1.0099498f, 0.98995018f, kNaN, kNaN, 1.01979864f, 0.979801357f}}},
+    {"rotary_qkv", {{{1, 3, 12}, {kInf, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, -kInf, 0.5f, 1.0f, kInf, kNaN, 4.0f, 1.0f, -kInf, 0.5f, 2.0f, 1.0f, 2.0f, kInf, 4.0f, -kInf, 0.0f, 1.0f, 2.0f, 1.0f, 2.0f, 3.0f, 4.0f, 0.0f, kNaN, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {kInf, kNaN, 2.0f, 3.0f, kNaN, kNaN, -kInf, kNaN, 1.0f, kInf, kNaN, 4.0f, kInf, -kInf, 0.479975343f, 2.00489998f, -1.14263964f, 1.92207551f, kInf, kInf, -kInf, 0.0f, 1.0f, 2.0f, -2.23474169f, 0.0770037174f, 2.91940546f, 4.059196f, kNaN, kNaN, 0.979801357f, 1.01979864f, 1.0f, 1.0f, 1.0f, 1.0f}, {{0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, -0.571319818f, -0.961037755f, 2.00239992f, 0.22998783f, -0.571319818f, -0.961037755f, 2.00239992f, 0.22998783f, 0.5f, -1.0f, 2.0f, 0.25f, -1.11737084f, -0.0385018587f, 2.00459981f, 0.209952682f, -1.11737084f, -0.0385018587f, 2.00459981f, 0.209952682f, 0.5f, -1.0f, 2.0f, 0.25f}}},
     {"matmul", {{{2, 3}, {kInf, 1.0f, 2.0f, kNaN, 0.0f, -1.0f}}, {{3, 2}, {0.0f, 1.0f, 1.0f, 2.0f, 3.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, kNaN, kNaN}, {{-1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf}, {kNaN, kNaN, 0.5f, -1.0f, -1.0f, -2.25f}}},
     {"matmul_nan_grad", {{{2, 3}, {1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 1.0f}}, {{3, 2}, {0.0f, 1.0f, 1.0f, 2.0f, 3.0f, -kInf}}}, {0.5f, kNaN, 0.0f, 1.0f}, {11.0f, -kInf, 3.0f, -kInf}, {{kNaN, kNaN, kNaN, 1.0f, 2.0f, -kInf}, {0.5f, kNaN, 1.0f, kNaN, 1.5f, kNaN}}},
     {"matmul_batched", {{{2, 2, 3}, {kInf, 1.0f, 2.0f, kNaN, 0.0f, -1.0f, 1.0f, 2.0f, 3.0f, 0.0f, -kInf, 1.0f}}, {{2, 3, 2}, {0.0f, 1.0f, 1.0f, 2.0f, 3.0f, -kInf, 0.0f, 1.0f, 1.0f, 2.0f, 3.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, kNaN, kNaN, 11.0f, -kInf, -kInf, -kInf}, {{-1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf, -1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf}, {kNaN, kNaN, 0.5f, -1.0f, -1.0f, -2.25f, 0.5f, -1.0f, -kInf, -kInf, 3.5f, -2.75f}}},
+    {"matmul_folded", {{{2, 2, 3}, {kInf, 1.0f, 2.0f, kNaN, 0.0f, -1.0f, 1.0f, 2.0f, 3.0f, 0.0f, -kInf, 1.0f}}, {{3, 2}, {0.0f, 1.0f, 1.0f, 2.0f, 3.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, kNaN, kNaN, 11.0f, -kInf, -kInf, -kInf}, {{-1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf, -1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf}, {kNaN, kNaN, -kInf, -kInf, 2.5f, -5.0f}}},
     {"linear", {{{2, 3}, {kInf, 1.0f, 2.0f, kNaN, 0.0f, -1.0f}}, {{2, 3}, {0.0f, 1.0f, 3.0f, 1.0f, 2.0f, -kInf}}, {{2}, {0.5f, kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, kNaN, kNaN}, {{-1.0f, -1.5f, kInf, 0.25f, 2.5f, -kInf}, {kNaN, 0.5f, -1.0f, kNaN, -1.0f, -2.25f}, {2.5f, -0.75f}}},
+    {"linear_3d", {{{2, 2, 3}, {kInf, 1.0f, 2.0f, kNaN, 0.0f, -1.0f, 1.0f, 2.0f, 3.0f, 0.0f, -kInf, 1.0f}}, {{2, 3}, {0.0f, 1.0f, 3.0f, 1.0f, 2.0f, kNaN}}, {{2}, {0.5f, -1.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, kNaN, kNaN, 11.5f, kNaN, -kInf, kNaN}, {{-1.0f, -1.5f, kNaN, 0.25f, 2.5f, kNaN, -1.0f, -1.5f, kNaN, 0.25f, 2.5f, kNaN}, {kNaN, -kInf, 2.5f, kNaN, -kInf, -5.0f}, {5.0f, -1.5f}}},
     {"linear_nan_bias", {{{2, 3}, {1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 1.0f}}, {{2, 3}, {0.0f, 1.0f, 3.0f, 1.0f, 2.0f, 0.5f}}, {{2}, {kNaN, 1.0f}}}, {0.5f, -1.0f, kInf, 0.0f}, {kNaN, 7.5f, kNaN, 0.5f}, {{-1.0f, -1.5f, 1.0f, kNaN, kInf, kInf}, {-kInf, kNaN, kInf, -1.0f, -2.0f, -3.0f}, {kInf, -1.0f}}},
     {"sdpa_q_inf", {{{1, 2, 2}, {kInf, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, 3.0f, 4.0f}, {{kNaN, kNaN, -1.57988572f, 0.789942861f}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}}},
     {"sdpa_q_inf_masked", {{{1, 2, 2}, {kInf, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, 3.0f, 4.0f}, {{kNaN, kNaN, -1.57988572f, 0.789942861f}, {kNaN, kNaN, kNaN, kNaN, kNaN, 1.57988572f}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}}},
@@ -100,6 +108,7 @@ const std::vector<OpGolden> kGoldens = {
     {"embedding", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f}, {{kNaN, kNaN, kNaN, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_padding_idx", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f}, {{0.0f, 0.0f, 0.0f, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_scaled", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 2.0f, 4.0f, 1.0f, -2.0f, 4.0f, kInf, -kInf, 0.0f, 2.0f, 4.0f, 6.0f, kNaN, 2.0f, 4.0f, 1.0f, -2.0f, 4.0f}, {{0.0f, 0.0f, 0.0f, 3.0f, 0.0f, 6.0f, 2.0f, 2.0f, 2.0f, kNaN, 0.5f, 2.0f}}},
+    {"embedding_max_norm", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.21821788f, -0.436435759f, 0.872871518f, kNaN, kNaN, 0.0f, 0.267261237f, 0.534522474f, 0.801783681f, kNaN, 1.0f, 2.0f, 0.21821788f, -0.436435759f, 0.872871518f}, {{kNaN, kNaN, kNaN, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_scaled_by_0", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f}, {{kNaN, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f}}},
     {"dropout_p1", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}, {kNaN, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, kNaN, kNaN}, {{0.0f, kNaN, 0.0f, kNaN, 0.0f, 0.0f, kNaN, 0.0f}}},
     {"dropout_p0", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}, {{1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}}},
@@ -126,6 +135,11 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
   if (base == "sub") return in[0] - in[1];
   if (base == "mul") return in[0] * in[1];
   if (base == "div") return in[0] / in[1];
+  if (op == "masked_fill_broadcast") {  // one mask of 8, the even positions, for both rows
+    std::vector<bool> fill;
+    for (std::size_t i = 0; i < 8; ++i) fill.push_back(i % 2 == 0);
+    return ops::masked_fill(in[0], mask_of({8}, fill), 0.5);
+  }
   if (op.starts_with("masked_fill")) {
     std::vector<bool> fill;  // row 0: the even positions, row 1: the odd ones
     for (std::size_t i = 0; i < 16; ++i) fill.push_back(i % 2 == (i < 8 ? 0u : 1u));
@@ -136,10 +150,13 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
   if (op == "mean_dim0") return ops::mean(in[0], 0);
   if (op == "max_dim0") return ops::max(in[0], 0);
   if (op == "sum_dims01") return ops::sum(in[0], std::vector<std::int64_t>{0, 1});
+  if (op == "sum_all") return ops::sum(in[0]);
+  if (op == "mean_all_inf") return ops::mean(in[0]);
   if (op.starts_with("max_all")) return ops::max(in[0]);
   if (op.starts_with("rms_norm")) return ops::rms_norm(in[0], {4}, in[1]);
-  if (op == "rotary") {
+  if (op.starts_with("rotary")) {
     const ops::RotaryTable t = ops::rotary_table(4, 3);
+    if (op == "rotary_qkv") return ops::rotary_embedding_qkv(in[0], Tensor(t.cos), Tensor(t.sin));
     return ops::rotary_embedding(in[0], Tensor(t.cos), Tensor(t.sin));
   }
   if (op.starts_with("matmul")) return ops::matmul(in[0], in[1]);
@@ -171,6 +188,8 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
     if (op == "embedding_scaled")
       return ops::embedding_scaled(ids, in[0], 2.0, EmbeddingOptions().padding_idx(0));
     if (op == "embedding_scaled_by_0") return ops::embedding_scaled(ids, in[0], 0.0);
+    if (op == "embedding_max_norm")  // renormalises rows 0 to 3 in place first
+      return ops::embedding(ids, in[0], EmbeddingOptions().max_norm(1.0));
   }
   if (op == "dropout_p1") return ops::dropout(in[0], 1.0, true, ops::DropoutStream{7, 0});
   if (op == "dropout_p0") return ops::dropout(in[0], 0.0, true, ops::DropoutStream{7, 0});
