@@ -1,9 +1,10 @@
 # scripts/golden/special_values_optim.py: what PyTorch 1.13's optimizers and clip_grad_norm_ make of
 # a gradient holding NaN and the infinities, for tests/optim/test_special_values.cpp: SGD (plain,
 # with momentum and weight decay, Nesterov), Adam (plain; L2 weight decay with AMSGrad), AdamW
-# (plain; AMSGrad) and SparseAdam, each over two steps, the first with the special gradient and
-# the second with a plain one, printing the parameter and the state after each; then
-# clip_grad_norm_ on gradients holding NaN or an infinity, with the 2-norm and the inf-norm.
+# (plain; AMSGrad), and SparseAdam and SGD on row-sparse gradients, each over two steps, the first
+# with the special gradient and the second with a plain one, printing the parameter and the state
+# after each; then clip_grad_norm_ on gradients holding NaN or an infinity, with the 2-norm and
+# the inf-norm.
 #
 # Run by hand (the tests never need PyTorch); it prints the C++ tables to paste:
 #     /usr/bin/python3 scripts/golden/special_values_optim.py
@@ -48,13 +49,16 @@ for name, make in DENSE:
     p = torch.nn.Parameter(torch.tensor(THETA0))
     print('    {"%s", {%s}},' % (name, steps(make([p]), p, [lambda g=g: torch.tensor(g) for g in GRADS])))
 
-# SparseAdam: a (3, 2) table; rows 0 and 2 receive the special values, then rows 1 and 2 plain ones
+# SparseAdam and SGD: a (3, 2) table; rows 0 and 2 receive the special values, then rows 1 and 2
+# plain ones
 SPARSE_THETA0 = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
 SPARSE_GRADS = [([0, 2], [[nan, 1.0], [inf, -inf]]), ([1, 2], [[0.5, 0.5], [0.1, 0.2]])]
 print("    // sparse_adam: theta0 =", row(sum(SPARSE_THETA0, [])), "; rows", SPARSE_GRADS)
 p = torch.nn.Parameter(torch.tensor(SPARSE_THETA0))
 grads = [lambda r=r, v=v: torch.sparse_coo_tensor([r], torch.tensor(v), (3, 2)) for r, v in SPARSE_GRADS]
 print('    {"sparse_adam", {%s}},' % steps(torch.optim.SparseAdam([p], lr=0.1), p, grads))
+p = torch.nn.Parameter(torch.tensor(SPARSE_THETA0))
+print('    {"sgd_sparse", {%s}},' % steps(torch.optim.SGD([p], lr=0.1), p, grads))
 
 # clip_grad_norm_(max_norm 1) of two gradients a and b: the total it returns, then a and b
 print("    // clip_grad_norm_: name, norm_type, a, b, then the total norm and a and b after clipping")

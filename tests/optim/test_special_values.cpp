@@ -1,9 +1,9 @@
 // tests/optim/test_special_values.cpp: what the optimizers and clip_grad_norm_ make of a gradient
 // holding NaN and the infinities, as PyTorch 1.13 does: SGD (plain, momentum with weight decay,
-// Nesterov), Adam (plain; L2 weight decay with AMSGrad), AdamW (plain; AMSGrad) and SparseAdam,
-// each over two steps, the first with the special gradient and the second with a plain one, the
-// parameter and every state tensor checked after each; then clip_grad_norm_ with a NaN or an
-// infinite gradient under the 2-norm and the inf-norm. A NaN gradient must reach the parameter,
+// Nesterov), Adam (plain; L2 weight decay with AMSGrad), AdamW (plain; AMSGrad), and SparseAdam and
+// SGD on a row-sparse gradient, each over two steps, the first with the special gradient and the
+// second with a plain one, the parameter and every state tensor checked after each; then
+// clip_grad_norm_ with a NaN or an infinite gradient under the 2-norm and the inf-norm. A NaN gradient must reach the parameter,
 // never be dropped by a max() or a comparison on the way. The goldens come from
 // scripts/golden/special_values_optim.py; the suite runs on every kernel set (optim.*).
 #include <doctest/doctest.h>
@@ -47,6 +47,7 @@ const std::vector<OptimGolden> kOptimGoldens = {
     {"adamw_amsgrad", {{{kNaN, kNaN, kNaN, 2.89700007f, 0.0f}, {{"exp_avg", {kNaN, kInf, -kInf, 0.0500000007f, 0.0f}}, {"exp_avg_sq", {kNaN, kInf, kInf, 0.000250000012f, 0.0f}}, {"max_exp_avg_sq", {kNaN, kInf, kInf, 0.000250000012f, 0.0f}}}}, {{kNaN, kNaN, kNaN, 2.79529047f, -0.0744136795f}, {{"exp_avg", {kNaN, kInf, -kInf, 0.0850000009f, 0.0500000007f}}, {"exp_avg_sq", {kNaN, kInf, kInf, 0.000409750006f, 0.000250000012f}}, {"max_exp_avg_sq", {kNaN, kInf, kInf, 0.000409750006f, 0.000250000012f}}}}}},
     // sparse_adam: theta0 = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f} ; rows [([0, 2], [[nan, 1.0], [inf, -inf]]), ([1, 2], [[0.5, 0.5], [0.1, 0.2]])]
     {"sparse_adam", {{{kNaN, 1.9000001f, 3.0f, 4.0f, kNaN, kNaN}, {{"exp_avg", {kNaN, 0.100000001f, 0.0f, 0.0f, kInf, -kInf}}, {"exp_avg_sq", {kNaN, 0.00100000005f, 0.0f, 0.0f, kInf, kInf}}}}, {{kNaN, 1.9000001f, 2.92558646f, 3.92558646f, kNaN, kNaN}, {{"exp_avg", {kNaN, 0.100000001f, 0.0500000007f, 0.0500000007f, kNaN, kNaN}}, {"exp_avg_sq", {kNaN, 0.00100000005f, 0.000250000012f, 0.000250000012f, kNaN, kNaN}}}}}},
+    {"sgd_sparse", {{{kNaN, 1.89999998f, 3.0f, 4.0f, -kInf, kInf}, {}}, {{kNaN, 1.89999998f, 2.95000005f, 3.95000005f, -kInf, kInf}, {}}}},
 };
 
 struct ClipGolden {
@@ -186,16 +187,25 @@ TEST_SUITE("optim.special_values") {
     check_dense<AdamW>("adamw_amsgrad", AdamWOptions(0.1).amsgrad(true));
   }
 
-  TEST_CASE("SparseAdam carries NaN and the infinities into the touched rows as PyTorch") {
-    Parameter p(Array{{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}});
-    SparseAdam opt({p}, SparseAdamOptions(0.1));
-    check_steps(opt, p, golden("sparse_adam"), [](const Parameter& q, std::size_t s) {
+  TEST_CASE("SparseAdam and SGD carry NaN and the infinities of a row-sparse gradient into the "
+            "touched rows as PyTorch") {
+    auto rows = [](const Parameter& q, std::size_t s) {
       q.zero_grad();
       if (s == 0)
         q.accumulate_grad(RowSparseGrad{IndexArray{0, 2}, Array{{kNaN, 1.0f}, {kInf, -kInf}}, {3, 2}});
       else
         q.accumulate_grad(RowSparseGrad{IndexArray{1, 2}, Array{{0.5f, 0.5f}, {0.1f, 0.2f}}, {3, 2}});
-    });
+    };
+    {
+      Parameter p(Array{{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}});
+      SparseAdam opt({p}, SparseAdamOptions(0.1));
+      check_steps(opt, p, golden("sparse_adam"), rows);
+    }
+    {
+      Parameter p(Array{{1.0f, 2.0f}, {3.0f, 4.0f}, {5.0f, 6.0f}});
+      SGD opt({p}, SGDOptions(0.1));
+      check_steps(opt, p, golden("sgd_sparse"), rows);
+    }
   }
 
   TEST_CASE("clip_grad_norm_ returns a NaN or infinite total and scales by it as PyTorch: an "
