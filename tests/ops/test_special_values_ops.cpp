@@ -6,7 +6,8 @@
 // and linear (inf * 0 in a product, batched and folded); scaled_dot_product_attention with and
 // without a mask; cross_entropy (with ignore_index; tapegrad has no label smoothing); kl_div;
 // embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx, max_norm on a NaN and
-// an infinite row); dropout with p = 0 and p = 1, and with the mask of p = 0.5.
+// an infinite row); dropout with p = 0 and p = 1, and with the mask of p = 0.5. matmul and linear
+// again inside an autocast::bf16 scope.
 // causal_self_attention's cases are checked in a case of their own, which may fail (see there).
 // The goldens come from scripts/golden/special_values_ops.py; the suite runs on every kernel set
 // (ops.*).
@@ -266,6 +267,16 @@ TEST_SUITE("ops.special_values") {
             "infinities" * doctest::may_fail()) {
     for (const OpGolden& g : kGoldens)
       if (std::string(g.op).starts_with("causal")) check_case(g);
+  }
+
+  TEST_CASE("matmul and linear keep NaN and the infinities inside an autocast::bf16 scope") {
+    // Their inputs and incoming gradients are small integers and halves, exact in bfloat16, so
+    // rounding the operands changes nothing and PyTorch's float32 goldens hold as they are.
+    autocast::bf16 mixed;
+    for (const OpGolden& g : kGoldens) {
+      const std::string op = g.op;
+      if (op.starts_with("matmul") || op.starts_with("linear")) check_case(g);
+    }
   }
 
   TEST_CASE("dropout multiplies by the mask, so a dropped NaN or infinity gives NaN, in forward "
