@@ -2,8 +2,9 @@
 # elementwise-unary, on inputs holding NaN and the infinities, for
 # tests/ops/test_special_values_ops.cpp: the binary ops (same shape and broadcast), masked_fill, the
 # reductions over a leading dim and over all, rms_norm, the rotation of rotary embeddings, matmul
-# and linear, scaled_dot_product_attention and causal_self_attention, cross_entropy, kl_div,
-# embedding (with padding_idx, scaled, with max_norm) and dropout with p = 0 and p = 1.
+# and linear, scaled_dot_product_attention (also with dropout p = 1) and causal_self_attention,
+# cross_entropy, kl_div, embedding (with padding_idx, scaled, with max_norm) and dropout with p = 0
+# and p = 1.
 #
 # Each case prints as {"name", inputs {shape, values}, the incoming gradient, y, one gradient per
 # input ({} when the input does not require grad)}. What is not a float tensor (targets, ids, masks,
@@ -131,11 +132,11 @@ case("linear_nan_bias", F.linear, [[[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]], [[0.0, 1
 
 # ---- attention: q (1, 2, 2), k and v (1, 3, 2), one head; each case puts one special value in -------
 # The Annotated Transformer's attention(); the mask lets query 0 see keys 0 and 1 only.
-def attention(q, k, v, mask=None):
+def attention(q, k, v, mask=None, p_drop=0.0):
     scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
     if mask is not None:
         scores = scores.masked_fill(mask == 0, -1e9)
-    return torch.matmul(scores.softmax(dim=-1), v)
+    return torch.matmul(F.dropout(scores.softmax(dim=-1), p_drop, True), v)
 
 
 ATTN_MASK = torch.tensor([[[True, True, False], [True, True, True]]])
@@ -157,6 +158,9 @@ ATTN_CASES = [("q_inf", (with_value(Q, (0, 0), inf), K, V)),
 for name, (q, k, v) in ATTN_CASES:
     case("sdpa_" + name, attention, [q, k, v])
     case("sdpa_" + name + "_masked", lambda q, k, v: attention(q, k, v, ATTN_MASK), [q, k, v])
+# dropout with p = 1 on the weights: every weight times 0, so a NaN weight or value still gives NaN
+for name, (q, k, v) in ATTN_CASES[0:3:2]:
+    case("sdpa_" + name + "_dropout_p1", lambda q, k, v: attention(q, k, v, p_drop=1.0), [q, k, v])
 
 
 # ---- causal_self_attention: qkv (1, 3, 6), C = 2, one head; nanoGPT's attention written out -------

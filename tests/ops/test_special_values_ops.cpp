@@ -4,10 +4,10 @@
 // the mask and outside it, a NaN fill value, a broadcast mask); sum, mean and max over a leading
 // dim and over all; rms_norm; the rotation of rotary embeddings (alone and packed in qkv); matmul
 // and linear (inf * 0 in a product, batched and folded); scaled_dot_product_attention with and
-// without a mask; cross_entropy (with ignore_index; tapegrad has no label smoothing); kl_div;
-// embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx, max_norm on a NaN and
-// an infinite row); dropout with p = 0 and p = 1, and with the mask of p = 0.5. matmul and linear
-// again inside an autocast::bf16 scope.
+// without a mask and with dropout p = 1; cross_entropy (with ignore_index; tapegrad has no label
+// smoothing); kl_div; embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx,
+// max_norm on a NaN and an infinite row); dropout with p = 0 and p = 1, and with the mask of
+// p = 0.5. matmul and linear again inside an autocast::bf16 scope.
 // causal_self_attention's cases are checked in a case of their own, which may fail (see there).
 // The goldens come from scripts/golden/special_values_ops.py; the suite runs on every kernel set
 // (ops.*).
@@ -89,6 +89,8 @@ const std::vector<OpGolden> kGoldens = {
     {"sdpa_v_nan_masked", {{{1, 2, 2}, {0.5f, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, kNaN, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, 2.51436663f, kNaN, 4.0f}, {{kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {0.867918491f, -0.680752933f, 1.13557136f, -0.13131085f, 0.496510178f, 0.0620637722f}}},
     {"sdpa_k_neg_inf", {{{1, 2, 2}, {0.5f, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, -kInf, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {1.78228116f, 2.7822814f, 3.0f, 4.0f}, {{kNaN, -0.222487718f, kNaN, 1.5909903f}, {-1.47974646f, -3.4044683f, 0.0f, 0.0f, 1.47974646f, 3.4044683f}, {1.40221488f, -0.67942971f, 0.0f, 0.0f, 1.09778512f, -0.070570305f}}},
     {"sdpa_k_neg_inf_masked", {{{1, 2, 2}, {0.5f, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, -kInf, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {1.0f, 2.0f, 3.0f, 4.0f}, {{kNaN, 0.0f, kNaN, 1.5909903f}, {-1.5909903f, -3.18198061f, 0.0f, 0.0f, 1.5909903f, 3.18198061f}, {1.5f, -0.875f, 0.0f, 0.0f, 1.0f, 0.125f}}},
+    {"sdpa_q_inf_dropout_p1", {{{1, 2, 2}, {kInf, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kNaN, 0.0f, 0.0f}, {{kNaN, kNaN, 0.0f, 0.0f}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}}},
+    {"sdpa_v_nan_dropout_p1", {{{1, 2, 2}, {0.5f, -1.0f, 1.0f, 2.0f}}, {{1, 3, 2}, {1.0f, 0.0f, 0.0f, 1.0f, -1.0f, 1.0f}}, {{1, 3, 2}, {1.0f, 2.0f, 3.0f, 4.0f, kNaN, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, 0.0f, kNaN, 0.0f}, {{kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}}},
     {"causal_q0_inf", {{{1, 3, 6}, {kInf, -1.0f, 1.0f, 0.0f, 1.0f, 2.0f, 1.0f, 2.0f, 0.0f, 1.0f, 3.0f, 4.0f, -1.0f, 0.5f, -1.0f, 1.0f, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {kNaN, kNaN, 2.33952284f, 3.33952308f, 3.99686861f, 4.99686861f}, {{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, -0.703793705f, 0.703793645f, kNaN, 1.45981181f, kNaN, kNaN, 0.321881413f, -0.108716138f, kNaN, -0.106582537f, kNaN, kNaN}}},
     {"causal_k2_nan", {{{1, 3, 6}, {0.5f, -1.0f, 1.0f, 0.0f, 1.0f, 2.0f, 1.0f, 2.0f, 0.0f, 1.0f, 3.0f, 4.0f, -1.0f, 0.5f, -1.0f, kNaN, 5.0f, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {1.0f, 2.0f, 2.33952284f, 3.33952308f, kNaN, kNaN}, {{0.0f, kNaN, kNaN, kNaN, kNaN, kNaN, -0.703793705f, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}}},
     {"causal_v2_nan", {{{1, 3, 6}, {0.5f, -1.0f, 1.0f, 0.0f, 1.0f, 2.0f, 1.0f, 2.0f, 0.0f, 1.0f, 3.0f, 4.0f, -1.0f, 0.5f, -1.0f, 1.0f, kNaN, 6.0f}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f}, {kNaN, 2.0f, kNaN, 3.33952308f, kNaN, 4.99686861f}, {{kNaN, kNaN, kNaN, kNaN, 1.21177983f, -1.02004623f, kNaN, kNaN, kNaN, kNaN, 1.4877001f, -0.128913701f, kNaN, kNaN, kNaN, kNaN, 0.300520062f, -0.601040125f}}},
@@ -163,6 +165,9 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
   if (op.starts_with("matmul")) return ops::matmul(in[0], in[1]);
   if (op.starts_with("linear")) return ops::linear(in[0], in[1], in[2]);
   if (op.starts_with("sdpa")) {
+    if (op.ends_with("_dropout_p1"))  // every weight dropped: times 0
+      return ops::scaled_dot_product_attention(in[0], in[1], in[2], std::nullopt,
+                                               AttentionOptions().dropout(1.0));
     if (!op.ends_with("_masked")) return ops::scaled_dot_product_attention(in[0], in[1], in[2]);
     // query 0 may attend to keys 0 and 1, query 1 to all three
     return ops::scaled_dot_product_attention(in[0], in[1], in[2],
