@@ -3,8 +3,8 @@
 # tests/ops/test_special_values_ops.cpp: the binary ops (same shape and broadcast), masked_fill, the
 # reductions over a leading dim and over all, rms_norm, the rotation of rotary embeddings, matmul
 # and linear, scaled_dot_product_attention (also with dropout p = 1) and causal_self_attention,
-# cross_entropy, kl_div, embedding (with padding_idx, scaled, with max_norm) and dropout with p = 0
-# and p = 1.
+# cross_entropy, kl_div, embedding (with padding_idx, dense and sparse, scaled, with max_norm) and
+# dropout with p = 0 and p = 1.
 #
 # Each case prints as {"name", inputs {shape, values}, the incoming gradient, y, one gradient per
 # input ({} when the input does not require grad)}. What is not a float tensor (targets, ids, masks,
@@ -46,7 +46,8 @@ def case(name, f, inputs, needs_grad=None, seed=None):
     if seed is None:
         seed = [SEED[i % len(SEED)] for i in range(y.numel())]
     y.backward(t(seed).reshape(y.shape))
-    grads = ", ".join(flat(x.grad) if rg else "{}" for x, rg in zip(inputs, needs_grad))
+    dense = lambda g: g.to_dense() if g.is_sparse else g  # a sparse embedding's, as a table
+    grads = ", ".join(flat(dense(x.grad)) if rg else "{}" for x, rg in zip(inputs, needs_grad))
     print('    {"%s", {%s}, %s, %s, {%s}},' % (name, ins, row(seed), flat(y), grads))
 
 
@@ -206,6 +207,8 @@ TABLE = [[0.5, -1.0, 2.0], [nan, 1.0, 2.0], [inf, -inf, 0.0], [1.0, 2.0, 3.0]]
 EMB_SEED = [0.5, -1.0, 2.0, nan, nan, nan, 1.0, 1.0, 1.0, nan, 0.25, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
 case("embedding", lambda w: F.embedding(IDS, w), [TABLE], seed=EMB_SEED)
 case("embedding_padding_idx", lambda w: F.embedding(IDS, w, padding_idx=0), [TABLE], seed=EMB_SEED)
+case("embedding_padding_idx_sparse", lambda w: F.embedding(IDS, w, padding_idx=0, sparse=True), [TABLE],
+     seed=EMB_SEED)
 case("embedding_scaled", lambda w: F.embedding(IDS, w, padding_idx=0) * 2.0, [TABLE], seed=EMB_SEED)
 # max_norm 1 renormalises the rows looked up, in place, before the lookup: row 1's norm is NaN (not
 # above 1: left alone), row 2's is inf (scaled by 1 / inf = 0: inf * 0 is NaN)

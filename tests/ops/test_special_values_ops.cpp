@@ -6,8 +6,8 @@
 // and linear (inf * 0 in a product, batched and folded); scaled_dot_product_attention with and
 // without a mask and with dropout p = 1; cross_entropy (with ignore_index; tapegrad has no label
 // smoothing); kl_div; embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx,
-// max_norm on a NaN and an infinite row); dropout with p = 0 and p = 1, and with the mask of
-// p = 0.5. matmul and linear again inside an autocast::bf16 scope.
+// dense and row-sparse, max_norm on a NaN and an infinite row); dropout with p = 0 and p = 1, and
+// with the mask of p = 0.5. matmul and linear again inside an autocast::bf16 scope.
 // causal_self_attention's cases are checked in a case of their own, which may fail (see there).
 // The goldens come from scripts/golden/special_values_ops.py; the suite runs on every kernel set
 // (ops.*).
@@ -110,6 +110,7 @@ const std::vector<OpGolden> kGoldens = {
     {"kl_div_none_nan_target", {{{1, 4}, {-1.0f, -2.0f, -kInf, 0.5f}}, {{1, 4}, {kNaN, kInf, kInf, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f}, {kNaN, kInf, kInf, kNaN}, {{kNaN, kInf, -kInf, kInf}, {}}},
     {"embedding", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f}, {{kNaN, kNaN, kNaN, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_padding_idx", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f}, {{0.0f, 0.0f, 0.0f, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
+    {"embedding_padding_idx_sparse", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f, kNaN, 1.0f, 2.0f, 0.5f, -1.0f, 2.0f}, {{0.0f, 0.0f, 0.0f, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_scaled", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 2.0f, 4.0f, 1.0f, -2.0f, 4.0f, kInf, -kInf, 0.0f, 2.0f, 4.0f, 6.0f, kNaN, 2.0f, 4.0f, 1.0f, -2.0f, 4.0f}, {{0.0f, 0.0f, 0.0f, 3.0f, 0.0f, 6.0f, 2.0f, 2.0f, 2.0f, kNaN, 0.5f, 2.0f}}},
     {"embedding_max_norm", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 1.0f, 2.0f, 0.21821788f, -0.436435759f, 0.872871518f, kNaN, kNaN, 0.0f, 0.267261237f, 0.534522474f, 0.801783681f, kNaN, 1.0f, 2.0f, 0.21821788f, -0.436435759f, 0.872871518f}, {{kNaN, kNaN, kNaN, 1.5f, 0.0f, 3.0f, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f}}},
     {"embedding_scaled_by_0", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f}, {{kNaN, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f}}},
@@ -191,6 +192,8 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
     if (op == "embedding") return ops::embedding(ids, in[0]);
     if (op == "embedding_padding_idx")
       return ops::embedding(ids, in[0], EmbeddingOptions().padding_idx(0));
+    if (op == "embedding_padding_idx_sparse")  // a row-sparse gradient, compared as a table
+      return ops::embedding(ids, in[0], EmbeddingOptions().padding_idx(0).sparse(true));
     if (op == "embedding_scaled")
       return ops::embedding_scaled(ids, in[0], 2.0, EmbeddingOptions().padding_idx(0));
     if (op == "embedding_scaled_by_0") return ops::embedding_scaled(ids, in[0], 0.0);
@@ -243,7 +246,7 @@ void check_case(const OpGolden& g) {
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (g.grads[k].empty()) continue;
     CAPTURE(k);  // which input
-    const Array& dx = in[k].grad();
+    const Array dx = in[k].grad_dense();  // a sparse embedding's gradient as a table
     CAPTURE(show(dx));
     REQUIRE(dx.size() == g.grads[k].size());
     for (std::size_t i = 0; i < dx.size(); ++i) {
