@@ -5,6 +5,7 @@
 #
 # Run by hand (the tests never need PyTorch); it prints the C++ table to paste:
 #     /usr/bin/python3 scripts/golden/special_values.py
+# The other ops' and the optimizers' tables: special_values_ops.py, special_values_optim.py.
 import torch
 
 inf, nan = float("inf"), float("nan")
@@ -61,20 +62,25 @@ def row(values):
     return "{" + ", ".join(literal(v) for v in values) + "}"
 
 
-print("// torch", torch.__version__)
-print("// x =", row(X))
-for name, f in OPS:
-    for gname, g in GRADS.items():
-        x = torch.tensor(X, requires_grad=True)
-        y = f(x)
-        y.backward(torch.tensor(g))
-        print('{"%s", "%s", %s, %s},' % (name, gname, row(y.detach().tolist()), row(x.grad.tolist())))
+def main():
+    print("// torch", torch.__version__)
+    print("// x =", row(X))
+    for name, f in OPS:
+        for gname, g in GRADS.items():
+            x = torch.tensor(X, requires_grad=True)
+            y = f(x)
+            y.backward(torch.tensor(g))
+            print('{"%s", "%s", %s, %s},' % (name, gname, row(y.detach().tolist()), row(x.grad.tolist())))
 
-print("// rows =", [row(r) for r in ROWS])
-print("// the incoming gradient: each output row (or value) times", row(ROW_GRAD))
-for name, f in ROW_OPS:
-    x = torch.tensor(ROWS, requires_grad=True)
-    y = f(x)
-    g = torch.tensor(ROW_GRAD).expand(6, 4) if y.dim() == 2 else torch.tensor(ROW_GRAD[:1] * 6)
-    y.backward(g)
-    print('{"%s", %s, %s},' % (name, row(y.detach().flatten().tolist()), row(x.grad.flatten().tolist())))
+    print("// rows =", [row(r) for r in ROWS])
+    print("// the incoming gradient: each output row (or value) times", row(ROW_GRAD))
+    for name, f in ROW_OPS:
+        x = torch.tensor(ROWS, requires_grad=True)
+        y = f(x)
+        g = torch.tensor(ROW_GRAD).expand(6, 4) if y.dim() == 2 else torch.tensor(ROW_GRAD[:1] * 6)
+        y.backward(g)
+        print('{"%s", %s, %s},' % (name, row(y.detach().flatten().tolist()), row(x.grad.flatten().tolist())))
+
+
+if __name__ == "__main__":  # special_values_ops.py and _optim.py import literal and row
+    main()

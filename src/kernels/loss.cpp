@@ -83,8 +83,8 @@ void backward(const float* dy, const float* x, const std::int64_t* target, std::
     for (std::size_t i = first; i < last; ++i) {
       float* drow = dx + i * C;
       const std::int64_t t = target[i];
-      if (t == ignore) {
-        std::fill_n(drow, C, 0.0f);
+      if (t == ignore) {  // 0 * softmax: 0, or NaN where the row's softmax is NaN
+        std::fill_n(drow, C, ignored_row_gradient(x + i * C, C));
         continue;
       }
       const float g = reduction == CrossEntropyReduction::none ? dy[i] : scale;

@@ -56,7 +56,8 @@ void cross_entropy_forward(const float* x, const std::int64_t* target, std::int6
 
 // dloss_i/dx[i, j] = softmax(x)[i, j] - [j == t]   (softmax = exp(log_softmax))
 // dx[i, j] = (softmax(x)[i, j] - [j == t]) * g_i, with g_i = dy / count (mean), dy (sum) or
-// dy[i] (none); ignored rows get 0.
+// dy[i] (none); ignored rows get softmax(x)[i, j] * 0: 0, or NaN where the softmax is NaN
+// (kernels::ignored_row_gradient), as in PyTorch.
 void cross_entropy_backward(const float* dy, const float* x, const std::int64_t* target,
                             std::int64_t ignore, CrossEntropyReduction reduction, std::size_t count,
                             const float* row_max, const float* log_sum, float* dx, std::size_t N,
@@ -66,11 +67,11 @@ void cross_entropy_backward(const float* dy, const float* x, const std::int64_t*
                     : reduction == CrossEntropyReduction::sum
                         ? dy[0]
                         : float(double(dy[0]) / double(count));
+    if (target[i] == ignore) {
+      std::fill_n(dx + i * C, C, kernels::ignored_row_gradient(x + i * C, C));
+      continue;
+    }
     for (std::size_t j = 0; j < C; ++j) {
-      if (target[i] == ignore) {
-        dx[i * C + j] = 0.0f;
-        continue;
-      }
       const float softmax = std::exp((x[i * C + j] - row_max[i]) - log_sum[i]);
       const float one_hot = j == std::size_t(target[i]) ? 1.0f : 0.0f;
       dx[i * C + j] = (softmax - one_hot) * g;

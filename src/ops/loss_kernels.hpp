@@ -5,8 +5,10 @@
 // N class ids, each in [0, C) or equal to ignore_index (the op has checked them).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "../core/dispatch.hpp"
 
@@ -14,6 +16,20 @@ namespace tapegrad::kernels {
 
 /// How the per-row losses become the result: PyTorch's reduction="mean", "sum" or "none".
 enum class CrossEntropyReduction { mean, sum, none };
+
+/// The gradient of every logit of an ignored row: no loss reaches it, but PyTorch's backward
+/// (log_softmax's, after nll_loss's zero) still multiplies the row's softmax by that 0, so it is 0
+/// unless the softmax is NaN: a NaN or +inf logit, or every logit -inf. A NaN in a padding row
+/// then shows in the gradient, as in PyTorch. Static: each kernel set keeps a copy.
+static inline float ignored_row_gradient(const float* row, std::size_t C) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  bool all_neg_inf = true;
+  for (std::size_t j = 0; j < C; ++j) {
+    if (std::isnan(row[j]) || row[j] == kInf) return std::numeric_limits<float>::quiet_NaN();
+    all_neg_inf = all_neg_inf && row[j] == -kInf;
+  }
+  return all_neg_inf ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+}
 
 }  // namespace tapegrad::kernels
 
@@ -30,7 +46,8 @@ void cross_entropy_forward(const float* logits, const std::int64_t* target,
                            std::int64_t ignore_index, CrossEntropyReduction reduction, float* loss,
                            float* row_max, float* log_sum, std::size_t N, std::size_t C);
 /// dx = dL/dlogits (N * C floats, written, not added) from the gradient of the loss dy (N floats
-/// for `none`, else one), the forward's row_max and log_sum, and count = the rows kept.
+/// for `none`, else one), the forward's row_max and log_sum, and count = the rows kept. An ignored
+/// row gets ignored_row_gradient(row) in every column.
 void cross_entropy_backward(const float* dy, const float* logits, const std::int64_t* target,
                             std::int64_t ignore_index, CrossEntropyReduction reduction,
                             std::size_t count, const float* row_max, const float* log_sum,

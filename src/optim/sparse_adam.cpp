@@ -6,9 +6,8 @@
 // BEFORE it, not applied one by one. The reference kernel below is PyTorch's algorithm
 // (https://pytorch.org/docs/stable/generated/torch.optim.SparseAdam.html) on the gradient's rows
 // only, one element after another, in float, no threads (docs/kernels.md: read this first). Its
-// fast versions (src/kernels/optim/sparse_adam.cpp) write the moments' updates as corrections,
-// m + (1 − β1)(g − m), and split the rows over the threads, which can move a result by a few float
-// roundings (docs/semantics.md#kernel-sets).
+// fast versions (src/kernels/optim/sparse_adam.cpp) make the same float operations and split the
+// rows over the threads, so every set gives the same bits (docs/semantics.md#kernel-sets).
 #include "tapegrad/optim/sparse_adam.hpp"
 
 #include <cmath>
@@ -21,13 +20,16 @@ namespace tapegrad::optim {
 // ---- the reference kernel -----------------------------------------------------------------------
 
 // for the rows r of the gradient G only (the others keep m, v and θ as they are):
-// g = ±G_r     m_r = β1·m_r + (1 − β1)·g     v_r = β2·v_r + (1 − β2)·g²
+// g = ±G_r     m_r = m_r + (g − m_r)·(1 − β1)     v_r = v_r + (g² − v_r)·(1 − β2)
 // θ_r = θ_r − lr·sqrt(1 − β2^t)/(1 − β1^t) · m_r / (sqrt(v_r) + eps)    (eps before the correction)
+// The moments move by a correction, as PyTorch's code writes them (β·m + (1 − β)·g in exact
+// arithmetic): in float it rounds otherwise, and an infinite m meeting a finite g gives NaN there
+// (inf − inf), where β·m + (1 − β)·g would keep the infinity.
 void sparse_adam_step(const SparseAdamStep& h, std::size_t rows, std::size_t dim,
                       const std::int64_t* ids, const float* values, float* theta, float* m,
                       float* v) {
   // Every scalar is a Python number to PyTorch: computed in double, cast to float once.
-  const float b1 = float(h.beta1), b2 = float(h.beta2), eps = float(h.eps);
+  const float eps = float(h.eps);
   const float w1 = float(1.0 - h.beta1), w2 = float(1.0 - h.beta2);
   const double t = double(h.step);
   const float step_size =
@@ -36,8 +38,8 @@ void sparse_adam_step(const SparseAdamStep& h, std::size_t rows, std::size_t dim
     for (std::size_t j = 0; j < dim; ++j) {
       const std::size_t i = std::size_t(ids[p]) * dim + j;
       const float g = h.maximize ? -values[p * dim + j] : values[p * dim + j];
-      m[i] = b1 * m[i] + w1 * g;
-      v[i] = b2 * v[i] + w2 * g * g;
+      m[i] = m[i] + (g - m[i]) * w1;
+      v[i] = v[i] + (g * g - v[i]) * w2;
       theta[i] -= step_size * (m[i] / (std::sqrt(v[i]) + eps));
     }
 }

@@ -20,6 +20,9 @@
 #include "../gpt2_files.hpp"
 #include "run_program.hpp"
 
+// The helpers run the program, so they exist only when it was built (examples on).
+#ifdef TAPEGRAD_TOKENIZE
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -73,8 +76,6 @@ void check_refused(const tapegrad::testing::ProgramOutput& out, const std::strin
 }
 
 }  // namespace
-
-#ifdef TAPEGRAD_TOKENIZE
 
 TEST_SUITE("examples.tokenize") {
   TEST_CASE("a BPE trained on a text encodes it, and its ids decode back through stdin") {
