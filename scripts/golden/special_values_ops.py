@@ -164,12 +164,20 @@ for name, (q, k, v) in ATTN_CASES[0:3:2]:
     case("sdpa_" + name + "_dropout_p1", lambda q, k, v: attention(q, k, v, p_drop=1.0), [q, k, v])
 
 
-# ---- causal_self_attention: qkv (1, 3, 6), C = 2, one head; nanoGPT's attention written out -------
+# ---- causal_self_attention: qkv (1, 3, 6), C = 2, one head -----------------------------------------
+# Query i reads keys and values 0 .. i only, as tapegrad's kernels do (docs/semantics.md, causal
+# self-attention): a special value at position j reaches positions j and later alone. nanoGPT's
+# written-out form, att.masked_fill(tril == 0, -inf).softmax(-1) @ v, also multiplies the masked
+# (zero) weights by the later values, and its backward the masked (zero) gradients by the later
+# keys and the earlier queries, so 0 * NaN and 0 * inf bring a special value to the positions
+# before it too; this form leaves those products out, and is the same maths everywhere else.
 def causal(qkv):
     q, k, v = qkv.split(2, dim=2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(2))
-    att = att.masked_fill(torch.tril(torch.ones(3, 3)) == 0, -inf).softmax(-1)
-    return att @ v
+    rows = []
+    for i in range(qkv.shape[1]):
+        att = (q[:, i:i + 1] @ k[:, :i + 1].transpose(-2, -1)) * (1.0 / math.sqrt(2))
+        rows.append(att.softmax(-1) @ v[:, :i + 1])
+    return torch.cat(rows, dim=1)
 
 
 QKV = [[[0.5, -1.0, 1.0, 0.0, 1.0, 2.0], [1.0, 2.0, 0.0, 1.0, 3.0, 4.0], [-1.0, 0.5, -1.0, 1.0, 5.0, 6.0]]]

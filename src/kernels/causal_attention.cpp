@@ -7,14 +7,18 @@
 //   baby GPT, where sgemm spends more time starting than multiplying), and the mask is in their
 //   loop bounds, so the half of every product above the diagonal is never computed. They run by
 //   register tiles of kR rows and up to two vectors of columns, each element summed over k
-//   ascending.
+//   ascending. In a tile on the diagonal, a row adds only the terms the causal mask allows, as the
+//   reference's loops do: a zero weight times a NaN or infinite value of a later position would
+//   otherwise be NaN (0 * inf), and bring it to an earlier one.
 // - The scale, the causal mask and the softmax are one pass over each row of scores, with
 //   exp_f32 (vectorised) and row sums in four interleaved double lanes.
 // - Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is
 //   computed by one thread in the same way whatever the thread count, so results never depend on
 //   it.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -139,7 +143,8 @@ void causal_softmax_rows(float* S, std::size_t T, float scale, const float* bias
     const float inverse =
         1.0f / static_cast<float>(lane_sum(row, n8));  // times 1/sum, as PyTorch's kernel
     for (std::size_t j = 0; j < n8; ++j) row[j] = row[j] * inverse;
-    std::fill(row + n8, row + T, 0.0f);
+    // 0 above the diagonal, also where the padding's exp(-inf - m) was NaN (m NaN or -inf)
+    std::fill(row + n, row + T, 0.0f);
   }
 }
 
@@ -161,11 +166,43 @@ void apply_keep_mask(const Heads& s, std::size_t at, std::size_t n, const float*
 // an eight-float vector is two SSE registers, and some sums wait in memory).
 constexpr std::size_t kR = 6, kW = 2 * kLanes;
 
+// Which terms of a tile's sums count where k meets the tile's rows (k = d + r for its row r,
+// d = its first row): all (the scores, whose entries above the diagonal the softmax overwrites), or
+// the causal mask's: k <= d + r (row i of P' V and dS K adds j <= i) or k >= d + r (row j of
+// P'^T dO and dS^T Q adds i >= j). Skipping a term whose weight is 0 changes no finite sum.
+enum class Mask { none, lower, upper };
+struct Diagonal {
+  Mask mask;
+  std::size_t d;  // the k of the tile's first row
+  // Whether row r adds the term of k.
+  bool counts(std::size_t r, std::size_t k) const {
+    return mask == Mask::none || (mask == Mask::lower ? k <= d + r : k >= d + r);
+  }
+};
+
+// Whether the (rows, w) block X (leading dimension ld) holds only finite values: the largest
+// exponent field is all ones for an infinity or a NaN (an integer maximum, which vectorises). A
+// causal product whose right operand is finite may add the zero weights past the diagonal (each
+// term 0 * b is a zero) and run without the mask's test; one holding a NaN or an infinity must not.
+bool all_finite(const float* X, std::size_t ld, std::size_t rows, std::size_t w) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
+  std::uint32_t largest = 0;
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < w; ++c)
+      largest = std::max(largest, std::bit_cast<std::uint32_t>(X[r * ld + c]) & kExponent);
+  return largest != kExponent;
+}
+// The mask a causal product needs: `mask` where its right operand B holds a special value.
+Mask needed(Mask mask, const float* B, std::size_t ld, std::size_t rows, std::size_t w) {
+  return all_finite(B, ld, rows, w) ? Mask::none : mask;
+}
+
 // C[r, c] = sum_{k0 <= k < k1} A(r, k) * B[k, c] for R rows (R <= kR) and NV vectors of columns:
-// the R x NV sums live in registers while k runs.
-template <std::size_t R, std::size_t NV>
+// the R x NV sums live in registers while k runs. Masked: without the terms `diagonal` leaves out
+// (only for a right operand holding a special value, where speed matters less than the rule).
+template <std::size_t R, std::size_t NV, bool Masked>
 void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
-                 std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
+                 std::size_t k0, std::size_t k1, float* C, std::size_t ldc, Diagonal diagonal) {
   static_assert(R <= kR && NV * kLanes <= kW, "a tile of at most kR rows and kW columns");
   Vec acc[R][NV];
   for (std::size_t r = 0; r < R; ++r)  // in registers from the start (= {} is a memset)
@@ -174,6 +211,8 @@ void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B,
     Vec b[NV];
     for (std::size_t v = 0; v < NV; ++v) b[v] = load(B + k * ldb + v * kLanes);
     for (std::size_t r = 0; r < R; ++r) {
+      if constexpr (Masked)
+        if (!diagonal.counts(r, k)) continue;
       const Vec a = splat(A[r * ar + k * ak]);
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
@@ -185,10 +224,11 @@ void vector_tile(const float* A, std::size_t ar, std::size_t ak, const float* B,
 // The same for a tile narrower than one vector (rows <= kR), one float at a time.
 void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, std::size_t ldb,
                std::size_t k0, std::size_t k1, float* C, std::size_t ldc, std::size_t rows,
-               std::size_t cols) {
+               std::size_t cols, Diagonal diagonal) {
   float acc[kR][kLanes] = {};
   for (std::size_t k = k0; k < k1; ++k)
     for (std::size_t r = 0; r < rows; ++r) {
+      if (!diagonal.counts(r, k)) continue;
       const float a = A[r * ar + k * ak];
       for (std::size_t c = 0; c < cols; ++c) acc[r][c] += a * B[k * ldb + c];
     }
@@ -197,35 +237,50 @@ void edge_tile(const float* A, std::size_t ar, std::size_t ak, const float* B, s
 }
 
 // One tile of `rows` rows (<= kR) and NV vectors of columns.
+template <std::size_t NV, bool Masked>
+void tile_of_rows(std::size_t rows, const float* A, std::size_t ar, std::size_t ak, const float* B,
+                  std::size_t ldb, std::size_t k0, std::size_t k1, float* C, std::size_t ldc,
+                  Diagonal diagonal) {
+  switch (rows) {  // a tile of kR rows, or the last, shorter one
+    case 6: vector_tile<6, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+    case 5: vector_tile<5, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+    case 4: vector_tile<4, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+    case 3: vector_tile<3, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+    case 2: vector_tile<2, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+    default: vector_tile<1, NV, Masked>(A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal); break;
+  }
+}
+// The same, the mask's test compiled in only where the product needs it.
 template <std::size_t NV>
 void tile_of_rows(std::size_t rows, const float* A, std::size_t ar, std::size_t ak, const float* B,
-                  std::size_t ldb, std::size_t k0, std::size_t k1, float* C, std::size_t ldc) {
-  switch (rows) {  // a tile of kR rows, or the last, shorter one
-    case 6: vector_tile<6, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
-    case 5: vector_tile<5, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
-    case 4: vector_tile<4, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
-    case 3: vector_tile<3, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
-    case 2: vector_tile<2, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
-    default: vector_tile<1, NV>(A, ar, ak, B, ldb, k0, k1, C, ldc); break;
+                  std::size_t ldb, std::size_t k0, std::size_t k1, float* C, std::size_t ldc,
+                  Diagonal diagonal) {
+  if (diagonal.mask != Mask::none) {
+    tile_of_rows<NV, true>(rows, A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal);
+    return;
   }
+  tile_of_rows<NV, false>(rows, A, ar, ak, B, ldb, k0, k1, C, ldc, diagonal);
 }
 
 // C = A B for rows [0, M), columns [0, cols(r0)) and k in [k0(r0), k1(r0)) for the tile of rows
-// starting at r0: how the causal mask narrows each product. Columns go by two vectors, then one,
-// then one float at a time.
+// starting at r0: how the causal mask narrows each product; `mask` then drops the terms past the
+// diagonal inside the tile's rows (Diagonal), which a product whose right operand is finite need
+// not do (needed()). Columns go by two vectors, then one, then one float at a time.
 template <class Cols, class KBegin, class KEnd>
 void product(std::size_t M, const float* A, std::size_t ar, std::size_t ak, const float* B,
-             std::size_t ldb, float* C, std::size_t ldc, Cols cols, KBegin k0, KEnd k1) {
+             std::size_t ldb, float* C, std::size_t ldc, Cols cols, KBegin k0, KEnd k1,
+             Mask mask) {
   for (std::size_t r0 = 0; r0 < M; r0 += kR) {
     const std::size_t rows = std::min(kR, M - r0), N = cols(r0), kb = k0(r0), ke = k1(r0);
+    const Diagonal diagonal{mask, r0};
     const float* a = A + r0 * ar;
     float* c = C + r0 * ldc;
     std::size_t c0 = 0;
     for (; c0 + kW <= N; c0 += kW)
-      tile_of_rows<2>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
+      tile_of_rows<2>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, diagonal);
     for (; c0 + kLanes <= N; c0 += kLanes)
-      tile_of_rows<1>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc);
-    if (c0 < N) edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, rows, N - c0);
+      tile_of_rows<1>(rows, a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, diagonal);
+    if (c0 < N) edge_tile(a, ar, ak, B + c0, ldb, kb, ke, c + c0, ldc, rows, N - c0, diagonal);
   }
 }
 
@@ -301,15 +356,16 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
     return std::min(T, (r0 + kR + kLanes - 1) / kLanes * kLanes);
   };
   transpose_into(K, ld, T, hs, Kt);
-  product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs));  // S = Q K^T, for j <= i
+  product(T, Q, ld, 1, Kt, T, P, T, causal_cols, all(0), all(hs),
+          Mask::none);  // S = Q K^T, for j <= i (and a few beyond, which the softmax overwrites)
   causal_softmax_rows(P, T, s.scale, s.bias ? s.bias + h * d.block() : nullptr);
   const float* W = P;
   if (s.keep) {
     apply_keep_mask(s, at, d.block(), P, p_used + at);
     W = p_used + at;
   }
-  product(T, W, T, 1, V, ld, y + b * T * C + h * hs, C, all(hs), all(0),
-          up_to_tile);  // O = P' V: P' is 0 above
+  product(T, W, T, 1, V, ld, y + b * T * C + h * hs, C, all(hs), all(0), up_to_tile,
+          needed(Mask::lower, V, ld, T, hs));  // O = P' V over j <= i
 }
 
 // Backward of one pair, restating each forward line before its adjoint (vt, ds: scratch):
@@ -332,20 +388,25 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
     return std::min(T, (r0 + kR + kLanes - 1) / kLanes * kLanes);
   };
   auto from_tile = [](std::size_t r0) { return r0; };              // rows i >= the tile's first j
-  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T));  // dV = P'^T dO
+  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T),
+          needed(Mask::upper, dO, C, T, hs));  // dV = P'^T dO over i >= j
   transpose_into(V, ld, T, hs, vt);
-  product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs));  // dP' = dO V^T, for j <= i
+  product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs),
+          Mask::none);  // dP' = dO V^T, for j <= i (and a few beyond, zeroed below)
   if (s.keep) apply_keep_mask(s, at, d.block(), dS, dS);
   for (std::size_t i = 0; i < T; ++i) {  // over n8 as in the softmax:
     float* g = dS + i * T;               // P is 0 beyond the diagonal
     const float* p = P + i * T;
-    const std::size_t n8 = std::min(T, (i + 8) / 8 * 8);
+    const std::size_t n = i + 1, n8 = std::min(T, (i + 8) / 8 * 8);
+    std::fill(g + n, g + n8, 0.0f);  // dP' beyond the diagonal, NaN for a NaN value there
     const auto c = static_cast<float>(lane_dot(g, p, n8));
     for (std::size_t j = 0; j < n8; ++j) g[j] = (p[j] * (g[j] - c)) * s.scale;
-    std::fill(g + n8, g + T, 0.0f);  // the products below read it
+    std::fill(g + n, g + T, 0.0f);  // the products below read it (0 * c is NaN for a NaN c)
   }
-  product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile);  // dQ = dS K
-  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T));   // dK = dS^T Q
+  product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile,
+          needed(Mask::lower, K, ld, T, hs));  // dQ = dS K over j <= i
+  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T),
+          needed(Mask::upper, Q, ld, T, hs));  // dK = dS^T Q over i >= j
 }
 
 // The formula: causal_attention_forward's.

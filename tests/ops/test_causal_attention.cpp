@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/core.hpp>
@@ -205,6 +206,34 @@ TEST_SUITE("ops.causal_attention") {
     const Array zero = xt::zeros<float>({3, 7, 7});
     CHECK(bit_equal(ops::causal_self_attention(qkv, 3, CausalAttentionOptions().bias(zero)).data(),
                     ops::causal_self_attention(qkv, 3).data()));
+  }
+
+  TEST_CASE("a NaN or an infinity at position p reaches no output, nor query gradient, before p") {
+    // y_i and dL/dq_i depend on positions 0 .. i only: a special value at position p must leave
+    // them finite for every i < p, over several tiles of rows (T 20, two heads of 4).
+    const std::size_t T = 20, C = 8;
+    const std::vector<std::pair<std::size_t, float>> places = {
+        {2 * C + 1, std::numeric_limits<float>::quiet_NaN()},   // a value
+        {C + 3, std::numeric_limits<float>::infinity()},        // a key
+        {0, -std::numeric_limits<float>::infinity()},           // a query
+        {2 * C + 6, std::numeric_limits<float>::infinity()}};   // a value, the other head
+    for (const std::size_t p : {1, 6, 13, 19})
+      for (const auto& [column, value] : places) {
+        CAPTURE(p);
+        CAPTURE(column);
+        Array a = testing::input({1, T, 3 * C}, 21, false).data();
+        a(0, p, column) = value;
+        Tensor qkv(a, true);
+        Tensor y = ops::causal_self_attention(qkv, 2);
+        y.backward(Array(xt::ones<float>(Shape{1, T, C})));
+        for (std::size_t i = 0; i < p; ++i)
+          for (std::size_t c = 0; c < C; ++c) {
+            CHECK(std::isfinite(y.data()(0, i, c)));
+            CHECK(std::isfinite(qkv.grad()(0, i, c)));
+          }
+        if (std::isnan(value))  // a NaN value reaches its own position's output (an infinite key
+          CHECK(std::isnan(y.data()(0, p, 1)));  // may get weight 0: exp(-inf))
+      }
   }
 
   TEST_CASE("shapes that do not fit, heads and dropout out of range, each with a clear error") {
