@@ -1,8 +1,16 @@
 // tests/core/test_memory.cpp: the allocator policy (memory.hpp). Nothing here is timed: the policy's
-// effect is checked by counting the page faults that re-allocating a large buffer causes.
+// effect is checked by counting the page faults that re-allocating a large buffer causes. What
+// glibc's heap holds depends on everything the process did before, so each case measures in a
+// process of its own: run inside the whole program, it runs the program again with itself alone.
 #include <doctest/doctest.h>
 
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <tapegrad/core.hpp>
 
@@ -26,11 +34,32 @@ long faults_of_a_buffer(std::size_t mib) {
   }
   return minor_faults() - before;
 }
+
+// True when the case has been run in a process of its own (and CHECKed its exit status there): the
+// caller returns. False in that process, where the caller measures.
+bool ran_alone(const std::string& test_case) {
+  if (std::getenv("TAPEGRAD_MEMORY_CASE_ALONE")) return false;
+  std::string filter = "--test-case=" + test_case;
+  char* argv[] = {const_cast<char*>("core_tests"), filter.data(), const_cast<char*>("--minimal"),
+                  nullptr};
+  std::string flag = "TAPEGRAD_MEMORY_CASE_ALONE=1";
+  std::vector<char*> env{flag.data()};
+  for (char** e = environ; *e; ++e) env.push_back(*e);
+  env.push_back(nullptr);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, env.data()) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "the case failed on its own: ",
+                test_case);
+  return true;
+}
 }  // namespace
 
 TEST_SUITE("memory") {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)  // ASan brings its own allocator
   TEST_CASE("making tensors changes no allocator setting: glibc's defaults stay until asked") {
+    if (ran_alone("making tensors changes no allocator setting*")) return;
     Tensor first(Array{1.f});
     faults_of_a_buffer(96);
     CHECK_FALSE(keeps_freed_memory());
@@ -38,6 +67,7 @@ TEST_SUITE("memory") {
   }
 
   TEST_CASE("after keep_freed_memory(true) a freed large buffer is reused without faulting") {
+    if (ran_alone("after keep_freed_memory(true) a freed large buffer*")) return;
     keep_freed_memory(true);
     CHECK(keeps_freed_memory());
     faults_of_a_buffer(64);               // the heap grows once
@@ -47,6 +77,7 @@ TEST_SUITE("memory") {
   TEST_CASE(
       "keep_freed_memory(false) restores glibc's defaults: a new large block is mmap'ed each "
       "time") {
+    if (ran_alone("keep_freed_memory(false) restores glibc's defaults*")) return;
     // 96 MiB is larger than any free block the heap holds, so glibc maps it and unmaps it on free
     keep_freed_memory(false);
     CHECK_FALSE(keeps_freed_memory());
