@@ -15,8 +15,18 @@ string(REPLACE "|" ";" LIST_ARGS "${LIST_ARGS}")
 string(REPLACE "|" ";" RUN_ARGS "${RUN_ARGS}")
 string(REPLACE "|" ";" PROPERTIES "${PROPERTIES}")
 
-execute_process(COMMAND "${PROGRAM}" --list-test-cases --reporters=xml ${LIST_ARGS}
-                OUTPUT_VARIABLE listing RESULT_VARIABLE result)
+# Run right after its link, the program can be "busy" (ETXTBSY): a job that make started in
+# parallel while the linker had the file open for writing inherits that open file, and keeps it
+# until it exits (a compile of another test file: up to a minute or two). Try again, for up to two
+# minutes.
+foreach(attempt RANGE 240)
+  execute_process(COMMAND "${PROGRAM}" --list-test-cases --reporters=xml ${LIST_ARGS}
+                  OUTPUT_VARIABLE listing RESULT_VARIABLE result)
+  if(NOT result MATCHES "busy")
+    break()
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 0.5)
+endforeach()
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} could not list its test cases (exit ${result}):\n${listing}")
 endif()
