@@ -82,6 +82,14 @@ case("mean_all_inf", lambda x: x.mean(), [[1.0, inf, 2.0, inf]])
 case("max_all", lambda x: x.max(), [[-inf, 3.0, inf, inf, 0.5]])  # ties share the gradient
 case("max_all_nan", lambda x: x.max(), [X])
 
+# ---- softmax and log_softmax over dim 0 of (4, 6), each column one of the special rows -----------
+case("softmax_dim0", lambda x: torch.softmax(x, 0), [COLUMNS])
+case("log_softmax_dim0", lambda x: torch.log_softmax(x, 0), [COLUMNS])
+
+# ---- layer norm with special values in its weight and bias too -----------------------------------
+case("layer_norm_nan_weight", lambda x, w, b: F.layer_norm(x, [4], w, b),
+     [ROWS, [1.0, nan, inf, 0.5], [0.0, 1.0, -inf, nan]])
+
 # ---- rms_norm, written out as PyTorch 2.4's F.rms_norm computes it; eps unset -------------------
 EPS = torch.finfo(torch.float32).eps
 case("rms_norm", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w,
@@ -222,6 +230,14 @@ case("embedding_scaled", lambda w: F.embedding(IDS, w, padding_idx=0) * 2.0, [TA
 # above 1: left alone), row 2's is inf (scaled by 1 / inf = 0: inf * 0 is NaN)
 case("embedding_max_norm", lambda w: F.embedding(IDS, w, max_norm=1.0), [TABLE], seed=EMB_SEED)
 case("embedding_scaled_by_0", lambda w: F.embedding(IDS, w) * 0.0, [TABLE], seed=EMB_SEED)
+
+# the tutorials' fused input, dropout(embedding(ids) * 2 + positions): the positions' table holds
+# special values too (it is a buffer: no gradient); p = 0 and p = 1 (every value times 0)
+POSITIONS = [[0.0, nan, 1.0], [inf, 0.5, -1.0], [1.0, 1.0, -inf]]
+for p in (0.0, 1.0):
+    case("embedding_add_rows_dropout_p%d" % p,
+         lambda w, r, p=p: F.dropout(F.embedding(IDS, w, padding_idx=0) * 2.0 + r, p, True),
+         [TABLE, POSITIONS], needs_grad=[True, False], seed=EMB_SEED)
 
 # ---- dropout with p = 1 (x * 0: NaN and the infinities give NaN) and p = 0 (the identity) ----------
 DROP_SEED = [1.0, nan, 1.0, -inf, 1.0, 1.0, nan, 1.0]

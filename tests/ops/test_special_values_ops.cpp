@@ -2,11 +2,13 @@
 // elementwise-unary (test_special_values.cpp has those), forward and backward, as PyTorch 1.13 gives
 // them: add, sub, mul and div on every pair of special values and broadcast; masked_fill (NaN under
 // the mask and outside it, a NaN fill value, a broadcast mask); sum, mean and max over a leading
-// dim and over all; rms_norm; the rotation of rotary embeddings (alone and packed in qkv); matmul
+// dim and over all; softmax and log_softmax over a leading dim; rms_norm, and layer_norm with
+// special values in its weight and bias; the rotation of rotary embeddings (alone and packed in qkv); matmul
 // and linear (inf * 0 in a product, batched and folded); scaled_dot_product_attention with and
 // without a mask and with dropout p = 1; cross_entropy (with ignore_index; tapegrad has no label
 // smoothing); kl_div; embedding and embedding_scaled (a NaN row, a NaN gradient at padding_idx,
-// dense and row-sparse, max_norm on a NaN and an infinite row); dropout with p = 0 and p = 1, and
+// dense and row-sparse, max_norm on a NaN and an infinite row), and the tutorials' fused
+// embedding_add_rows_dropout with p = 0 and p = 1; dropout with p = 0 and p = 1, and
 // with the mask of p = 0.5. matmul and linear again inside an autocast::bf16 scope.
 // causal_self_attention's cases are checked in a case of their own: position i reads positions
 // 0 .. i only, which nanoGPT's written-out form does not (see there).
@@ -117,6 +119,11 @@ const std::vector<OpGolden> kGoldens = {
     {"embedding_scaled_by_0", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f, 0.0f, -0.0f, 0.0f}, {{kNaN, kNaN, kNaN, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f}}},
     {"dropout_p1", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}, {kNaN, -0.0f, -0.0f, 0.0f, 0.0f, 0.0f, kNaN, kNaN}, {{0.0f, kNaN, 0.0f, kNaN, 0.0f, 0.0f, kNaN, 0.0f}}},
     {"dropout_p0", {{{8}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}}}, {1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}, {-kInf, -2.0f, -0.0f, 0.0f, 0.5f, 3.0f, kInf, kNaN}, {{1.0f, kNaN, 1.0f, -kInf, 1.0f, 1.0f, kNaN, 1.0f}}},
+    {"softmax_dim0", {{{4, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {0.0320586041f, kNaN, 0.0351190232f, kNaN, kNaN, kNaN, 0.0871443227f, kNaN, 0.0f, kNaN, kNaN, kNaN, 0.236882836f, kNaN, 0.25949645f, kNaN, kNaN, kNaN, 0.643914282f, kNaN, 0.705384493f, kNaN, kNaN, kNaN}, {{-0.0351550765f, kNaN, 0.0371586271f, kNaN, kNaN, kNaN, 0.0351550728f, kNaN, -0.0f, kNaN, kNaN, kNaN, -0.259762853f, kNaN, 0.274567187f, kNaN, kNaN, kNaN, 0.259762824f, kNaN, -0.311725765f, kNaN, kNaN, kNaN}}},
+    {"log_softmax_dim0", {{{4, 6}, {1.0f, 1.0f, 1.0f, 1.0f, kInf, -kInf, 2.0f, kInf, -kInf, kNaN, kInf, -kInf, 3.0f, 3.0f, 3.0f, 3.0f, 3.0f, -kInf, 4.0f, 4.0f, 4.0f, 4.0f, 4.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {-3.4401896f, kNaN, -3.34901237f, kNaN, kNaN, kNaN, -2.4401896f, kNaN, -kInf, kNaN, kNaN, kNaN, -1.44018972f, kNaN, -1.34901226f, kNaN, kNaN, kNaN, -0.440189689f, kNaN, -0.349012256f, kNaN, kNaN, kNaN}, {{0.339706957f, kNaN, 1.82440484f, kNaN, kNaN, kNaN, 1.56427836f, kNaN, 0.5f, kNaN, kNaN, kNaN, -0.684414029f, kNaN, 0.702517748f, kNaN, kNaN, kNaN, -1.21957135f, kNaN, -3.02692246f, kNaN, kNaN, kNaN}}},
+    {"layer_norm_nan_weight", {{{6, 4}, {1.0f, 2.0f, 3.0f, 4.0f, 1.0f, kInf, 3.0f, 4.0f, 1.0f, -kInf, 3.0f, 4.0f, 1.0f, kNaN, 3.0f, 4.0f, kInf, kInf, 3.0f, 4.0f, -kInf, -kInf, -kInf, -kInf}}, {{4}, {1.0f, kNaN, kInf, 0.5f}}, {{4}, {0.0f, 1.0f, -kInf, kNaN}}}, {0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f, 0.5f, -1.0f, 2.0f, 0.25f}, {-1.34163547f, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}, {kNaN, kNaN, kNaN, kNaN}, {3.0f, -6.0f, 12.0f, 1.5f}}},
+    {"embedding_add_rows_dropout_p0", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}, {{3, 3}, {0.0f, kNaN, 1.0f, kInf, 0.5f, -1.0f, 1.0f, 1.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, kNaN, 5.0f, kInf, -1.5f, 3.0f, kInf, -kInf, -kInf, 2.0f, kNaN, 7.0f, kNaN, 2.5f, 3.0f, 2.0f, -1.0f, -kInf}, {{0.0f, 0.0f, 0.0f, 3.0f, 0.0f, 6.0f, 2.0f, 2.0f, 2.0f, kNaN, 0.5f, 2.0f}, {}}},
+    {"embedding_add_rows_dropout_p1", {{{4, 3}, {0.5f, -1.0f, 2.0f, kNaN, 1.0f, 2.0f, kInf, -kInf, 0.0f, 1.0f, 2.0f, 3.0f}}, {{3, 3}, {0.0f, kNaN, 1.0f, kInf, 0.5f, -1.0f, 1.0f, 1.0f, -kInf}}}, {0.5f, -1.0f, 2.0f, kNaN, kNaN, kNaN, 1.0f, 1.0f, 1.0f, kNaN, 0.25f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f, 2.0f}, {kNaN, kNaN, 0.0f, kNaN, -0.0f, 0.0f, kNaN, kNaN, kNaN, 0.0f, kNaN, 0.0f, kNaN, 0.0f, 0.0f, 0.0f, -0.0f, kNaN}, {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, kNaN, 0.0f, 0.0f}, {}}},
 };
 // clang-format on
 
@@ -151,6 +158,9 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
     const double value = op == "masked_fill" ? 0.5 : op == "masked_fill_nan" ? kNaN : -kInf;
     return ops::masked_fill(in[0], mask_of({2, 8}, fill), value);
   }
+  if (op == "softmax_dim0") return ops::softmax(in[0], 0);
+  if (op == "log_softmax_dim0") return ops::log_softmax(in[0], 0);
+  if (op == "layer_norm_nan_weight") return ops::layer_norm(in[0], {4}, in[1], in[2]);
   if (op == "sum_dim0") return ops::sum(in[0], 0);
   if (op == "mean_dim0") return ops::mean(in[0], 0);
   if (op == "max_dim0") return ops::max(in[0], 0);
@@ -200,6 +210,11 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
     if (op == "embedding_scaled_by_0") return ops::embedding_scaled(ids, in[0], 0.0);
     if (op == "embedding_max_norm")  // renormalises rows 0 to 3 in place first
       return ops::embedding(ids, in[0], EmbeddingOptions().max_norm(1.0));
+    if (op.starts_with("embedding_add_rows_dropout"))  // p = 0 or 1: no mask to draw
+      return ops::embedding_add_rows_dropout(ids, in[0], 2.0, in[1].data(),
+                                             op.ends_with("_p1") ? 1.0 : 0.0, true,
+                                             ops::DropoutStream{7, 0},
+                                             EmbeddingOptions().padding_idx(0));
   }
   if (op == "dropout_p1") return ops::dropout(in[0], 1.0, true, ops::DropoutStream{7, 0});
   if (op == "dropout_p0") return ops::dropout(in[0], 0.0, true, ops::DropoutStream{7, 0});
