@@ -81,4 +81,26 @@ inline void check_gradients(const GradcheckFn& fn, const std::vector<Tensor>& in
   CHECK_MESSAGE(r.ok, r.message);
 }
 
+/// A value against a golden that may be special: NaN where the golden is NaN, the same infinity,
+/// or a finite value within `relative` of the golden's size, max(1, |want|). -0 equals +0.
+inline bool same_special(float got, float want, float relative) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::isfinite(got) && std::abs(got - want) <= relative * std::max(1.0f, std::abs(want));
+}
+
+/// "{1.000000, nan, -inf}": values in a failure message.
+template <class Floats>
+std::string show(const Floats& values) {
+  std::string s;
+  for (float f : values) s += (s.empty() ? "" : ", ") + std::to_string(f);
+  return "{" + s + "}";
+}
+
+/// Restores the engine of the matrix products in use when the test ends.
+struct GemmEngineScope {
+  GemmEngine saved = gemm_engine();
+  ~GemmEngineScope() { set_gemm_engine(saved); }
+};
+
 }  // namespace tapegrad::testing

@@ -21,10 +21,6 @@ using autocast::round_to_bf16;
 using autocast::to_bf16;
 
 namespace {
-struct EngineScope {
-  GemmEngine saved = gemm_engine();
-  ~EngineScope() { set_gemm_engine(saved); }
-};
 
 float bits(std::uint32_t u) { return std::bit_cast<float>(u); }
 
@@ -69,7 +65,7 @@ TEST_CASE("bfloat16 rounds to nearest, ties to even, and keeps NaN and the infin
 
 TEST_CASE(
     "inside autocast::bf16 a product sums bf16 operands in float32, and outside nothing changes") {
-  const EngineScope restore;
+  const testing::GemmEngineScope restore;
   Generator gen(3);
   const Tensor a = Tensor(randn({19, 70}, &gen)), b = Tensor(randn({70, 23}, &gen));
   Array want, bound;
@@ -98,7 +94,7 @@ TEST_CASE(
 }
 
 TEST_CASE("backward's products round their operands too, and gradients stay float32 tensors") {
-  const EngineScope restore;
+  const testing::GemmEngineScope restore;
   set_gemm_engine(GemmEngine::reference);
   Generator gen(4);
   Parameter w(randn({6, 9}, &gen));
@@ -124,7 +120,7 @@ TEST_CASE("a product big enough for oneDNN's bf16 kernels stays within the bound
           "thread count") {
   // 2^20 multiply-adds or more go to oneDNN (smaller ones take the float32 engine): 130 x 100 x 90
   // is 1.17 million. Linear's product too, which reads its weight transposed.
-  const EngineScope restore;
+  const testing::GemmEngineScope restore;
   const int threads = get_num_threads();
   Generator gen(5);
   const Tensor a = Tensor(randn({130, 90}, &gen)), b = Tensor(randn({90, 100}, &gen));

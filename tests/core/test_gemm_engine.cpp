@@ -14,16 +14,8 @@
 
 using namespace tapegrad;
 
-namespace {
-// Restores the engine in use when the test ends.
-struct EngineScope {
-  GemmEngine saved = gemm_engine();
-  ~EngineScope() { set_gemm_engine(saved); }
-};
-}  // namespace
-
 TEST_CASE("every engine multiplies as a double-precision sum does, to float precision") {
-  const EngineScope restore;
+  const testing::GemmEngineScope restore;
   Generator gen(5);
   for (const std::array<std::size_t, 3> mkn : std::vector<std::array<std::size_t, 3>>{
            {1, 7, 5}, {3, 1, 4}, {17, 33, 9}, {64, 128, 96}, {2, 300, 1}}) {
@@ -49,7 +41,7 @@ TEST_CASE("every engine multiplies as a double-precision sum does, to float prec
 }
 
 TEST_CASE("the engine's name, and an engine this build lacks, refused") {
-  const EngineScope restore;
+  const testing::GemmEngineScope restore;
   CHECK(to_string(GemmEngine::openblas) == "openblas");
   CHECK(to_string(GemmEngine::onednn) == "onednn");
   CHECK(to_string(GemmEngine::reference) == "reference");

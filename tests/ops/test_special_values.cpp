@@ -15,9 +15,14 @@
 
 #include <tapegrad/core.hpp>
 
+#include "../helpers.hpp"
+
 using namespace tapegrad;
 
 namespace {
+// A finite value within 4e-6 of the golden's size (testing::same_special): the fast kernels' exp
+// and tanh are a few roundings from libm's.
+constexpr float kTolerance = 4e-6f;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -115,19 +120,6 @@ Tensor apply(const std::string& op, const Tensor& x) {
   return x;
 }
 
-// NaN matches NaN, an infinity the same infinity, a finite value within 4e-6 of the golden's size
-// (the fast kernels' exp and tanh are a few roundings from libm's).
-bool same(float got, float want) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::isfinite(got) && std::abs(got - want) <= 4e-6f * std::max(1.0f, std::abs(want));
-}
-
-std::string show(const std::vector<float>& v) {
-  std::string s;
-  for (float f : v) s += (s.empty() ? "" : ", ") + std::to_string(f);
-  return "{" + s + "}";
-}
 }  // namespace
 
 TEST_SUITE("ops.special_values") {
@@ -147,16 +139,16 @@ TEST_SUITE("ops.special_values") {
       y.backward(std::move(seed));
       const std::vector<float> got_y(y.data().begin(), y.data().end()),
           got_dx(x.grad().begin(), x.grad().end());
-      CAPTURE(show(got_y));
-      CAPTURE(show(got_dx));
+      CAPTURE(testing::show(got_y));
+      CAPTURE(testing::show(got_dx));
       REQUIRE(got_y.size() == g.y.size());
       for (std::size_t i = 0; i < got_y.size(); ++i) {
         CAPTURE(i);
-        CHECK(same(got_y[i], g.y[i]));
+        CHECK(testing::same_special(got_y[i], g.y[i], kTolerance));
       }
       for (std::size_t i = 0; i < got_dx.size(); ++i) {
         CAPTURE(i);
-        CHECK(same(got_dx[i], g.dx[i]));
+        CHECK(testing::same_special(got_dx[i], g.dx[i], kTolerance));
       }
     }
   }
@@ -175,12 +167,12 @@ TEST_SUITE("ops.special_values") {
       y.backward(std::move(seed));
       const std::vector<float> got_y(y.data().begin(), y.data().end()),
           got_dx(x.grad().begin(), x.grad().end());
-      CAPTURE(show(got_y));
-      CAPTURE(show(got_dx));
+      CAPTURE(testing::show(got_y));
+      CAPTURE(testing::show(got_dx));
       for (std::size_t i = 0; i < kX.size(); ++i) {
         CAPTURE(kX[i]);
-        CHECK(same(got_y[i], g.y[i]));
-        CHECK(same(got_dx[i], g.dx[i]));
+        CHECK(testing::same_special(got_y[i], g.y[i], kTolerance));
+        CHECK(testing::same_special(got_dx[i], g.dx[i], kTolerance));
       }
     }
   }

@@ -25,9 +25,14 @@
 
 #include <tapegrad/core.hpp>
 
+#include "../helpers.hpp"
+
 using namespace tapegrad;
 
 namespace {
+// A finite value within 1e-5 of the golden's size (testing::same_special): sums in another order,
+// the fast kernels' exp a few roundings from libm's.
+constexpr float kTolerance = 1e-5f;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -222,20 +227,6 @@ Tensor run(const std::string& op, const std::vector<Tensor>& in) {
   return in[0];
 }
 
-// NaN matches NaN, an infinity the same infinity, a finite value within 1e-5 of the golden's size
-// (sums in another order, the fast kernels' exp a few roundings from libm's). -0 equals +0.
-bool same(float got, float want) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::isfinite(got) && std::abs(got - want) <= 1e-5f * std::max(1.0f, std::abs(want));
-}
-
-std::string show(const Array& a) {
-  std::string s;
-  for (float f : a) s += (s.empty() ? "" : ", ") + std::to_string(f);
-  return "{" + s + "}";
-}
-
 Array array_of(const std::vector<std::size_t>& shape, const std::vector<float>& values) {
   Array a = Array::from_shape(shape);
   REQUIRE(a.size() == values.size());
@@ -254,20 +245,20 @@ void check_case(const OpGolden& g) {
   const Tensor y = run(op, in);
   REQUIRE(y.numel() == g.y.size());
   y.backward(array_of(std::vector<std::size_t>(y.shape().begin(), y.shape().end()), g.seed));
-  CAPTURE(show(y.data()));
+  CAPTURE(testing::show(y.data()));
   for (std::size_t i = 0; i < g.y.size(); ++i) {
     CAPTURE(i);
-    CHECK(same(y.data().flat(i), g.y[i]));
+    CHECK(testing::same_special(y.data().flat(i), g.y[i], kTolerance));
   }
   for (std::size_t k = 0; k < in.size(); ++k) {
     if (g.grads[k].empty()) continue;
     CAPTURE(k);  // which input
     const Array dx = in[k].grad_dense();  // a sparse embedding's gradient as a table
-    CAPTURE(show(dx));
+    CAPTURE(testing::show(dx));
     REQUIRE(dx.size() == g.grads[k].size());
     for (std::size_t i = 0; i < dx.size(); ++i) {
       CAPTURE(i);
-      CHECK(same(dx.flat(i), g.grads[k][i]));
+      CHECK(testing::same_special(dx.flat(i), g.grads[k][i], kTolerance));
     }
   }
 }
@@ -318,7 +309,7 @@ TEST_SUITE("ops.special_values") {
       CAPTURE(i);
       CAPTURE(int(keep(i)));
       const float m = keep(i) ? 2.0f : 0.0f;
-      CHECK(same(y.data()(i), xs[i] * m));
+      CHECK(testing::same_special(y.data()(i), xs[i] * m, kTolerance));
       CHECK(std::isnan(x.grad()(i)));  // NaN * m, whatever m
     }
   }

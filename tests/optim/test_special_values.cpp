@@ -18,10 +18,15 @@
 #include <tapegrad/core.hpp>
 #include <tapegrad/optim.hpp>
 
+#include "../helpers.hpp"
+
 using namespace tapegrad;
 using namespace tapegrad::optim;
 
 namespace {
+// A finite value within 1e-5 of the golden's size: the state is a few float roundings from
+// PyTorch's (testing::same_special).
+constexpr float kTolerance = 1e-5f;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -72,20 +77,6 @@ const std::vector<float> kTheta0 = {1.0f, -2.0f, 0.5f, 3.0f, 0.0f};
 const std::vector<std::vector<float>> kGrads = {{kNaN, kInf, -kInf, 0.5f, 0.0f},
                                                 {0.1f, -0.2f, 0.3f, 0.4f, 0.5f}};
 
-// NaN matches NaN, an infinity the same infinity, a finite value within 1e-5 of the golden's size
-// (the state is a few float roundings from PyTorch's). -0 equals +0.
-bool same(float got, float want) {
-  if (std::isnan(want)) return std::isnan(got);
-  if (std::isinf(want)) return got == want;
-  return std::isfinite(got) && std::abs(got - want) <= 1e-5f * std::max(1.0f, std::abs(want));
-}
-
-std::string show(const Array& a) {
-  std::string s;
-  for (float f : a) s += (s.empty() ? "" : ", ") + std::to_string(f);
-  return "{" + s + "}";
-}
-
 // What this kernel set should hold where PyTorch 1.13 holds `want`. One difference, on purpose
 // (docs/semantics.md#optimizers): the fast sets' Adam moves m by PyTorch 2.x's lerp, so an
 // infinite m meeting a finite gradient becomes NaN (inf - inf) where 1.13 and the reference keep
@@ -105,11 +96,11 @@ std::vector<float> on_this_set(const auto&, const std::string&, std::size_t,
 void check_values(const char* what, const Array& got, const std::vector<float>& want) {
   const std::string field = what;
   CAPTURE(field);
-  CAPTURE(show(got));
+  CAPTURE(testing::show(got));
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
-    CHECK(same(got.flat(i), want[i]));
+    CHECK(testing::same_special(got.flat(i), want[i], kTolerance));
   }
 }
 
@@ -218,7 +209,7 @@ TEST_SUITE("optim.special_values") {
       b.set_grad(vector_array(g.b));
       const double total = clip_grad_norm_({a, b}, 1.0, g.norm_type);
       CAPTURE(total);
-      CHECK(same(static_cast<float>(total), g.total));
+      CHECK(testing::same_special(static_cast<float>(total), g.total, kTolerance));
       check_values("a", a.grad(), g.a_after);
       check_values("b", b.grad(), g.b_after);
     }

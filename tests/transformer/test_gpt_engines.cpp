@@ -16,17 +16,9 @@
 
 using namespace tapegrad;
 
-namespace {
-// Restores the engine in use when the test ends.
-struct EngineScope {
-  GemmEngine saved = gemm_engine();
-  ~EngineScope() { set_gemm_engine(saved); }
-};
-}  // namespace
-
 TEST_SUITE("gemm_engine") {
   TEST_CASE("a GPT's loss and gradients agree across the engines") {
-    const EngineScope restore;
+    const testing::GemmEngineScope restore;
     namespace tt = nn::transformer;
     const auto config = tt::GPTConfig(50, 16).n_layer(2).n_head(2).n_embd(32);
     IndexArray idx = IndexArray::from_shape({3, 16}), targets = idx;
