@@ -5,7 +5,9 @@
 # case "every kernel set gives the same bits" of the suite ops.relu_squared. Here the program
 # lists its cases ONCE, with their suites (--list-test-cases --reporters=xml), and each becomes
 # the CTest test "<prefix><suite>: <case>" (a case outside any suite: "<prefix><case>"), which
-# runs that one case, labelled with the program's layer.
+# runs that one case and only it (the filters are exact where wildcards could select more, case
+# sensitive, and a case outside any suite excludes the suites), labelled with the program's layer.
+# A run that selects no case fails rather than passing on nothing.
 #
 # Variables (-D): PROGRAM (the executable), LABEL, PREFIX, LIST_ARGS (a filter for the listing, as
 # --test-suite=ops.*), RUN_ARGS (extra arguments to each run), PROPERTIES (more test properties),
@@ -63,28 +65,82 @@ foreach(a ${RUN_ARGS})
   string(APPEND run_args_text " ${q}")
 endforeach()
 bracket(program_q "${PROGRAM}")
+# A filter that selects no case would run nothing and pass: doctest's "test cases: 0 |" fails it.
+bracket(no_case_ran "test cases: +0 [|]")
 # doctest's XML writes a case as <TestCase name="..." testsuite="..." filename=... /> (no testsuite
-# outside a suite), with '"',
-# '&' and '<' escaped inside the values but '>' left as it is: read up to the closing quotes. A ';'
-# (in "&lt;", or in a name) would split CMake's list of matches: it is set aside first.
+# outside a suite), with '"', '&' and '<' escaped inside the values but '>' left as it is: read up
+# to the closing quotes. A ';' (in "&lt;", or in a name) would split CMake's list of matches, and a
+# '[' or ']' would keep it from splitting: they are set aside first, and each case gets them back.
 string(REPLACE ";" "<semicolon>" listing "${listing}")
+string(REPLACE "[" "<lsqb>" listing "${listing}")
+string(REPLACE "]" "<rsqb>" listing "${listing}")
 string(REGEX MATCHALL "<TestCase name=\"[^\"]*\"( testsuite=\"[^\"]*\")?" cases "${listing}")
+set(names "")   # every case as <suite>\n<name>, to find filters that select more than one
+set(keys "")
 foreach(case ${cases})
-  string(REPLACE "<semicolon>" ";" case "${case}")
   string(REGEX MATCH "<TestCase name=\"([^\"]*)\"" _ "${case}")
-  xml_text(name "${CMAKE_MATCH_1}")
-  set(suite "")
+  set(raw_name "${CMAKE_MATCH_1}")
+  set(raw_suite "")
   if(case MATCHES " testsuite=\"([^\"]*)\"")
-    xml_text(suite "${CMAKE_MATCH_1}")
+    set(raw_suite "${CMAKE_MATCH_1}")
   endif()
-  if(name MATCHES ";")  # CTest would read it as two names
+  list(APPEND keys "${raw_suite}\n${raw_name}")
+endforeach()
+
+# A filter is a doctest wildcard ('*' any run of characters, '?' one): the case's name selects
+# only itself unless it holds one of them and so matches another name of its suite.
+function(wildcard_regex out pattern)
+  string(REGEX REPLACE "([][^$.|+(){}\\])" "\\\\\\1" pattern "${pattern}")
+  string(REPLACE "*" ".*" pattern "${pattern}")
+  string(REPLACE "?" "." pattern "${pattern}")
+  set(${out} "^${pattern}$" PARENT_SCOPE)
+endfunction()
+
+foreach(key ${keys})
+  string(REPLACE "<semicolon>" ";" key "${key}")
+  string(REPLACE "<lsqb>" "[" key "${key}")
+  string(REPLACE "<rsqb>" "]" key "${key}")
+  string(FIND "${key}" "\n" at)
+  string(SUBSTRING "${key}" 0 ${at} suite)
+  math(EXPR after "${at} + 1")
+  string(SUBSTRING "${key}" ${after} -1 name)
+  xml_text(name "${name}")
+  xml_text(suite "${suite}")
+  if(name MATCHES ";" OR suite MATCHES ";")  # CTest would read it as two names
     message(FATAL_ERROR "${PROGRAM}: the test case \"${name}\" of suite \"${suite}\" has a ';' in "
                         "its name, which CTest cannot register: write it without one")
   endif()
+  if(name MATCHES "\\\\x" OR suite MATCHES "\\\\x")  # a control character, escaped by the XML writer
+    message(FATAL_ERROR "${PROGRAM}: the test case \"${name}\" of suite \"${suite}\" has a control "
+                        "character or an invalid UTF-8 byte in its name: write it without one")
+  endif()
+  if(name MATCHES "[*?]")
+    wildcard_regex(pattern "${name}")
+    set(matched 0)
+    foreach(other ${keys})
+      string(REPLACE "<semicolon>" ";" other "${other}")
+      string(REPLACE "<lsqb>" "[" other "${other}")
+      string(REPLACE "<rsqb>" "]" other "${other}")
+      string(FIND "${other}" "\n" other_at)
+      string(SUBSTRING "${other}" 0 ${other_at} other_suite)
+      math(EXPR other_after "${other_at} + 1")
+      string(SUBSTRING "${other}" ${other_after} -1 other_name)
+      xml_text(other_name "${other_name}")
+      xml_text(other_suite "${other_suite}")
+      if(other_suite STREQUAL suite AND other_name MATCHES "${pattern}")
+        math(EXPR matched "${matched} + 1")
+      endif()
+    endforeach()
+    if(matched GREATER 1)
+      message(FATAL_ERROR "${PROGRAM}: the test case \"${name}\" of suite \"${suite}\", as a doctest "
+                          "filter ('*' and '?' are wildcards), also selects another case of its suite: "
+                          "rename one of them")
+    endif()
+  endif()
   doctest_filter(case_filter "${name}")
-  if(suite STREQUAL "")
+  if(suite STREQUAL "")  # and not the cases of the same name in a suite
     set(test "${PREFIX}${name}")
-    set(suite_args "")
+    bracket(suite_args "--test-suite-exclude=?*")
   else()
     set(test "${PREFIX}${suite}: ${name}")
     doctest_filter(suite_filter "${suite}")
@@ -92,7 +148,9 @@ foreach(case ${cases})
   endif()
   bracket(test_q "${test}")
   bracket(case_q "--test-case=${case_filter}")
-  string(APPEND script "add_test(${test_q} ${program_q} ${case_q} ${suite_args}${run_args_text})\n"
-                       "set_tests_properties(${test_q} PROPERTIES LABELS ${LABEL}${properties_text})\n")
+  string(APPEND script "add_test(${test_q} ${program_q} ${case_q} ${suite_args} --case-sensitive=true"
+                       "${run_args_text})\n"
+                       "set_tests_properties(${test_q} PROPERTIES LABELS ${LABEL}${properties_text}"
+                       " FAIL_REGULAR_EXPRESSION ${no_case_ran})\n")
 endforeach()
 file(WRITE "${OUTPUT}" "${script}")

@@ -41,7 +41,7 @@ class AlibiAttention : public tt::BlockAttention {
                        .bias(bias(x.shape()[1]))
                        .dropout(attn_dropout->options().p())
                        .training(attn_dropout->is_training());
-    if (attn_dropout->is_training() && attn_dropout->options().p() > 0.0)
+    if (attn_dropout->is_training() && attn_dropout->options().p() > 0.0 && qkv.numel() > 0)
       options.dropout_stream(attn_dropout->next_stream());
     const tapegrad::Tensor y = tapegrad::ops::causal_self_attention(qkv, n_head, options, attention);
     return resid_dropout->forward(c_proj->forward(y));

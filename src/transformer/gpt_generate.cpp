@@ -125,7 +125,14 @@ Array GPT::forward_cached(const IndexArray& tokens) {
   check<ValueError>(supports_cache(), where,
                     ": an attention of this model keeps no cache (BlockAttention::supports_cache); "
                     "sample with GenerateOptions().use_cache(false)");
-  if (!cache_) {
+  const auto V = config_.vocab_size();
+  for (std::size_t p = 0; p < tokens.size(); ++p)
+    check<IndexError>(0 <= tokens.data()[p] && tokens.data()[p] < V,
+                      "index out of range in self | ", where, ": expected ids in [0, ", V,
+                      "), got ", tokens.data()[p], " at position ",
+                      position_str(p, tokens.shape()));
+  if (!cache_) {  // a new cache: every attention starts at position 0 too
+    reset_cache();
     cache_ = std::make_shared<KVCache>();
     cache_->batch = B;
   }
@@ -135,12 +142,6 @@ Array GPT::forward_cached(const IndexArray& tokens) {
                     " (the cache's), got ", tokens.shape(), "; reset_cache() first");
   check<ShapeError>(L + n <= rows, where, ": expected positions up to block_size ", rows, ", got ",
                     L, " cached + ", n, " new");
-  const auto V = config_.vocab_size();
-  for (std::size_t p = 0; p < tokens.size(); ++p)
-    check<IndexError>(0 <= tokens.data()[p] && tokens.data()[p] < V,
-                      "index out of range in self | ", where, ": expected ids in [0, ", V,
-                      "), got ", tokens.data()[p], " at position ",
-                      position_str(p, tokens.shape()));
   autograd::NoGradGuard no_grad;
 
   // The embedding of positions L .. L+n-1, as embed() computes it for a whole window.
@@ -160,10 +161,15 @@ Array GPT::forward_cached(const IndexArray& tokens) {
         out[c] = !pos ? tok[c] : scaled ? tok[c] * scale + pos[c] : tok[c] + pos[c];
     }
   Tensor x(std::move(x0));
-  for (const auto& module : *transformer->h) {
-    Block& block = static_cast<Block&>(*module);
-    x = x + block.attn->forward_cached(block.ln_1->forward(x));
-    x = x + block.mlp->forward(block.ln_2->forward(x));
+  try {
+    for (const auto& module : *transformer->h) {
+      Block& block = static_cast<Block&>(*module);
+      x = x + block.attn->forward_cached(block.ln_1->forward(x));
+      x = x + block.mlp->forward(block.ln_2->forward(x));
+    }
+  } catch (...) {  // the blocks before the failure have cached n more positions, the others not
+    reset_cache();
+    throw;
   }
   cache.length = L + n;
   return lm_head->forward(transformer->ln_f->forward(last_position(x))).data();

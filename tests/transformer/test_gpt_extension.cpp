@@ -121,6 +121,34 @@ TEST_SUITE("nn.transformer.gpt_extension") {
     CHECK(builtin.supports_cache());
   }
 
+  TEST_CASE("a forward_cached that throws inside the blocks leaves the cache empty, not half "
+            "advanced") {
+    // An MLP that throws when told to, in the second block only: both blocks' attentions have
+    // cached the new position by then, while the GPT's count of cached positions has not moved.
+    struct Throwing : nn::UnaryModule {
+      bool* armed;
+      explicit Throwing(bool* a) : armed(a) {}
+      Tensor forward(const Tensor& x) override {
+        check<ValueError>(!*armed, "armed");
+        return x;
+      }
+    };
+    bool armed = false, never = false;
+    int built = 0;
+    const auto config = tiny().make_mlp([&](const tt::GPTConfig&, std::shared_ptr<Generator>) {
+      return std::make_shared<Throwing>(++built == 2 ? &armed : &never);
+    });
+    tt::GPT model(config, std::make_shared<Generator>(8));
+    model.eval();
+    const IndexArray prompt = ids(1, 3, 13, 2), next = ids(1, 1, 13, 4);
+    model.forward_cached(prompt);
+    armed = true;
+    CHECK_THROWS_WITH_AS(model.forward_cached(next), doctest::Contains("armed"), ValueError);
+    armed = false;
+    // Empty again: the next call starts at position 0, as the uncached forward does.
+    CHECK(testing::all_close(model.forward_cached(prompt), model.last_logits(prompt), 1e-6, 1e-5));
+  }
+
   TEST_CASE("a learner's norm and MLP take the places of ln_1, ln_2, ln_f and mlp") {
     const auto config =
         tiny()

@@ -269,7 +269,8 @@ class GPT : public CausalLM {
   /// tokens (B, n) after the positions cached -> logits (B, vocab) of the last one, as in eval
   /// mode (no dropout) and without recording. Each block's attention caches what it needs
   /// (BlockAttention::forward_cached). ShapeError for another batch size than the cache's or
-  /// positions past block_size; ValueError when an attention has no cache (supports_cache()).
+  /// positions past block_size; ValueError when an attention has no cache (supports_cache()). A
+  /// call that throws while the blocks run leaves the cache empty, never half advanced.
   Array forward_cached(const IndexArray& tokens) override;
   void reset_cache() override;
   /// Whether every Block's attention supports the cache; generate() samples without it if not.
