@@ -8,6 +8,7 @@
 #include "tapegrad/core/options.hpp"
 #include "tapegrad/core/sizes.hpp"
 #include "tapegrad/core/memory.hpp"
+#include "tapegrad/core/atomic_file.hpp"
 #include "tapegrad/core/threads.hpp"
 #include "tapegrad/core/cpu.hpp"
 #include "tapegrad/core/gemm_engine.hpp"

@@ -6,3 +6,5 @@
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/io/npy.hpp"
 #include "tapegrad/io/checkpoint.hpp"
+#include "tapegrad/io/file_identity.hpp"
+#include "tapegrad/io/folder_lock.hpp"

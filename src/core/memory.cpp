@@ -1,8 +1,15 @@
 // src/core/memory.cpp: the allocator policy of memory.hpp (glibc's mallopt; a no-op elsewhere).
 #include "tapegrad/core/memory.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -32,5 +39,36 @@ void keep_freed_memory(bool keep) {
 }
 
 bool keeps_freed_memory() { return keeping; }
+
+namespace {
+// A cgroup's limit file: a number of bytes, or "max" (cgroup v2) / a huge number (v1) for none.
+std::uint64_t cgroup_limit(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return UINT64_MAX;
+  std::uint64_t v = 0;
+  if (std::sscanf(text.c_str(), "%lu", &v) != 1 || v == 0) return UINT64_MAX;
+  return v;
+}
+}  // namespace
+
+std::uint64_t machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  std::uint64_t bytes = pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page)
+                                              : UINT64_MAX;
+  bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory.max"));
+  bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+  return bytes;
+}
+
+std::string memory_text(double bytes) {
+  std::ostringstream os;
+  os.precision(bytes < 1024.0 * 1024 * 1024 * 10 ? 2 : 3);
+  if (bytes >= 1024.0 * 1024 * 1024)
+    os << std::fixed << bytes / (1024.0 * 1024 * 1024) << " GiB";
+  else
+    os << std::fixed << bytes / (1024.0 * 1024) << " MiB";
+  return os.str();
+}
 
 }  // namespace tapegrad

@@ -20,7 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "atomic_file.hpp"
+#include "file_formats.hpp"
+#include "tapegrad/core/atomic_file.hpp"
 #include "checkpoint_errors.hpp"
 #include "checksums.hpp"
 #include "tapegrad/io/crc32c.hpp"
@@ -227,11 +228,15 @@ std::string serialize_safetensors(const SafetensorsFile& file) {
 
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   const Layout l = layout(file, TAPEGRAD_VERSION);
-  AtomicFile out(path, "save_safetensors", l.head);
+  AtomicFile out(path, "save_safetensors", &kSafetensorsFormat);
   out.write(l.head);
   for (const TensorRecord* r : l.data)
     out.write({reinterpret_cast<const char*>(r->bytes().data()), r->bytes().size()});
   out.commit();
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes, std::string_view where) {
+  AtomicFile::write_whole(path, bytes, where, format_of_bytes(bytes));
 }
 
 }  // namespace tapegrad::io

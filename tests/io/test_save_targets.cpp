@@ -498,10 +498,11 @@ TEST_SUITE("io.save_targets") {
     const std::string a = std::string(220, 'a') + ".safetensors",
                       b = std::string(220, 'a') + "_other.safetensors";
     const auto prefix = [](const std::string& name) {  // the writer's rule for names over 200 bytes
-      char crc[9];
-      std::snprintf(crc, sizeof crc, "%08x", crc32c(name));
-      return "." + name.substr(0, 180) + "~" + crc + ".tmp-";
+      const std::string p = atomic_temporary_prefix(name);
+      CHECK(p.starts_with("." + name.substr(0, 180) + "~"));
+      return p;
     };
+    CHECK(prefix(a) != prefix(b));
     const pid_t dead = dead_pid();
     const std::string stale_a = prefix(a) + std::to_string(dead) + "-0",
                       stale_b = prefix(b) + std::to_string(dead) + "-0";

@@ -14,7 +14,14 @@
 // M_TRIM_THRESHOLD = max): freed buffers stay mapped and the next step reuses them. The cost is
 // that the process keeps its peak heap until it exits, which is what a training process wants.
 // Other C libraries: nothing changes.
+//
+// It also says how much memory the machine gives this process, so that a program can refuse a
+// size before it allocates it (a window of a million positions, a gigabyte of text to train a
+// tokenizer on) instead of being killed by the kernel halfway through.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 namespace tapegrad {
 
@@ -26,5 +33,13 @@ void keep_freed_memory(bool keep);
 /// Whether the keep policy is in force (false until keep_freed_memory(true); always false on C
 /// libraries other than glibc).
 bool keeps_freed_memory();
+
+/// The memory this process may use, in bytes: the machine's physical memory, or the limit of its
+/// control group (a container's memory.max, cgroup v2 or v1) when that is lower. Read from the
+/// system on every call (sysconf, /sys/fs/cgroup), not a fixed figure.
+std::uint64_t machine_memory_bytes();
+
+/// "about 6.8 GiB": a byte count for a message.
+std::string memory_text(double bytes);
 
 }  // namespace tapegrad

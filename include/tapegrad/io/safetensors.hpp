@@ -214,13 +214,14 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file);
 /// read_file then parse_safetensors.
 SafetensorsFile load_safetensors(const std::string& path);
 
-/// Replaces `path` with `bytes` so that a crash at any moment leaves the old file or the new one,
-/// whole: writes a temporary file in the same folder, fsyncs it, renames it over `path`, fsyncs
-/// the folder. On failure the temporary is removed and CheckpointError (kind "IoError") names the
+/// Replaces `path` with `bytes` through the one atomic writer (tapegrad/core/atomic_file.hpp), so
+/// that a crash at any moment leaves the old file or the new one, whole: writes a temporary file
+/// in the same folder, fsyncs it, renames it over `path`, fsyncs the folder. On failure the temporary is removed and CheckpointError (kind "IoError") names the
 /// path and the system's reason. `path` must be new or a regular file: a folder, a device (such
 /// as /dev/null), a FIFO or a socket there is refused before anything is written. A replaced
 /// file keeps its permission bits and, when the process may (root), its owner and group. A
-/// symbolic link is followed to the regular file it names, which is replaced (the link stays).
+/// symbolic link is followed to the regular file it names, which is replaced (the link stays) when
+/// it is empty or of the format of `bytes` (safetensors, .npy).
 /// A writer killed midway may leave its hidden ".name.tmp-PID-N" next to the file, never a
 /// damaged file; the next save to the same path removes it once process PID has ended.
 void write_file_atomic(const std::string& path, std::string_view bytes,

@@ -1,6 +1,5 @@
-// src/io/atomic_file.cpp: replacing a file atomically (see atomic_file.hpp), and
-// write_file_atomic, its one-call form.
-#include "atomic_file.hpp"
+// src/core/atomic_file.cpp: replacing a file atomically (include/tapegrad/core/atomic_file.hpp).
+#include "tapegrad/core/atomic_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,25 +10,53 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 
-#include "checkpoint_errors.hpp"
-#include "checkpoint_names.hpp"
-#include "checksums.hpp"
-#include "tapegrad/io/crc32c.hpp"
-#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/core/errors.hpp"
 
-namespace tapegrad::io {
+namespace tapegrad {
 
 namespace {
-// The start of the names of a target's temporaries: ".NAME.tmp-", then "PID-N". Hidden, and
-// within NAME_MAX (255): a name over 200 bytes is cut to 180 and followed by the CRC-32C of the
-// whole name, so that two long names sharing their first 180 bytes have distinct temporaries.
-std::string temporary_prefix(const std::string& name) {
-  if (name.size() <= 200) return "." + name + ".tmp-";
-  return "." + name.substr(0, 180) + "~" + checksum_text(crc32c(name)) + ".tmp-";
+
+std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+/// Throws CheckpointError kind "IoError": "where: 'path': what[: strerror(err)]" (err 0: none).
+[[noreturn]] void io_error(std::string_view where, std::string_view path, std::string_view what,
+                           int err) {
+  std::ostringstream os;
+  os << where << ": " << in_quotes(path) << ": " << what;
+  if (err != 0) os << ": " << std::strerror(err);
+  throw CheckpointError(os.str(), "IoError");
 }
+
+/// A decimal integer filling all of `text`, or nullopt.
+template <class T>
+std::optional<T> parse_integer(std::string_view text) {
+  T value{};
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (err != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+// Hidden, and within NAME_MAX (255): a long name is cut, then followed by the FNV-1a 64 hash of
+// the whole name, so that two long names sharing their first 180 bytes have distinct temporaries.
+std::string atomic_temporary_prefix(const std::string& name) {
+  if (name.size() <= 200) return "." + name + ".tmp-";
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  char hex[17];
+  for (int i = 15; i >= 0; --i, h >>= 4) hex[i] = "0123456789abcdef"[h & 15];
+  hex[16] = '\0';
+  return "." + name.substr(0, 180) + "~" + hex + ".tmp-";
+}
+
+namespace {
 
 // The process id in the name of a temporary of a target whose temporaries start with `prefix`,
 // or 0 when the name does not have that exact form: prefix, PID, '-', N, both as std::to_string
@@ -56,7 +83,7 @@ pid_t temporary_owner(std::string_view name, std::string_view prefix) {
 void remove_stale_temporaries(const std::string& dir, const std::string& name) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;  // creating the temporary will say why
-  const std::string prefix = temporary_prefix(name);
+  const std::string prefix = atomic_temporary_prefix(name);
   while (const dirent* e = ::readdir(d)) {
     const pid_t pid = temporary_owner(e->d_name, prefix);
     if (pid == 0 || pid == ::getpid()) continue;
@@ -78,64 +105,41 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-// The formats a save through a symbolic link tells apart, by their first bytes: a safetensors
-// file (an 8-byte little-endian header length N, then the header's '{', N bytes that fit in the
-// file) and a .npy file (its magic). `size`: the whole file's.
-enum class Format { safetensors, npy, other };
-
-Format format_of(std::string_view start, std::uint64_t size) {
-  if (start.size() >= 9 && start[8] == '{') {
-    std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(start[std::size_t(i)]);
-    if (n >= 2 && n <= size - 8) return Format::safetensors;
-  }
-  if (start.starts_with("\x93NUMPY")) return Format::npy;
-  return Format::other;
-}
-
-const char* format_name(Format f) {
-  return f == Format::safetensors ? "a safetensors file" : f == Format::npy ? "a .npy file" : "";
-}
-
-// The format of the regular file `target` (of `size` bytes), from its first bytes; nullopt when
-// it cannot be read.
-std::optional<Format> format_of_file(const std::string& target, std::uint64_t size) {
-  const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+// The first bytes of the regular file `target` (up to 16), or nullopt when it cannot be read.
+std::optional<std::string> first_bytes_of(const std::string& target) {
+  const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   char start[16];
   const ssize_t got = ::pread(fd, start, sizeof start, 0);
   ::close(fd);
   if (got < 0) return std::nullopt;
-  return format_of(std::string_view(start, static_cast<std::size_t>(got)), size);
+  return std::string(start, static_cast<std::size_t>(got));
 }
 
 // A save through a symbolic link replaces the file the link names only when that file is empty
 // or of the format being written (what an earlier save through the link wrote): a link to
 // anything else (a notes file, a system file) is more likely a mistake than a checkpoint.
 void check_link_target(const std::string& path, const std::string& target, std::uint64_t size,
-                       std::string_view new_start, std::string_view where) {
+                       const FileFormat* format, std::string_view where) {
   if (size == 0) return;
-  const Format writing = format_of(new_start, new_start.size());
-  const std::optional<Format> there = format_of_file(target, size);
-  if (there && writing != Format::other && *there == writing) return;
-  io_error(
-      where, path,
-      "cannot replace the file: it is a symbolic link to " + in_quotes(target) + ", which " +
-          (there ? std::string("is not ") +
-                       (writing == Format::other ? "empty" : format_name(writing))
-                 : std::string("cannot be read")) +
-          "; a save through a link replaces only " +
-          (writing == Format::other ? std::string("an empty file")
-                                    : std::string(format_name(writing)) + " or an empty file") +
-          " there, and wrote nothing (remove the link, or point it at such a file)",
-      0);
+  const std::optional<std::string> there = first_bytes_of(target);
+  if (there && format != nullptr && format->matches(*there, size)) return;
+  const std::string replaceable =
+      format == nullptr ? "an empty file" : std::string(format->name) + " or an empty file";
+  io_error(where, path,
+           "cannot replace the file: it is a symbolic link to " + in_quotes(target) + ", which " +
+               (there ? "is not " + (format == nullptr ? std::string("empty") : format->name)
+                      : std::string("cannot be read")) +
+               "; a save through a link replaces only " + replaceable +
+               " there, and wrote nothing (remove the link, or point it at such a file)",
+           0);
 }
 
 // The file a save to `path` replaces, and its status when it exists: `path` itself, or the
 // regular file a symbolic link at `path` leads to (check_link_target). Refuses anything else
 // that exists there.
 std::string file_to_replace(const std::string& path, std::string_view where,
-                            std::string_view new_start, std::optional<struct stat>& existing) {
+                            const FileFormat* format, std::optional<struct stat>& existing) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return path;  // a new file (or a missing folder: reported later)
@@ -157,7 +161,7 @@ std::string file_to_replace(const std::string& path, std::string_view where,
                "cannot replace the file: it is a symbolic link to " + in_quotes(target) +
                    ", which is " + kind_of(st.st_mode) + ", not a regular file" + refused,
                0);
-    check_link_target(path, target, static_cast<std::uint64_t>(st.st_size), new_start, where);
+    check_link_target(path, target, static_cast<std::uint64_t>(st.st_size), format, where);
   }
   if (S_ISDIR(st.st_mode))  // the words rename() would have used
     io_error(where, path, std::string("cannot replace the file: Is a directory") + refused, 0);
@@ -171,14 +175,13 @@ std::string file_to_replace(const std::string& path, std::string_view where,
 }
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& path, std::string_view where,
-                       std::string_view first_bytes)
+AtomicFile::AtomicFile(const std::string& path, std::string_view where, const FileFormat* format)
     : where_(where), path_(path) {
   static std::atomic<unsigned> counter{0};
   check<ValueError>(std::filesystem::path(path_).has_filename(), where,
                     ": expected a file path, got ", in_quotes(path_), ", which names a folder");
   std::optional<struct stat> existing;
-  target_ = file_to_replace(path_, where_, first_bytes, existing);
+  target_ = file_to_replace(path_, where_, format, existing);
   const std::filesystem::path t(target_);
   dir_ = t.has_parent_path() ? t.parent_path().string() : std::string(".");
   // Readable by the owner only while it is written, when it replaces a file: a 0600 checkpoint
@@ -187,12 +190,21 @@ AtomicFile::AtomicFile(const std::string& path, std::string_view where,
   remove_stale_temporaries(dir_, t.filename().string());
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_ = (std::filesystem::path(dir_) /
-             (temporary_prefix(t.filename().string()) + std::to_string(::getpid()) + "-" +
+             (atomic_temporary_prefix(t.filename().string()) + std::to_string(::getpid()) + "-" +
               std::to_string(counter++)))
                 .string();
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd_ < 0 && (errno != EEXIST || attempt > 100))
-      io_error(where_, path_, "cannot create a temporary file in its folder", errno);
+    // Exclusive: a name that exists (a file, a link, a FIFO someone planted) is never opened,
+    // followed or waited on; the next counter is tried instead.
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                 mode);
+    if (fd_ < 0 && (errno != EEXIST || attempt > 100)) {
+      const int err = errno;
+      temp_.clear();
+      io_error(where_, path_,
+               "cannot create a temporary file in its folder " + in_quotes(dir_) +
+                   " (a save writes one there, then renames it over the target)",
+               err);
+    }
   }
   if (existing) {
     // Owner and group first (chown clears set-user-ID bits), then the permission bits. Only root
@@ -244,10 +256,21 @@ void AtomicFile::commit() {
     io_error(where_, path_, "written, but cannot sync its folder", err);
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes, std::string_view where) {
-  AtomicFile out(path, where, bytes);
+void AtomicFile::write_at(std::uint64_t offset, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t w = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) fail("cannot write", errno);
+    bytes.remove_prefix(static_cast<std::size_t>(w));
+    offset += static_cast<std::uint64_t>(w);
+  }
+}
+
+void AtomicFile::write_whole(const std::string& path, std::string_view bytes,
+                             std::string_view where, const FileFormat* format) {
+  AtomicFile out(path, where, format);
   out.write(bytes);
   out.commit();
 }
 
-}  // namespace tapegrad::io
+}  // namespace tapegrad
