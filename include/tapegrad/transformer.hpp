@@ -19,3 +19,5 @@
 #include "tapegrad/transformer/generate.hpp"
 #include "tapegrad/transformer/gpt_init.hpp"
 #include "tapegrad/transformer/gpt.hpp"
+#include "tapegrad/transformer/gpt_parts.hpp"
+#include "tapegrad/transformer/alibi.hpp"

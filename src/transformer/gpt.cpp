@@ -21,6 +21,7 @@
 
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/transformer/gpt_init.hpp"
+#include "tapegrad/transformer/gpt_parts.hpp"
 #include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/ops/causal_attention.hpp"
 #include "tapegrad/ops/dropout.hpp"
@@ -53,11 +54,10 @@ void validate(const GPTConfig& c) {
                     "GPT: expected an even head size n_embd / n_head with position \"rope\" (its "
                     "columns turn in pairs), got ",
                     c.n_embd(), " / ", c.n_head(), " = ", c.n_embd() / c.n_head());
-  check<ValueError>(c.norm() == "layernorm" || c.norm() == "rmsnorm",
-                    "GPT: expected norm \"layernorm\" or \"rmsnorm\", got \"", c.norm(), "\"");
-  check<ValueError>(c.mlp() == "gelu" || c.mlp() == "relu_squared" || c.mlp() == "swiglu",
-                    "GPT: expected mlp \"gelu\", \"relu_squared\" or \"swiglu\", got \"", c.mlp(),
-                    "\"");
+  // The named parts must be registered (a factory given in the config stands in for its name).
+  if (!c.make_attention()) registered_attention(c.attention(), "GPT");
+  if (!c.make_norm()) registered_norm(c.norm(), "GPT");
+  if (!c.make_mlp()) registered_mlp(c.mlp(), "GPT");
   check<ValueError>(c.gelu() == "none" || c.gelu() == "tanh",
                     "approximate argument must be either none or tanh. | GPT: expected gelu "
                     "\"none\" or \"tanh\", got \"",
@@ -75,13 +75,6 @@ const GPTConfig& validated(const GPTConfig& c) {
 
 LinearOptions linear(std::int64_t in, std::int64_t out) { return LinearOptions(in, out); }
 
-// The norms over the residual stream's C features.
-LayerNormOptions layer_norm(const GPTConfig& c) {
-  return LayerNormOptions({c.n_embd()}).eps(c.norm_eps());
-}
-RMSNormOptions rms_norm(const GPTConfig& c) {
-  return RMSNormOptions({c.n_embd()}).eps(c.norm_eps());
-}
 }  // namespace
 
 // ---- the blocks ----------------------------------------------------------------------------------
@@ -93,27 +86,17 @@ Tensor BlockAttention::forward_cached(const Tensor&) {
 
 AttentionFactory attention_factory(const GPTConfig& config) {
   if (config.make_attention()) return config.make_attention();
-  return [](const GPTConfig& c, std::shared_ptr<Generator> generator) {
-    return std::make_shared<CausalSelfAttention>(c, std::move(generator));
-  };
+  return registered_attention(config.attention(), "GPT");
 }
 
 ModuleFactory mlp_factory(const GPTConfig& config) {
   if (config.make_mlp()) return config.make_mlp();
-  return [](const GPTConfig& c, std::shared_ptr<Generator> generator) {
-    return std::make_shared<MLP>(c, std::move(generator));
-  };
+  return registered_mlp(config.mlp(), "GPT");
 }
 
 ModuleFactory norm_factory(const GPTConfig& config) {
   if (config.make_norm()) return config.make_norm();
-  if (config.norm() == "rmsnorm")
-    return [](const GPTConfig& c, std::shared_ptr<Generator>) {
-      return std::make_shared<RMSNorm>(rms_norm(c));
-    };
-  return [](const GPTConfig& c, std::shared_ptr<Generator>) {
-    return std::make_shared<LayerNorm>(layer_norm(c));
-  };
+  return registered_norm(config.norm(), "GPT");
 }
 
 namespace {

@@ -166,13 +166,16 @@ TEST_SUITE("nn.transformer.gpt_choices") {
 
   TEST_CASE("bad choices are refused, naming the field and the accepted values") {
     CHECK_THROWS_WITH_AS(tt::GPT(tiny().norm("batchnorm")),
-                         doctest::Contains("GPT: expected norm \"layernorm\" or \"rmsnorm\", got "
-                                           "\"batchnorm\""),
+                         doctest::Contains("GPT: the norm \"batchnorm\" is not registered in this "
+                                           "program (registered: layernorm, rmsnorm)"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(
-        tt::GPT(tiny().mlp("relu")),
-        doctest::Contains("GPT: expected mlp \"gelu\", \"relu_squared\" or \"swiglu\", got \"relu\""),
-        ValueError);
+    CHECK_THROWS_WITH_AS(tt::GPT(tiny().mlp("relu")),
+                         doctest::Contains("GPT: the mlp \"relu\" is not registered in this program "
+                                           "(registered: gelu, relu_squared, swiglu"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(tt::GPT(tiny().attention("flash")),
+                         doctest::Contains("GPT: the attention \"flash\" is not registered"),
+                         ValueError);
     CHECK_THROWS_WITH_AS(
         tt::GPT(tiny().position("alibi")),
         doctest::Contains(

@@ -1,8 +1,9 @@
-// tests/transformer/test_gpt_extension.cpp: the GPT's extension points (transformer/gpt.hpp). A
-// learner's attention (examples/gpt/alibi.hpp, ALiBi, written with public headers only), MLP and
-// norm take the Block's places through GPTConfig's factories; the built-in choices are the same
-// factories (a config that names them explicitly gives the same bits); an attention without a
-// cache samples without one; position "none" has no table; a factory that returns null is refused.
+// tests/transformer/test_gpt_extension.cpp: the GPT's extension points (transformer/gpt.hpp,
+// gpt_parts.hpp). An attention written on the public API (ALiBi, alibi.hpp), a learner's MLP and
+// norm take the Block's places, by registered name or through GPTConfig's factories; the built-in
+// choices are the same factories (a config that names them explicitly gives the same bits); an
+// attention without a cache samples without one; position "none" has no table; a factory that
+// returns null, a name registered twice and a name never registered are refused.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,8 +13,9 @@
 #include <vector>
 
 #include <tapegrad/tapegrad.hpp>
+#include <tapegrad/transformer/alibi.hpp>
+#include <tapegrad/transformer/gpt_parts.hpp>
 
-#include "../../examples/gpt/alibi.hpp"
 #include "../helpers.hpp"
 
 using namespace tapegrad;
@@ -61,17 +63,17 @@ IndexArray ids(std::size_t B, std::size_t T, std::int64_t V, std::int64_t shift)
 }  // namespace
 
 TEST_SUITE("nn.transformer.gpt_extension") {
-  TEST_CASE("ALiBi, an attention written out of tree, plugs into the Block and trains") {
-    const auto config = tiny().position("none").make_attention(examples::alibi_attention());
+  TEST_CASE("ALiBi, an attention written on the public API, plugs into the Block by name and trains") {
+    const auto config = tiny().position("none").attention("alibi");
     tt::GPT model(config, std::make_shared<Generator>(1));
     const auto& block = static_cast<tt::Block&>((*model.transformer->h)[0]);
-    REQUIRE(dynamic_cast<const examples::AlibiAttention*>(block.attn.get()) != nullptr);
+    REQUIRE(dynamic_cast<const tt::AlibiAttention*>(block.attn.get()) != nullptr);
     CHECK(model.transformer->wpe == nullptr);
     const std::vector<std::string> n = names(model);
     CHECK(std::find(n.begin(), n.end(), "transformer.h.1.attn.c_attn.weight") != n.end());
     CHECK(model.repr().find("(attn): AlibiAttention(") != std::string::npos);
     // nanoGPT's initialisation reaches it: its c_proj is a residual projection, by name.
-    const auto& attn = dynamic_cast<const examples::AlibiAttention&>(*block.attn);
+    const auto& attn = dynamic_cast<const tt::AlibiAttention&>(*block.attn);
     CHECK(attn.c_proj->weight.data().size() == 64);
     // Its parameters get their gradients, and 40 steps of AdamW learn a fixed sequence.
     const IndexArray x = ids(4, 8, 13, 0), y = ids(4, 8, 13, 5);
@@ -90,7 +92,7 @@ TEST_SUITE("nn.transformer.gpt_extension") {
   }
 
   TEST_CASE("ALiBi's bias: a key further back gets less weight, each head by its own slope") {
-    examples::AlibiAttention attn(tiny().n_head(2), std::make_shared<Generator>(2));
+    tt::AlibiAttention attn(tiny().n_head(2).position("none"), std::make_shared<Generator>(2));
     const Array b = attn.bias(4);
     CHECK(b(0, 3, 3) == 0.0f);
     CHECK(b(0, 3, 0) == doctest::Approx(-3.0 / 16.0));  // slope 2^-4 for head 0 of 2
@@ -105,7 +107,7 @@ TEST_SUITE("nn.transformer.gpt_extension") {
   }
 
   TEST_CASE("an attention without a cache samples the same tokens, without the cache") {
-    tt::GPT model(tiny().position("none").make_attention(examples::alibi_attention()),
+    tt::GPT model(tiny().position("none").attention("alibi"),
                   std::make_shared<Generator>(3));
     CHECK_FALSE(model.supports_cache());
     const IndexArray prompt = ids(2, 3, 13, 1);
@@ -216,5 +218,55 @@ TEST_SUITE("nn.transformer.gpt_extension") {
           return std::shared_ptr<nn::UnaryModule>();
         })),
         doctest::Contains("GPT: the factory make_norm returned null"), ValueError);
+  }
+
+  TEST_CASE("a learner's parts registered by name build the same model as their factories") {
+    tt::register_norm("test_scalenorm", [](const tt::GPTConfig& c, std::shared_ptr<Generator>) {
+      return std::make_shared<ScaleNorm>(double(c.n_embd()));
+    });
+    tt::register_mlp("test_squared_mlp", [](const tt::GPTConfig& c, std::shared_ptr<Generator> g) {
+      return std::make_shared<SquaredMLP>(c.n_embd(), std::move(g));
+    });
+    const auto by_name = tiny().norm("test_scalenorm").mlp("test_squared_mlp");
+    const auto by_factory = tiny()
+                                .make_norm(tt::registered_norm("test_scalenorm"))
+                                .make_mlp(tt::registered_mlp("test_squared_mlp"));
+    tt::GPT a(by_name, std::make_shared<Generator>(8)), b(by_factory, std::make_shared<Generator>(8));
+    CHECK(names(a) == names(b));
+    const IndexArray x = ids(2, 8, 13, 3), y = ids(2, 8, 13, 4);
+    CHECK(a.loss(x, y).item() == b.loss(x, y).item());
+    const std::vector<std::string> norms = tt::registered_norms();
+    CHECK(std::find(norms.begin(), norms.end(), "test_scalenorm") != norms.end());
+    CHECK(std::find(norms.begin(), norms.end(), "layernorm") != norms.end());
+  }
+
+  TEST_CASE("a name registered twice, a malformed name and an unregistered name are refused") {
+    const auto factory = tt::registered_attention("causal");
+    tt::register_attention("test_twice", factory);
+    CHECK_THROWS_WITH_AS(tt::register_attention("test_twice", factory),
+                         doctest::Contains("register_attention: the attention \"test_twice\" is "
+                                           "registered already"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(tt::register_attention("causal", factory),
+                         doctest::Contains("is registered already"), ValueError);
+    CHECK_THROWS_WITH_AS(tt::register_mlp("My MLP", tt::registered_mlp("gelu")),
+                         doctest::Contains("expected a name of 1 to 64 characters of [a-z0-9_-], "
+                                           "got \"My MLP\""),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(tt::register_norm("test_null", nullptr),
+                         doctest::Contains("the factory is null"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        tt::GPT(tiny().attention("mqa")),
+        doctest::Contains("GPT: the attention \"mqa\" is not registered in this program "
+                          "(registered: alibi, causal, test_twice); a program that builds a model "
+                          "with a part of its own registers it first, by name, with "
+                          "tapegrad::nn::transformer::register_attention(\"mqa\", factory)"),
+        ValueError);
+  }
+
+  TEST_CASE("ALiBi refuses a position table beside it") {
+    CHECK_THROWS_WITH_AS(tt::GPT(tiny().attention("alibi")),
+                         doctest::Contains("AlibiAttention: expected position \"none\""),
+                         ValueError);
   }
 }

@@ -2,9 +2,10 @@
 //
 // GPT: a decoder-only Transformer in GPT-2's shape, assembled from tapegrad's public modules with
 // nanoGPT's names, so a nanoGPT state dict loads key for key. The default config is nanoGPT's
-// model; three choices of GPTConfig compose LLaMA's pieces into the same block instead, and three
-// factories put a learner's own attention, MLP or norm in it (make_attention, make_mlp, make_norm:
-// the built-in choices are factories too, attention_factory() and its kin):
+// model; three choices of GPTConfig compose LLaMA's pieces into the same block instead, and a
+// learner's own attention, MLP or norm goes in by name (registered in gpt_parts.hpp, as ALiBi's
+// attention is) or by a factory (make_attention, make_mlp, make_norm: the built-in choices are
+// factories too, attention_factory() and its kin):
 //
 //     transformer.wte       Embedding(vocab, C)           token table, TIED to lm_head.weight
 //     transformer.wpe       Embedding(block_size, C)      position "learned" (GPT-2; default), or
@@ -96,23 +97,31 @@ struct GPTConfig {
   /// "none" (no position table and no turn: the attention alone knows the order, through its
   /// causal mask, or a bias such as ALiBi's in an attention of make_attention).
   TAPEGRAD_ARG(std::string, position) = "learned";
+  /// The attention of every Block, by name: "causal" (CausalSelfAttention, nanoGPT's; default),
+  /// "alibi" (AlibiAttention, alibi.hpp; with position "none"), or a learner's, registered with
+  /// register_attention (gpt_parts.hpp).
+  TAPEGRAD_ARG(std::string, attention) = "causal";
   /// "layernorm" (LayerNorm, weight and bias, GPT-2's; default) or "rmsnorm" (RMSNorm, weight
-  /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps norm_eps either way.
+  /// only, LLaMA's), for ln_1, ln_2 and ln_f; eps norm_eps either way; or a learner's norm
+  /// registered with register_norm.
   TAPEGRAD_ARG(std::string, norm) = "layernorm";
   /// The epsilon of every norm, in (0, 1) (default 1e-5, nn.LayerNorm's and GPT-2's
   /// layer_norm_epsilon).
   TAPEGRAD_ARG(double, norm_eps) = 1e-5;
   /// "gelu" (c_fc 4C -> GELU -> c_proj, nanoGPT's; default), "relu_squared" (the same with
   /// relu(x)^2 for GELU: Primer's, and the nanoGPT speedruns') or "swiglu" (SwiGLU with hidden
-  /// width 8C/3 rounded down, LLaMA's, about the parameters of the 4C MLP).
+  /// width 8C/3 rounded down, LLaMA's, about the parameters of the 4C MLP); or a learner's MLP
+  /// registered with register_mlp.
   TAPEGRAD_ARG(std::string, mlp) = "gelu";
   /// The GELU of mlp "gelu": "none" (erf, nanoGPT's nn.GELU(); default) or "tanh" (GPT-2's).
   TAPEGRAD_ARG(std::string, gelu) = "none";
 
-  // ---- a learner's own pieces (each null by default: the built-in choice above) ----
-  /// Builds the attention of every Block, in place of CausalSelfAttention: ALiBi's, grouped-query
-  /// attention, ... (examples/gpt/alibi.hpp). Called once per Block, in order; the module is
-  /// registered as "attn". With position "rope" it must turn q and k itself.
+  // ---- a learner's own pieces, unnamed (each null by default: the named choice above) ----
+  // A factory given here overrides the name; the model then cannot be described by its names,
+  // so a training checkpoint refuses it. Register the part by name (gpt_parts.hpp) to save it.
+  /// Builds the attention of every Block, in place of the one `attention` names: grouped-query
+  /// attention, ... Called once per Block, in order; the module is registered as "attn". With
+  /// position "rope" it must turn q and k itself.
   TAPEGRAD_ARG(AttentionFactory, make_attention) = nullptr;
   /// Builds the feed-forward branch of every Block ("mlp"), in place of MLP; mlp and gelu are
   /// then not used.
@@ -148,8 +157,9 @@ class BlockAttention : public Module {
 };
 
 /// The factories a GPT builds its Blocks with: the config's own where it has one (make_attention,
-/// make_mlp, make_norm), else the built-in choice its strings name. Each built-in is a factory like
-/// a learner's: [](const GPTConfig& c, auto generator) { return std::make_shared<MLP>(c, generator); }
+/// make_mlp, make_norm), else the part registered under the name it gives (attention, mlp, norm;
+/// gpt_parts.hpp). Each built-in is a factory like a learner's:
+/// [](const GPTConfig& c, auto generator) { return std::make_shared<MLP>(c, generator); }
 AttentionFactory attention_factory(const GPTConfig& config);
 ModuleFactory mlp_factory(const GPTConfig& config);
 ModuleFactory norm_factory(const GPTConfig& config);
