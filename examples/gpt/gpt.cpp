@@ -435,7 +435,8 @@ TextData load_text(Settings& s) {
                     (d.files.size() == 1
                          ? "'" + d.files[0] + "'"
                          : std::to_string(d.files.size()) + " files ('" + d.files[0] + "', ...)") +
-                    " give " + std::to_string(d.train_ids.size()) + " training and " +
+                    (d.files.size() == 1 ? " gives " : " give ") +
+                    std::to_string(d.train_ids.size()) + " training and " +
                     std::to_string(d.val_ids.size()) + " validation tokens (--val-fraction " +
                     flags::number_text(s.val_fraction) + "); each needs more than one window of " +
                     "--block-size " + std::to_string(T) + " + 1 tokens: give more text, or a " +

@@ -230,7 +230,7 @@ TEST_SUITE("examples.gpt_data") {
                             "' is a version 1 token file"));
   }
 
-  TEST_CASE("an empty token file, or one too short for a window, is named with its size") {
+  TEST_CASE("an empty token file, or data too short for a window, is named with its size") {
     const fs::path dir = fresh_folder("empty_tokens");
     const auto bpe = tapegrad::data::BytePairEncoding::train(
         tapegrad::testing::fortune_corpus(100, 1), 260, tapegrad::data::Pretokenizer::gpt2);
@@ -251,6 +251,12 @@ TEST_SUITE("examples.gpt_data") {
                         std::to_string(n - n / 10) + " for training and " + std::to_string(n / 10) +
                         " for validation");
     }
+    write(dir / "short.txt", "forty characters of text, and no more!!\n");
+    check_refused(gpt("--data " + quoted((dir / "short.txt").string()) + kSmall + " --out " +
+                      quoted((dir / "out").string())),
+                  "--data: '" + (dir / "short.txt").string() +
+                      "' gives 36 training and 4 validation tokens (--val-fraction 0.1); each "
+                      "needs more than one window of --block-size 16 + 1 tokens");
   }
 
   TEST_CASE("a token file truncated under a running gpt stops it with exit 2 naming the file") {
