@@ -208,6 +208,7 @@ struct Tokenizer {
   std::string name;          ///< "gpt2" or "bpe", as a token file names it
   bool gpt2_pieces = false;  ///< it cuts text as GPT-2 does: see encode_to_token_file
   std::vector<std::string> special_tokens;
+  std::uint64_t fingerprint = 0;  ///< tokenizer_fingerprint(), for a token file's header
 };
 
 /// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
@@ -221,7 +222,8 @@ Tokenizer load_tokenizer(const Settings& s) {
           t->vocab_size(),
           "gpt2",
           true,
-          t->bpe().special_tokens()};
+          t->bpe().special_tokens(),
+          tapegrad::data::tokenizer_fingerprint(*t)};
     }
     check_input_file("--bpe", s.bpe);
     auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
@@ -230,7 +232,8 @@ Tokenizer load_tokenizer(const Settings& s) {
             t->vocab_size(),
             "bpe",
             t->pretokenizer() == Pretokenizer::gpt2,
-            t->special_tokens()};
+            t->special_tokens(),
+            tapegrad::data::tokenizer_fingerprint(*t)};
   } catch (const DataError& e) {
     throw DataError((s.has_gpt2 ? "--gpt2: " : "--bpe: ") + std::string(e.what()));
   }
@@ -343,7 +346,8 @@ int train(const Settings& s) {
 // cross lines) reads the text whole, up to 1 GiB.
 int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
   const std::string target = check_output_file(s);
-  tapegrad::data::TokenFileWriter writer(target, tokenizer.vocab_size, tokenizer.name);
+  tapegrad::data::TokenFileWriter writer(target, tokenizer.vocab_size, tokenizer.name,
+                                         tokenizer.fingerprint);
   std::uintmax_t bytes = 0;
   const auto encode_block = [&](const std::string& text) {
     writer.append(encode_text(tokenizer, s, text, bytes));

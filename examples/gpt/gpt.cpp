@@ -81,7 +81,8 @@ namespace {
 
 struct Settings {
   std::vector<std::string> data;
-  std::string tokens;  ///< --tokens FILE: a token file instead of --data
+  std::string data_format;  ///< --data-format fortunes|text; "" = the files' own (load_text_files)
+  std::string tokens;       ///< --tokens FILE: a token file instead of --data
   std::int64_t steps = 2000, batch_size = 12, block_size = 64, n_layer = 4, n_head = 4,
                n_embd = 128;
   std::int64_t warmup = 100, eval_every = 250, eval_windows = 480, threads = 1, stop_after = 0;
@@ -169,11 +170,20 @@ void add_run_flags(CLI::App& app, Settings& s) {
   app.add_option("--data", s.data,
                  "UTF-8 text files (default: every fortune file in /usr/share/games/fortunes)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--data-format", s.data_format,
+                 "how --data is read: fortunes (entries between lines holding only %, or "
+                 "paragraphs in a file without such lines; split by whole entries, each followed "
+                 "by a % line) or text (the files as one stream, as cat gives them: the first "
+                 "1 - --val-fraction of the characters train, the rest validate; nothing added). "
+                 "Default: fortunes for fortune files (a line that is exactly %), text for others")
+      ->check(flags::one_of({"fortunes", "text"}));
   app.add_option("--tokens", s.tokens,
                  "a token file (tokenize --gpt2 DIR --text FILE --out FILE.tokens) to train on "
-                 "instead of --data, read through a memory map: its last --val-fraction of ids "
+                 "instead of --data, read a window at a time: its last --val-fraction of ids "
                  "validate; needs --tokenizer gpt2:DIR or bpe-model:FILE");
-  app.add_option("--val-fraction", s.val_fraction, "share of the entries held out")
+  app.add_option("--val-fraction", s.val_fraction,
+                 "share held out for validation: of the entries (fortunes), of the characters "
+                 "(text) or of the ids (--tokens)")
       ->check(number_in(0, 1, Ends::open));
   app.add_option("--split-seed", s.split_seed,
                  "seed of the train/validation split and the validation windows")
@@ -270,8 +280,8 @@ Settings parse_settings(int argc, char** argv) {
 
 // ---- the data ----------------------------------------------------------------------------------
 
-// A stream of token ids: in memory (encoded from text), or a stretch of a token file read through
-// its memory map, so that a corpus of gigabytes costs no memory of its own.
+// A stream of token ids: in memory (encoded from text), or a stretch of a token file read a
+// window at a time, so that a corpus of gigabytes costs no memory of its own.
 struct Tokens {
   std::vector<std::int64_t> ids;
   std::shared_ptr<const data::TokenFile> file;
@@ -284,7 +294,8 @@ struct Tokens {
 
 struct TextData {
   std::vector<std::string> files;
-  data::Split split;
+  data::Split split;        // --data-format fortunes: the entries on each side
+  std::u32string val_text;  // the validation text (the attention heatmaps read a line of it)
   data::Tokenizer tokenizer{data::Vocabulary()};
   Tokens train_ids, val_ids;
   std::size_t train_bytes = 0, val_bytes = 0;  // of UTF-8 text
@@ -321,47 +332,91 @@ data::Tokenizer make_tokenizer(const Settings& s, const std::u32string& train_te
   return data::Tokenizer(std::move(bpe));
 }
 
-// --tokens: a token file, checked whole before training (its header, its size, every id), split
-// by position: the last --val-fraction of its ids validate (as nanoGPT's val.bin does).
+// --tokens: a token file, checked whole before training (its header, its size, its tokenizer,
+// every id), split by position: the last --val-fraction of its ids validate (as nanoGPT's val.bin
+// does). A file too short for a window is named with its size, before --block-size is blamed.
 TextData load_token_file(const Settings& s) {
+  if (!s.data_format.empty())
+    throw examples::FlagError("--data-format " + s.data_format +
+                              " does not go with --tokens: a token file is one stream of ids "
+                              "already, whose last --val-fraction validates");
   TextData d;
   d.files = {s.tokens};
   d.tokenizer = make_tokenizer(s, U"", "");
   const auto file = std::make_shared<const data::TokenFile>(data::TokenFile::open(s.tokens));
-  if (file->tokenizer() != d.tokenizer.name() ||
-      std::int64_t(file->vocab_size()) != d.tokenizer.vocab_size())
-    throw DataError("--tokens: '" + s.tokens + "' holds ids of the tokenizer '" +
-                    file->tokenizer() + "' (" + std::to_string(file->vocab_size()) +
-                    " tokens), not of --tokenizer " + s.tokenizer + " (" +
-                    std::to_string(d.tokenizer.vocab_size()) + ")");
+  try {
+    const std::string warning =
+        data::check_token_file_tokenizer(*file, d.tokenizer, "--tokenizer " + s.tokenizer);
+    if (!warning.empty()) std::cerr << "gpt: warning: --tokens: " << warning << "\n";
+  } catch (const DataError& e) {
+    throw DataError(std::string("--tokens: ") + e.what());
+  }
   file->check_ids();
+  const auto T = std::size_t(s.block_size);
   const auto val = std::size_t(double(file->size()) * s.val_fraction);
+  if (file->size() - val <= T || val <= T)
+    throw DataError("--tokens: '" + s.tokens + "' holds " + std::to_string(file->size()) + " ids" +
+                    (file->size() == 0 ? " (the file is empty)" : "") + ", " +
+                    std::to_string(file->size() - val) + " for training and " +
+                    std::to_string(val) + " for validation (--val-fraction " +
+                    flags::number_text(s.val_fraction) + "); each needs more than one window of " +
+                    "--block-size " + std::to_string(T) + " + 1 ids");
   d.train_ids = {{}, file, 0, file->size() - val};
   d.val_ids = {{}, file, file->size() - val, val};
   return d;
 }
 
-// The files' entries (each followed by a "%" line), split by whole entries into training and
-// validation text, its tokenizer and the tokens.
-TextData load_text_files(const Settings& s) {
+// --data-format, or the files' own form when it is not given: fortunes for Debian's fortunes
+// (no --data) and for files that are all fortune files (a line that is exactly "%", strfile's
+// separator), text for files none of which is. Files of both kinds are refused: the flag decides.
+std::string data_format_of(const Settings& s, const std::vector<std::string>& files) {
+  if (!s.data_format.empty()) return s.data_format;
+  if (s.data.empty()) return "fortunes";
+  std::string fortune, text;  // the first file of each kind
+  for (const std::string& f : files) {
+    std::string& kind = data::is_fortune_file(f) ? fortune : text;
+    if (kind.empty()) kind = f;
+  }
+  if (!fortune.empty() && !text.empty())
+    throw DataError("--data: '" + fortune + "' is a fortune file (a line holding only %) and '" +
+                    text +
+                    "' is not; give --data-format fortunes (entries between % lines, or "
+                    "paragraphs in a file without them) or --data-format text (the files as one "
+                    "stream)");
+  return fortune.empty() ? "text" : "fortunes";
+}
+
+// The files as --data-format says (its default resolved here, into `s`: the header line and the
+// sample's prompt read it): fortunes, entries (each followed by a "%" line) split by whole
+// entries into training and validation text; or text, one stream whose first 1 - --val-fraction
+// of characters train (nanoGPT's split). Then the tokenizer and the tokens.
+TextData load_text_files(Settings& s) {
   TextData d;
   d.files = s.data.empty() ? data::fortune_files() : s.data;
   if (d.files.empty())
     throw DataError(std::string("no text: ") + data::kFortunesDir +
                     " has no fortune files; install Debian's fortunes (scripts/setup.sh does) or "
                     "give --data FILE...");
-  gpt::check_text_files(d.files);
-  const std::vector<std::u32string> entries = data::read_entries(d.files);
-  if (entries.size() < 2)
-    throw DataError(
-        "--data: expected text of at least 2 entries (separated by '%' lines or "
-        "blank lines), got " +
-        std::to_string(entries.size()));
-  d.split = data::split_entries(entries, s.val_fraction, s.split_seed);
-  const std::u32string train_text = data::join_entries(d.split.train),
-                       val_text = data::join_entries(d.split.val);
+  gpt::check_text_files(d.files);  // (regular files, of a bounded size: before any is read)
+  s.data_format = data_format_of(s, d.files);
+  std::u32string train_text;
+  if (s.data_format == "text") {
+    data::TextSplit split = data::split_text(data::read_text(d.files), s.val_fraction);
+    train_text = std::move(split.train);
+    d.val_text = std::move(split.val);
+  } else {
+    const std::vector<std::u32string> entries = data::read_entries(d.files);
+    if (entries.size() < 2)
+      throw DataError(
+          "--data: expected text of at least 2 entries (separated by '%' lines or "
+          "blank lines), got " +
+          std::to_string(entries.size()) + "; --data-format text reads the files as one stream");
+    d.split = data::split_entries(entries, s.val_fraction, s.split_seed);
+    train_text = data::join_entries(d.split.train);
+    d.val_text = data::join_entries(d.split.val);
+  }
   const std::string train_utf8 = data::encode_utf8(train_text),
-                    val_utf8 = data::encode_utf8(val_text);
+                    val_utf8 = data::encode_utf8(d.val_text);
   d.train_bytes = train_utf8.size();
   d.val_bytes = val_utf8.size();
   d.tokenizer = make_tokenizer(s, train_text, train_utf8);
@@ -370,14 +425,22 @@ TextData load_text_files(const Settings& s) {
   return d;
 }
 
-// The tokens of --tokens or of the text files, and the fixed validation windows.
-TextData load_text(const Settings& s) {
+// The tokens of --tokens or of the text files, and the fixed validation windows. A text too short
+// for a window names the files it came from.
+TextData load_text(Settings& s) {
   TextData d = s.tokens.empty() ? load_text_files(s) : load_token_file(s);
   const auto T = std::size_t(s.block_size);
   if (d.train_ids.size() <= T || d.val_ids.size() <= T)
-    throw DataError("--block-size " + std::to_string(T) + ": the training tokens (" +
-                    std::to_string(d.train_ids.size()) + ") and the validation tokens (" +
-                    std::to_string(d.val_ids.size()) + ") must each be more than one window");
+    throw DataError("--data: " +
+                    (d.files.size() == 1
+                         ? "'" + d.files[0] + "'"
+                         : std::to_string(d.files.size()) + " files ('" + d.files[0] + "', ...)") +
+                    (d.files.size() == 1 ? " gives " : " give ") +
+                    std::to_string(d.train_ids.size()) + " training and " +
+                    std::to_string(d.val_ids.size()) + " validation tokens (--val-fraction " +
+                    flags::number_text(s.val_fraction) + "); each needs more than one window of " +
+                    "--block-size " + std::to_string(T) + " + 1 tokens: give more text, or a " +
+                    "smaller --block-size");
   Generator window_gen(s.split_seed + 1);
   d.val_starts = data::random_starts(d.val_ids.size(), T, std::size_t(s.eval_windows), window_gen);
   return d;
@@ -709,23 +772,32 @@ void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
 // ---- what the run shows ------------------------------------------------------------------------
 
 // The first validation line of at least 24 characters, cut to the context (for the heatmaps).
-std::u32string attention_line(const std::vector<std::u32string>& val_entries, std::size_t T) {
-  for (const std::u32string& e : val_entries)
+// The validation text of --data-format text starts where the training text stops, most often
+// within a line: a whole line is taken after it when there is one.
+std::u32string attention_line(const TextData& d, std::size_t T) {
+  const std::vector<std::u32string> text_form = {d.val_text};
+  const std::vector<std::u32string>& entries = d.split.val.empty() ? text_form : d.split.val;
+  std::u32string cut_line;  // the text form's first line, which the split may have cut
+  for (const std::u32string& e : entries)
     for (std::size_t begin = 0; begin < e.size();) {
       std::size_t end = e.find(U'\n', begin);
       if (end == std::u32string::npos) end = e.size();
-      if (end - begin >= 24) return e.substr(begin, std::min(end - begin, T));
+      const std::u32string line = e.substr(begin, std::min(end - begin, T));
+      if (begin == 0 && d.split.val.empty()) {
+        cut_line = line;
+      } else if (end - begin >= 24) {
+        return line;
+      }
       begin = end + 1;
     }
-  return val_entries.empty()
-             ? U""
-             : val_entries.front().substr(0, std::min(val_entries.front().size(), T));
+  if (cut_line.size() >= 24) return cut_line;
+  return entries.empty() ? U"" : entries.front().substr(0, std::min(entries.front().size(), T));
 }
 
 // loss.png and attention.png (through gnuplot, when installed), from data files in OUT.
 void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, const Settings& s,
                    const gpt::RunFolder& folder) {
-  const std::u32string line = attention_line(d.split.val, std::size_t(s.block_size));
+  const std::u32string line = attention_line(d, std::size_t(s.block_size));
   std::vector<Array> weights;
   std::vector<std::string> labels;  // each token's text, for the heatmaps' axes
   std::vector<std::int64_t> enc =
@@ -757,8 +829,10 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
 void print_sample(tt::GPT& model, const data::Tokenizer& tokenizer, const Settings& s) {
   if (s.sample_tokens == 0) return;
   Generator sample_gen(s.seed + 2);
-  // The prompt is the end of an entry, "%\n": the model writes the start of a new one.
-  const std::vector<std::int64_t> start = tokenizer.encode("%\n", "the prompt");
+  // The prompt is the end of an entry, "%\n", for fortunes: the model writes the start of a new
+  // one. A text (or a token file) has no entries: a line end, and the model starts a line.
+  const std::vector<std::int64_t> start =
+      tokenizer.encode(s.data_format == "fortunes" ? "%\n" : "\n", "the prompt");
   IndexArray prompt = IndexArray::from_shape({1, start.size()});
   std::copy(start.begin(), start.end(), prompt.begin());
   const auto options = tt::GenerateOptions(s.sample_tokens).temperature(0.8).top_k(200);
@@ -823,11 +897,16 @@ void describe(const Trainer& t, const RunRecord& run, const TextData& d, const S
               const Console& con) {
   if (d.train_ids.file)
     std::cout << "gpt: the token file " << s.tokens << " (" << d.train_ids.size()
-              << " training and " << d.val_ids.size() << " validation tokens, memory-mapped";
+              << " training and " << d.val_ids.size() << " validation tokens, read from the file";
   else
-    std::cout << "gpt: " << d.files.size() << " files, " << d.split.train.size() << " training and "
-              << d.split.val.size() << " validation entries (" << d.train_ids.size() << " and "
-              << d.val_ids.size() << " tokens, "
+    std::cout << "gpt: " << d.files.size() << " file" << (d.files.size() == 1 ? "" : "s")
+              << " as --data-format " << s.data_format << ", "
+              << (s.data_format == "text"
+                      ? "one stream split by characters at --val-fraction " +
+                            flags::number_text(s.val_fraction)
+                      : std::to_string(d.split.train.size()) + " training and " +
+                            std::to_string(d.split.val.size()) + " validation entries")
+              << " (" << d.train_ids.size() << " and " << d.val_ids.size() << " tokens, "
               << gpt::fixed(double(d.train_bytes) / double(d.train_ids.size()), 2)
               << " bytes per token";
   if (d.tokenizer.name() == "char")
@@ -922,6 +1001,7 @@ int train_gpt(int argc, char** argv) {
   auto notes = gpt::model_notes(config, text.tokenizer);
   notes["gpt.train_block_size"] =
       std::to_string(s.block_size);  // the windows (--init-from: not n_positions)
+  if (s.tokens.empty()) notes["gpt.data_format"] = s.data_format;  // other text, other run
 
   const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
   RunRecord run;

@@ -75,6 +75,7 @@ inline std::string note_or_default(const tapegrad::io::SafetensorsFile& f, const
   if (!v && key == "gpt.tokenizer") return "char";
   if (!v && key == "gpt.norm_eps") return tapegrad::py_float(1e-5);
   if (!v && key == "gpt.train_block_size") return note(f, "gpt.block_size", path);  // (were equal)
+  if (!v && key == "gpt.data_format") return "fortunes";  // --data was read as fortunes only
   return v ? *v : note(f, key, path);
 }
 

@@ -1,5 +1,6 @@
 // include/tapegrad/data.hpp: the umbrella header of tapegrad::data, the text a language model is
-// trained on: corpus files cut into entries and split by whole entries, a character vocabulary,
+// trained on: corpus files cut into entries and split by whole entries (or read as one text split
+// by characters), a character vocabulary,
 // a byte pair encoding, GPT-2's tokenizer, and batches of windows of token ids. It links tapegrad::core only.
 #pragma once
 

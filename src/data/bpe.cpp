@@ -5,17 +5,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 
-#include <unistd.h>
-
+#include "atomic_save.hpp"
 #include "bpe_fast.hpp"
 #include "line_reader.hpp"
+#include "tapegrad/core/atomic_file.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "utf8.hpp"
 
@@ -100,7 +98,8 @@ void BytePairEncoding::add_special_tokens(const std::vector<std::string>& tokens
     };
     if (t.empty()) refuse("is empty");
     if (t.size() > 256) refuse("is longer than 256 bytes");
-    if (t.find('\n') != std::string::npos) refuse("holds a newline");
+    // A line end would end its line of the BPE file ("\r" too, as "\r\n" ends one when read).
+    if (t.find_first_of("\r\n") != std::string::npos) refuse("holds a line end (\\n or \\r)");
     if (detail::first_invalid_utf8(t) != std::string_view::npos) refuse("is not valid UTF-8");
     if (special_id(t) >= 0) refuse("is already a special token");
     if (std::find(tokens.begin(), tokens.begin() + std::ptrdiff_t(k), t) !=
@@ -303,6 +302,14 @@ namespace {
 
 constexpr std::string_view kHeader = "tapegrad-bpe 1";
 
+// A save through a symbolic link replaces only a BPE model (or an empty file) there: one that
+// starts with the header line (ended by "\n", or "\r\n" as an editor may have saved it).
+bool is_bpe_start(std::string_view first_bytes, std::uint64_t) {
+  return first_bytes.starts_with(kHeader) && first_bytes.size() > kHeader.size() &&
+         (first_bytes[kHeader.size()] == '\n' || first_bytes[kHeader.size()] == '\r');
+}
+constexpr FileFormat kBpeFormat{"a BPE model (\"tapegrad-bpe 1\")", is_bpe_start};
+
 using detail::excerpt;
 
 /// A decimal number filling all of `s`, or false.
@@ -330,31 +337,8 @@ std::string BytePairEncoding::to_text() const {
 }
 
 void BytePairEncoding::save(const std::string& path) const {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  // The temporary is in the target's folder (so rename() cannot cross file systems) and named
-  // by the process, so two processes saving to one folder do not share it.
-  const fs::path temp = target.parent_path() /
-                        ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    check<DataError>(bool(out), "BytePairEncoding::save: cannot write ", temp.string());
-    out << to_text();
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      fail<DataError>("BytePairEncoding::save: cannot write ", temp.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    fail<DataError>("BytePairEncoding::save: cannot replace ", path, ": ", ec.message());
-  }
+  detail::as_data_error(
+      [&] { AtomicFile::write_whole(path, to_text(), "BytePairEncoding::save", &kBpeFormat); });
 }
 
 BytePairEncoding BytePairEncoding::load(const std::string& path) {
@@ -400,9 +384,10 @@ BytePairEncoding BytePairEncoding::read(std::istream& in, const std::string& pat
       if (special.size() == kMaxSpecialTokens)
         bad("expected at most ", kMaxSpecialTokens, " special tokens, got more");
       std::string token = line.substr(8);
-      if (token.empty() || token.size() > 256 ||
+      if (token.empty() || token.size() > 256 || token.find('\r') != std::string::npos ||
           detail::first_invalid_utf8(token) != std::string_view::npos)
-        bad("expected a special token of 1 to 256 bytes of UTF-8, got ", excerpt(token));
+        bad("expected a special token of 1 to 256 bytes of UTF-8 without a line end, got ",
+            excerpt(token));
       for (std::size_t k = 0; k < special.size(); ++k)
         if (special[k] == token)
           bad("the special token ", excerpt(token), " is already on line ",

@@ -27,8 +27,9 @@ class LineReader {
   LineReader(std::istream& in, const std::string& path, const char* who)
       : in_(in), path_(path), who_(who) {}
 
-  /// The next line without its "\n"; false at the end of the file. A line longer than kMaxLine is
-  /// a DataError naming the file and the line: a hostile file cannot make it allocate more.
+  /// The next line without its line end, "\n" or "\r\n" (a file saved with Windows line ends
+  /// reads as the same lines); false at the end of the file. A line longer than kMaxLine is a
+  /// DataError naming the file and the line: a hostile file cannot make it allocate more.
   bool next(std::string& line) {
     line.clear();
     std::streambuf* buf = in_.rdbuf();
@@ -41,6 +42,7 @@ class LineReader {
                         ": expected a line of at most 1 MiB, got a longer one");
       line += char(c);
     }
+    if (c == '\n' && !line.empty() && line.back() == '\r') line.pop_back();
     return true;
   }
   std::size_t number = 0;  ///< of the line last read, from 1

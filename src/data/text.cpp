@@ -93,14 +93,50 @@ bool is_blank(const std::u32string& s) {
 }
 }  // namespace
 
-std::vector<std::u32string> split_entries_of(const std::u32string& text) {
+namespace {
+
+// The lines of `text` without their line ends: "\n", or "\r\n" (a file saved on Windows).
+std::vector<std::u32string> lines_of(const std::u32string& text) {
   std::vector<std::u32string> lines;
   for (std::size_t begin = 0; begin < text.size();) {
     std::size_t end = text.find(U'\n', begin);
-    if (end == std::u32string::npos) end = text.size();
-    lines.push_back(text.substr(begin, end - begin));
+    const bool ended = end != std::u32string::npos;
+    if (!ended) end = text.size();
+    std::size_t cut = end;
+    if (ended && cut > begin && text[cut - 1] == U'\r') --cut;
+    lines.push_back(text.substr(begin, cut - begin));
     begin = end + 1;
   }
+  return lines;
+}
+
+// A file's text: DataError naming it unless it is a regular file (a FIFO would block the read for
+// ever, a device may never end) of UTF-8.
+std::u32string read_utf8_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    fail<DataError>("cannot read '", path, "': ",
+                    fs::exists(path, ec) ? "not a regular file (a folder, a FIFO or a device)"
+                                         : "no such file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail<DataError>("cannot read '", path, "'");
+  std::ostringstream bytes;
+  bytes << f.rdbuf();
+  if (f.bad()) fail<DataError>("cannot read '", path, "'");
+  return decode_utf8(bytes.str(), path);
+}
+
+}  // namespace
+
+bool is_fortune_text(const std::u32string& text) {
+  const std::vector<std::u32string> lines = lines_of(text);
+  return std::find(lines.begin(), lines.end(), U"%") != lines.end();
+}
+
+bool is_fortune_file(const std::string& path) { return is_fortune_text(read_utf8_file(path)); }
+
+std::vector<std::u32string> split_entries_of(const std::u32string& text) {
+  const std::vector<std::u32string> lines = lines_of(text);
   const bool fortune_format = std::find(lines.begin(), lines.end(), U"%") != lines.end();
   std::vector<std::u32string> entries;
   std::u32string current;
@@ -120,14 +156,9 @@ std::vector<std::u32string> split_entries_of(const std::u32string& text) {
 std::vector<std::u32string> read_entries(const std::vector<std::string>& files) {
   std::vector<std::u32string> entries;
   std::unordered_set<std::u32string> seen;
-  for (const std::string& path : files) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) fail<DataError>("cannot read '", path, "'");
-    std::ostringstream bytes;
-    bytes << f.rdbuf();
-    for (std::u32string& e : split_entries_of(decode_utf8(bytes.str(), path)))
+  for (const std::string& path : files)
+    for (std::u32string& e : split_entries_of(read_utf8_file(path)))
       if (seen.insert(e).second) entries.push_back(std::move(e));
-  }
   return entries;
 }
 
@@ -158,6 +189,21 @@ std::u32string join_entries(const std::vector<std::u32string>& entries) {
   std::u32string out;
   for (const std::u32string& e : entries) out += e + U"%\n";
   return out;
+}
+
+std::u32string read_text(const std::vector<std::string>& files) {
+  std::u32string text;
+  for (const std::string& path : files) text += read_utf8_file(path);
+  return text;
+}
+
+TextSplit split_text(const std::u32string& text, double val_fraction) {
+  check<ValueError>(val_fraction > 0.0 && val_fraction < 1.0,
+                    "split_text: expected a validation fraction in (0, 1), got ", val_fraction);
+  // As nanoGPT's int(n * 0.9): 1 - 0.1 is the double 0.9, so the cut is the same character.
+  const auto n_train =
+      static_cast<std::size_t>(std::floor(double(text.size()) * (1.0 - val_fraction)));
+  return {text.substr(0, n_train), text.substr(n_train)};
 }
 
 }  // namespace tapegrad::data

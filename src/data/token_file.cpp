@@ -1,23 +1,24 @@
 // src/data/token_file.cpp: token files (data/token_file.hpp): the writer, which builds the file in
-// a temporary and renames it into place, and the reader, which checks the header and the size and
-// maps the ids read-only.
+// the atomic writer's temporary and renames it into place, the reader, which checks the header and
+// the size and reads windows with pread(), checking the file did not change under it, and the
+// check of a file against the tokenizer a run means to read it with.
 #include "tapegrad/data/token_file.hpp"
 
 #include <algorithm>
-
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <limits>
+#include <sstream>
 #include <string_view>
 #include <utility>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_save.hpp"
 #include "tapegrad/core/errors.hpp"
+#include "tapegrad/data/tokenizer.hpp"
 
 namespace tapegrad::data {
 
@@ -26,12 +27,21 @@ namespace {
 constexpr std::string_view kMagic("tapegrad-tokens\n");
 static_assert(kMagic.size() == 16);
 // Where the header's fields start (the table in data/token_file.hpp).
-constexpr std::size_t kVersionAt = 16, kWidthAt = 20, kVocabAt = 24, kCountAt = 32, kNameAt = 40;
-constexpr std::size_t kNameField = 24;
-static_assert(kNameAt + kNameField == TokenFile::kHeaderBytes);
+constexpr std::size_t kVersionAt = 16, kWidthAt = 20, kVocabAt = 24, kCountAt = 32, kNameAt = 40,
+                      kFingerprintAt = 56;
+constexpr std::size_t kNameFieldV1 = 24, kNameFieldV2 = 16;
+static_assert(kNameAt + kNameFieldV1 == TokenFile::kHeaderBytes);
+static_assert(kNameAt + kNameFieldV2 == kFingerprintAt &&
+              kFingerprintAt + 8 == TokenFile::kHeaderBytes);
 constexpr std::uint64_t kMaxVocabSize = std::uint64_t(1) << 32;  // ids are at most uint32
 /// The writer hands the kernel 1 MiB at a time: few system calls, constant memory.
 constexpr std::size_t kBufferBytes = std::size_t(1) << 20;
+
+// A save through a symbolic link replaces only a token file (or an empty file) there.
+bool is_token_file_start(std::string_view first_bytes, std::uint64_t) {
+  return first_bytes.starts_with(kMagic);
+}
+constexpr FileFormat kTokenFileFormat{"a token file (\"tapegrad-tokens\")", is_token_file_start};
 
 // Numbers are assembled byte by byte, so the file is little-endian whatever the machine's byte
 // order (on a little-endian machine the compiler turns each loop into one load or store).
@@ -46,10 +56,6 @@ void store_le(unsigned char* p, std::uint64_t v, std::size_t bytes) {
   for (std::size_t k = 0; k < bytes; ++k) p[k] = static_cast<unsigned char>(v >> (8 * k));
 }
 
-std::uint32_t id_at(const unsigned char* p, unsigned bytes_per_id) {
-  return bytes_per_id == 2 ? load_le<std::uint16_t>(p) : load_le<std::uint32_t>(p);
-}
-
 /// The index of the first of n ids at p that is >= vocab_size, or n.
 template <class T>
 std::size_t first_outside(const unsigned char* p, std::size_t n, std::uint64_t vocab_size) {
@@ -58,11 +64,13 @@ std::size_t first_outside(const unsigned char* p, std::size_t n, std::uint64_t v
   return n;
 }
 
-/// Why `name` cannot be a tokenizer name, or nullptr if it can.
-const char* name_problem(std::string_view name) {
+/// Why `name` cannot be a tokenizer name of a field holding `max_bytes`, or nullptr if it can.
+const char* name_problem(std::string_view name, std::size_t max_bytes) {
   if (name.empty()) return "is empty";
-  if (name.size() > TokenFile::kMaxTokenizerName)
-    return "is longer than the 23 bytes the header holds";
+  if (name.size() > max_bytes)
+    return max_bytes == TokenFile::kMaxTokenizerName
+               ? "is longer than the 15 bytes the header holds"
+               : "is longer than the 23 bytes the header holds";
   for (const char c : name)
     if (c < 0x20 || c > 0x7e) return "holds a byte that is not printable ASCII";
   return nullptr;
@@ -70,28 +78,34 @@ const char* name_problem(std::string_view name) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+/// 16 hex digits, as messages show a fingerprint.
+std::string hex(std::uint64_t v) {
+  char digits[17];
+  for (int i = 15; i >= 0; --i, v >>= 4) digits[i] = "0123456789abcdef"[v & 15];
+  digits[16] = '\0';
+  return digits;
+}
+
 }  // namespace
 
 // ---- the writer ---------------------------------------------------------------------------------
 
+TokenFileWriter::TokenFileWriter(const std::string& path, const Tokenizer& tokenizer)
+    : TokenFileWriter(path, std::uint64_t(tokenizer.vocab_size()), tokenizer.name(),
+                      tokenizer.fingerprint()) {}
+
 TokenFileWriter::TokenFileWriter(const std::string& path, std::uint64_t vocab_size,
-                                 const std::string& tokenizer_name)
+                                 const std::string& tokenizer_name, std::uint64_t fingerprint)
     : path_(path), vocab_size_(vocab_size), bytes_per_id_(vocab_size <= 65536 ? 2 : 4) {
   check<ValueError>(vocab_size >= 1 && vocab_size <= kMaxVocabSize,
                     "TokenFileWriter: expected vocab_size in [1, ", kMaxVocabSize, "], got ",
                     vocab_size, "; ids are stored as at most uint32");
-  if (const char* why = name_problem(tokenizer_name))
+  if (const char* why = name_problem(tokenizer_name, TokenFile::kMaxTokenizerName))
     fail<ValueError>("TokenFileWriter: the tokenizer name \"", tokenizer_name.substr(0, 40), "\" ",
                      why);
-  // In the target's folder, so rename() cannot cross file systems; named by the process, so two
-  // processes writing one file do not share a temporary.
-  const std::filesystem::path target(path);
-  temp_ = (target.parent_path() /
-           ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid())))
-              .string();
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail<DataError>("TokenFileWriter: cannot write ", temp_, ": ", errno_text());
-  // The header goes first with count 0, so a temporary left by a crash is refused by open().
+  detail::as_data_error([&] { out_.emplace(path, "TokenFileWriter", &kTokenFileFormat); });
+  // The header goes first with count 0 (the count is written last, in close()), so a temporary
+  // left by a crash is refused by open().
   buffer_.reserve(kBufferBytes + 4);
   buffer_.resize(TokenFile::kHeaderBytes, 0);
   std::memcpy(buffer_.data(), kMagic.data(), kMagic.size());
@@ -99,34 +113,26 @@ TokenFileWriter::TokenFileWriter(const std::string& path, std::uint64_t vocab_si
   store_le(&buffer_[kWidthAt], bytes_per_id_, 4);
   store_le(&buffer_[kVocabAt], vocab_size_, 8);
   std::memcpy(&buffer_[kNameAt], tokenizer_name.data(), tokenizer_name.size());
+  store_le(&buffer_[kFingerprintAt], fingerprint, 8);
 }
 
-TokenFileWriter::~TokenFileWriter() { abandon(); }
-
-void TokenFileWriter::abandon() noexcept {
-  if (fd_ < 0) return;
-  ::close(fd_);
-  ::unlink(temp_.c_str());
-  fd_ = -1;
-}
+// The optional's AtomicFile removes its temporary when it goes without commit().
+TokenFileWriter::~TokenFileWriter() = default;
 
 void TokenFileWriter::flush_buffer() {
-  std::size_t done = 0;
-  while (done < buffer_.size()) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = errno_text();
-      abandon();  // some ids may be missing: the file cannot be finished
-      fail<DataError>("TokenFileWriter: cannot write ", temp_, ": ", why);
-    }
-    done += std::size_t(n);
+  try {
+    detail::as_data_error([&] {
+      out_->write(std::string_view(reinterpret_cast<const char*>(buffer_.data()), buffer_.size()));
+    });
+  } catch (...) {
+    out_.reset();  // some ids may be missing: the file cannot be finished (its temporary is gone)
+    throw;
   }
   buffer_.clear();
 }
 
 void TokenFileWriter::append(const std::uint32_t* ids, std::size_t n) {
-  check<ValueError>(fd_ >= 0, "TokenFileWriter::append: ", path_,
+  check<ValueError>(out_.has_value(), "TokenFileWriter::append: ", path_,
                     " is closed, or a write to it failed");
   // Every id is checked before any is written, so a refused call leaves the file as it was.
   for (std::size_t i = 0; i < n; ++i)
@@ -142,38 +148,23 @@ void TokenFileWriter::append(const std::uint32_t* ids, std::size_t n) {
 }
 
 void TokenFileWriter::close() {
-  check<ValueError>(fd_ >= 0, "TokenFileWriter::close: ", path_,
+  check<ValueError>(out_.has_value(), "TokenFileWriter::close: ", path_,
                     " is already closed, or a write to it failed");
   flush_buffer();
-  const auto refuse = [&](const char* what, const std::string& file) {
-    const std::string why = errno_text();
-    abandon();
-    fail<DataError>("TokenFileWriter::close: cannot ", what, " ", file, ": ", why);
-  };
   unsigned char count[8];
   store_le(count, count_, 8);
-  if (::pwrite(fd_, count, 8, kCountAt) != 8) refuse("write", temp_);
-  // The bytes reach the disk before the rename publishes them: after a crash, `path_` holds
-  // either its old file or the whole new one.
-  if (::fsync(fd_) != 0) refuse("write", temp_);
-  const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) {
-    ::unlink(temp_.c_str());
-    fail<DataError>("TokenFileWriter::close: cannot write ", temp_, ": ", errno_text());
+  try {
+    // The bytes reach the disk before the rename publishes them (commit): after a crash, `path_`
+    // holds either its old file or the whole new one.
+    detail::as_data_error([&] {
+      out_->write_at(kCountAt, std::string_view(reinterpret_cast<const char*>(count), 8));
+      out_->commit();
+    });
+  } catch (...) {
+    out_.reset();
+    throw;
   }
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(temp_.c_str());
-    fail<DataError>("TokenFileWriter::close: cannot replace ", path_, ": ", why);
-  }
-  // The new name lives in the folder: sync it too, so the rename survives a power cut. Best
-  // effort: a file system that cannot sync a folder still has the file.
-  const std::string folder = std::filesystem::path(path_).parent_path().string();
-  const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  out_.reset();
 }
 
 // ---- the reader ---------------------------------------------------------------------------------
@@ -187,37 +178,30 @@ TokenFile TokenFile::open(const std::string& path) {
   if (!S_ISREG(st.st_mode))
     fail<DataError>(kWho, path, " is not a regular file (a folder, a FIFO or a device)");
   // O_NONBLOCK and a second fstat(): the path may have been replaced by a FIFO since stat().
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail<DataError>(kWho, "cannot read ", path, ": ", errno_text());
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }  // the map keeps the file open on its own
-  } closer{fd};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+  TokenFile f;  // owns the descriptor from here: a refused header closes it
+  f.path_ = path;
+  f.fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f.fd_ < 0) fail<DataError>(kWho, "cannot read ", path, ": ", errno_text());
+  if (::fstat(f.fd_, &st) != 0 || !S_ISREG(st.st_mode))
     fail<DataError>(kWho, path, " is not a regular file (a folder, a FIFO or a device)");
   const auto size = std::uint64_t(st.st_size);
+  f.file_bytes_ = size;
+  f.mtime_sec_ = std::int64_t(st.st_mtim.tv_sec);
+  f.mtime_nsec_ = std::int64_t(st.st_mtim.tv_nsec);
   if (size < kHeaderBytes)
     fail<DataError>(kWho, path, ": expected at least the ", kHeaderBytes,
                     " bytes of the header, got ", size, " bytes");
-  if (size > std::numeric_limits<std::size_t>::max())
-    fail<DataError>(kWho, path, ": ", size, " bytes do not fit this machine's address space");
+  ::posix_fadvise(f.fd_, 0, 0, POSIX_FADV_RANDOM);  // training reads windows at random starts
 
-  void* map = ::mmap(nullptr, std::size_t(size), PROT_READ, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) fail<DataError>(kWho, "cannot map ", path, ": ", errno_text());
-  ::madvise(map, std::size_t(size), MADV_RANDOM);  // training reads windows at random starts
-  TokenFile f;  // owns the map from here: a refused header unmaps it
-  f.path_ = path;
-  f.map_ = static_cast<const unsigned char*>(map);
-  f.map_bytes_ = std::size_t(size);
-
-  const unsigned char* h = f.map_;
+  unsigned char h[kHeaderBytes];
+  f.read_at(0, kHeaderBytes, h);
   if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0)
     fail<DataError>(kWho, path, ": expected the magic \"tapegrad-tokens\\n\" in the first 16 ",
                     "bytes; this is not a token file, or a damaged one");
   const std::uint32_t version = load_le<std::uint32_t>(h + kVersionAt);
-  if (version != kVersion)
-    fail<DataError>(kWho, path, ": expected version ", kVersion, ", got ", version,
-                    "; this build reads version 1 only");
+  if (version != 1 && version != 2)
+    fail<DataError>(kWho, path, ": expected version 1 or 2, got ", version,
+                    "; this build reads versions 1 and 2");
   const std::uint32_t bytes_per_id = load_le<std::uint32_t>(h + kWidthAt);
   if (bytes_per_id != 2 && bytes_per_id != 4)
     fail<DataError>(kWho, path, ": expected bytes_per_id 2 or 4, got ", bytes_per_id);
@@ -236,12 +220,15 @@ TokenFile TokenFile::open(const std::string& path) {
                         ? ", not a whole number of ids"
                         : "; the header's count disagrees with the size",
                     ": the file is truncated or damaged");
+  if (count > std::numeric_limits<std::size_t>::max())
+    fail<DataError>(kWho, path, ": ", count, " ids do not fit this machine's address space");
 
+  const std::size_t name_field = version == 1 ? kNameFieldV1 : kNameFieldV2;
   const char* field = reinterpret_cast<const char*>(h + kNameAt);
-  const std::string_view name(field, ::strnlen(field, kNameField));
-  if (const char* why = name_problem(name))
+  const std::string_view name(field, ::strnlen(field, name_field));
+  if (const char* why = name_problem(name, name_field - 1))
     fail<DataError>(kWho, path, ": the tokenizer name in the header ", why);
-  for (std::size_t k = name.size(); k < kNameField; ++k)
+  for (std::size_t k = name.size(); k < name_field; ++k)
     if (field[k] != '\0')
       fail<DataError>(kWho, path, ": the tokenizer name field is not padded with NUL bytes");
 
@@ -249,68 +236,165 @@ TokenFile TokenFile::open(const std::string& path) {
   f.vocab_size_ = vocab_size;
   f.count_ = std::size_t(count);
   f.bytes_per_id_ = bytes_per_id;
+  f.version_ = version;
+  if (version >= 2) f.fingerprint_ = load_le<std::uint64_t>(h + kFingerprintAt);
   return f;
 }
 
 TokenFile::~TokenFile() {
-  if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 TokenFile::TokenFile(TokenFile&& other) noexcept { *this = std::move(other); }
 
 TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
   if (this == &other) return *this;
-  if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
   path_ = std::move(other.path_);
   tokenizer_ = std::move(other.tokenizer_);
-  map_ = std::exchange(other.map_, nullptr);
-  map_bytes_ = std::exchange(other.map_bytes_, 0);
+  fd_ = std::exchange(other.fd_, -1);
+  file_bytes_ = std::exchange(other.file_bytes_, 0);
+  mtime_sec_ = std::exchange(other.mtime_sec_, 0);
+  mtime_nsec_ = std::exchange(other.mtime_nsec_, 0);
   vocab_size_ = std::exchange(other.vocab_size_, 0);
   count_ = std::exchange(other.count_, 0);
   bytes_per_id_ = std::exchange(other.bytes_per_id_, 0);
+  version_ = std::exchange(other.version_, 0);
+  fingerprint_ = std::exchange(other.fingerprint_, std::nullopt);
   return *this;
+}
+
+void TokenFile::read_at(std::uint64_t offset, std::size_t bytes, unsigned char* to) const {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, to + done, bytes - done, off_t(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail<DataError>("TokenFile: cannot read '", path_, "': ", errno_text());
+    if (n == 0) {  // the end of the file, before the end the header promised
+      struct stat st {};
+      const std::string now =
+          ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) : std::string("fewer");
+      fail<DataError>("TokenFile: '", path_, "' shrank from ", file_bytes_, " to ", now,
+                      " bytes while training read it (truncated in place); its ids from byte ",
+                      offset + done,
+                      " are gone: write the file anew (tokenize --out replaces "
+                      "a file whole, which a run reading it survives)");
+    }
+    done += std::size_t(n);
+  }
+}
+
+void TokenFile::check_unchanged() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    fail<DataError>("TokenFile: cannot read '", path_, "': ", errno_text());
+  const auto size = std::uint64_t(st.st_size);
+  if (size < file_bytes_)
+    fail<DataError>("TokenFile: '", path_, "' shrank from ", file_bytes_, " to ", size,
+                    " bytes while training read it (truncated in place): write the file anew "
+                    "(tokenize --out replaces a file whole, which a run reading it survives)");
+  if (size != file_bytes_ || std::int64_t(st.st_mtim.tv_sec) != mtime_sec_ ||
+      std::int64_t(st.st_mtim.tv_nsec) != mtime_nsec_)
+    fail<DataError>("TokenFile: '", path_, "' was changed while training read it (",
+                    size != file_bytes_
+                        ? "it grew from " + std::to_string(file_bytes_) + " to " +
+                              std::to_string(size) + " bytes"
+                        : std::string("written to in place: its modification time changed"),
+                    "): the ids read may not be the ones checked; write the file anew (tokenize "
+                    "--out replaces a file whole, which a run reading it survives)");
 }
 
 std::uint32_t TokenFile::operator[](std::size_t i) const {
   check<IndexError>(i < count_, "TokenFile: ", path_, ": expected an index in [0, ", count_,
                     "), got ", i);
-  return id_at(map_ + kHeaderBytes + i * bytes_per_id_, bytes_per_id_);
+  std::int64_t id = 0;
+  window(i, 1, &id);
+  return std::uint32_t(id);
 }
 
 void TokenFile::window(std::size_t start, std::size_t length, std::int64_t* out) const {
   check<IndexError>(start <= count_ && length <= count_ - start, "TokenFile::window: ", path_,
                     ": expected a window inside the ", count_, " ids, got ", length,
                     " ids from index ", start);
-  const unsigned char* p = map_ + kHeaderBytes + start * bytes_per_id_;
-  // Two loops rather than id_at() per id: each compiles to a plain widening copy.
+  if (length == 0) return;
+  // One pread of the window's bytes, then one fstat: a window read while the file changed is
+  // refused, never trained on. (Two system calls per window: a step of B windows of T + 1 ids
+  // costs microseconds beside its milliseconds of arithmetic.)
+  std::vector<unsigned char> bytes(length * bytes_per_id_);
+  read_at(kHeaderBytes + std::uint64_t(start) * bytes_per_id_, bytes.size(), bytes.data());
+  check_unchanged();
+  const unsigned char* p = bytes.data();
+  // Two loops rather than one with a branch per id: each compiles to a plain widening copy.
   if (bytes_per_id_ == 2)
     for (std::size_t k = 0; k < length; ++k) out[k] = load_le<std::uint16_t>(p + 2 * k);
   else
     for (std::size_t k = 0; k < length; ++k) out[k] = load_le<std::uint32_t>(p + 4 * k);
+  // check_ids() saw every id below vocab_size; one that is not was written since, by someone else.
+  for (std::size_t k = 0; k < length; ++k)
+    if (std::uint64_t(out[k]) >= vocab_size_)
+      fail<DataError>("TokenFile: '", path_, "': expected ids in [0, ", vocab_size_,
+                      ") (the header's vocab_size), got ", out[k], " at index ", start + k,
+                      "; the file was changed while training read it, or never checked "
+                      "(TokenFile::check_ids)");
 }
 
 void TokenFile::check_ids() const {
   // When the id width cannot hold an id outside the vocabulary, there is nothing to read.
   if (vocab_size_ >= (std::uint64_t(1) << (8 * bytes_per_id_))) return;
-  // The file is read in stretches of 16 MiB, each given back to the kernel once read
-  // (MADV_DONTNEED on a read-only file mapping drops the pages from this process, not the data):
-  // checking a corpus of gigabytes must not leave it resident. The header and each stretch hold
-  // whole ids (64 and 16 MiB are multiples of 4).
+  // The file is read in stretches of 16 MiB: checking a corpus of gigabytes costs 16 MiB of
+  // memory. Each stretch holds whole ids (16 MiB is a multiple of 4).
   constexpr std::size_t kStretch = std::size_t(16) << 20;
-  const std::size_t end = kHeaderBytes + count_ * bytes_per_id_;
-  for (std::size_t at = 0; at < end; at += kStretch) {
-    const std::size_t from = std::max(at, kHeaderBytes), to = std::min(at + kStretch, end);
-    const std::size_t first = (from - kHeaderBytes) / bytes_per_id_,
-                      n = (to - from) / bytes_per_id_;
+  const std::uint64_t end = kHeaderBytes + std::uint64_t(count_) * bytes_per_id_;
+  std::vector<unsigned char> buffer(std::size_t(std::min<std::uint64_t>(kStretch, end)));
+  for (std::uint64_t at = kHeaderBytes; at < end; at += kStretch) {
+    const auto n_bytes = std::size_t(std::min<std::uint64_t>(kStretch, end - at));
+    read_at(at, n_bytes, buffer.data());
+    const std::size_t first = std::size_t((at - kHeaderBytes) / bytes_per_id_),
+                      n = n_bytes / bytes_per_id_;
     const std::size_t i = bytes_per_id_ == 2
-                              ? first_outside<std::uint16_t>(map_ + from, n, vocab_size_)
-                              : first_outside<std::uint32_t>(map_ + from, n, vocab_size_);
+                              ? first_outside<std::uint16_t>(buffer.data(), n, vocab_size_)
+                              : first_outside<std::uint32_t>(buffer.data(), n, vocab_size_);
     if (i < n)
       fail<DataError>("TokenFile::check_ids: ", path_, ": expected ids in [0, ", vocab_size_,
-                      ") (the header's vocab_size), got ", (*this)[first + i], " at index ",
-                      first + i, "; ids out of the vocabulary: refused before training");
-    ::madvise(const_cast<unsigned char*>(map_) + at, to - at, MADV_DONTNEED);
+                      ") (the header's vocab_size), got ",
+                      bytes_per_id_ == 2 ? load_le<std::uint16_t>(buffer.data() + 2 * i)
+                                         : load_le<std::uint32_t>(buffer.data() + 4 * i),
+                      " at index ", first + i,
+                      "; ids out of the vocabulary: refused before "
+                      "training");
   }
+  check_unchanged();
+}
+
+// ---- which tokenizer wrote it -------------------------------------------------------------------
+
+std::string check_token_file_tokenizer(const TokenFile& file, const Tokenizer& tokenizer,
+                                       const std::string& tokenizer_flag) {
+  const std::uint64_t ours = tokenizer.fingerprint();
+  const auto describe = [](const std::string& name, std::uint64_t size,
+                           std::optional<std::uint64_t> fingerprint) {
+    std::ostringstream os;
+    os << name << " (" << size << " tokens, fingerprint "
+       << (fingerprint ? hex(*fingerprint) : std::string("unknown: a version 1 file")) << ")";
+    return os.str();
+  };
+  const bool same_kind = file.tokenizer() == tokenizer.name() &&
+                         file.vocab_size() == std::uint64_t(tokenizer.vocab_size());
+  if (!same_kind || (file.fingerprint() && *file.fingerprint() != ours))
+    fail<DataError>("'", file.path(), "' holds ids of the tokenizer ",
+                    describe(file.tokenizer(), file.vocab_size(), file.fingerprint()), ", not of ",
+                    tokenizer_flag, ", ",
+                    describe(tokenizer.name(), std::uint64_t(tokenizer.vocab_size()), ours),
+                    same_kind ? " (the same kind and size: other characters, merges, pretokenizer "
+                                "or special tokens)"
+                              : "",
+                    "; give the tokenizer that wrote the file, or write the file again with this "
+                    "one (tokenize --out)");
+  if (file.fingerprint()) return "";
+  return "'" + file.path() + "' is a version 1 token file, written before token files held " +
+         "their tokenizer's fingerprint: only its kind (" + file.tokenizer() + ") and size (" +
+         std::to_string(file.vocab_size()) + " tokens) could be checked against " + tokenizer_flag +
+         "; write it again with tokenize --out to have it checked whole";
 }
 
 }  // namespace tapegrad::data

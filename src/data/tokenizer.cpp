@@ -107,18 +107,44 @@ std::int64_t Tokenizer::ignore_index() const {
 //   bpe    the BPE file's text (BytePairEncoding::to_text)
 //   gpt2   "gpt2_ids N" and the N GPT-2 ids of the BPE's ids on the next line, then the BPE's text
 
+namespace {
+
+std::string gpt2_text(const GPT2Tokenizer& g) {
+  std::string out = "gpt2_ids " + std::to_string(g.gpt2_ids().size()) + "\n";
+  for (const std::uint32_t id : g.gpt2_ids()) out += std::to_string(id) + ' ';
+  out.back() = '\n';
+  return out + g.bpe().to_text();
+}
+
+// FNV-1a 64 of name, "\n", text: the rule of Tokenizer::fingerprint.
+std::uint64_t fingerprint_of(std::string_view name, std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto add = [&](std::string_view bytes) {
+    for (const unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+  };
+  add(name);
+  add("\n");
+  add(text);
+  return h;
+}
+
+}  // namespace
+
 std::string Tokenizer::to_text() const {
   return std::visit(Overloaded{[](const Vocabulary& v) { return v.to_text(); },
                                [](const BytePairEncoding& b) { return b.to_text(); },
-                               [](const GPT2Tokenizer& g) {
-                                 std::string out =
-                                     "gpt2_ids " + std::to_string(g.gpt2_ids().size()) + "\n";
-                                 for (const std::uint32_t id : g.gpt2_ids())
-                                   out += std::to_string(id) + ' ';
-                                 out.back() = '\n';
-                                 return out + g.bpe().to_text();
-                               }},
+                               [](const GPT2Tokenizer& g) { return gpt2_text(g); }},
                     tokenizer_);
+}
+
+std::uint64_t Tokenizer::fingerprint() const { return fingerprint_of(name(), to_text()); }
+
+std::uint64_t tokenizer_fingerprint(const BytePairEncoding& bpe) {
+  return fingerprint_of("bpe", bpe.to_text());
+}
+
+std::uint64_t tokenizer_fingerprint(const GPT2Tokenizer& gpt2) {
+  return fingerprint_of("gpt2", gpt2_text(gpt2));
 }
 
 Tokenizer Tokenizer::from_text(const std::string& name, const std::string& text,

@@ -215,6 +215,9 @@ TEST_SUITE("data.gpt2_tokenizer") {
     // The "#version" line is optional; a final newline too.
     testing::write_file(dir / "vocab.bpe", "Ġ t\nh e\nĠt he");
     CHECK(GPT2Tokenizer::load(dir.string()).encode(" the") == Ids{258});
+    // Windows line ends ("\r\n") end a line as "\n" does: the same merges.
+    testing::write_file(dir / "vocab.bpe", "#version: 0.2\r\nĠ t\r\nh e\r\nĠt he\r\n");
+    CHECK(GPT2Tokenizer::load(dir.string()).encode(" the he") == Ids{258, ' ', 257});
   }
 
   TEST_CASE("damaged, truncated, inconsistent or hostile files are refused, naming file and line") {

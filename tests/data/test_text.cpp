@@ -104,4 +104,64 @@ TEST_SUITE("data") {
                          ValueError);
   }
 
+  TEST_CASE("a fortune file with Windows line ends (CRLF): its % lines separate the entries") {
+    const fs::path dir = testing::fresh_folder("data", "crlf");
+    const std::string lf = "one\ntwo lines\n%\nthree\n\nafter a blank line\n%\nfour\n%\n";
+    std::string crlf;
+    for (const char c : lf) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    testing::write_file(dir / "lf", lf);
+    testing::write_file(dir / "crlf", crlf);
+    const auto entries = data::read_entries({(dir / "crlf").string()});
+    REQUIRE(entries.size() == 3);
+    CHECK(entries[0] == U"one\ntwo lines\n");  // CRLF becomes LF inside an entry
+    CHECK(entries[1] == U"three\n\nafter a blank line\n");
+    CHECK(entries[2] == U"four\n");
+    CHECK(data::read_entries({(dir / "lf").string()}) == entries);
+    CHECK(data::is_fortune_file((dir / "crlf").string()));
+    // A "\r" that does not end a line stays, as does one at the very end.
+    CHECK(data::split_entries_of(U"a\rb\r\n%\r\nc\r") ==
+          std::vector<std::u32string>{U"a\rb\n", U"c\r\n"});
+  }
+
+  TEST_CASE("a fortune file holds a line that is exactly %, and any other text file is not one") {
+    CHECK(data::is_fortune_text(U"a\n%\nb\n"));
+    CHECK(data::is_fortune_text(U"%\n"));
+    CHECK(data::is_fortune_text(U"a\n%"));  // the last line, without a line end
+    CHECK(data::is_fortune_text(U"a\r\n%\r\n"));
+    CHECK_FALSE(data::is_fortune_text(U""));
+    CHECK_FALSE(data::is_fortune_text(U"100%\n% of it\n %\n%%\n"));
+    CHECK_FALSE(data::is_fortune_text(U"para one\n\npara two\n"));
+    const fs::path dir = testing::fresh_folder("data", "is_fortune");
+    testing::write_file(dir / "f", "a\n%\nb\n");
+    testing::write_file(dir / "t", "a\nb\n");
+    CHECK(data::is_fortune_file((dir / "f").string()));
+    CHECK_FALSE(data::is_fortune_file((dir / "t").string()));
+    CHECK_THROWS_WITH_AS(
+        data::is_fortune_file((dir / "missing").string()),
+        doctest::Contains(("cannot read '" + (dir / "missing").string() + "'").c_str()), DataError);
+    CHECK_THROWS_WITH_AS(data::is_fortune_file(dir.string()),
+                         doctest::Contains("not a regular file"), DataError);
+  }
+
+  TEST_CASE("the text form: the files as cat gives them, split by characters as nanoGPT does") {
+    const fs::path dir = testing::fresh_folder("data", "text_form");
+    testing::write_file(dir / "a", "First line\r\n\nwith a blank line");  // no final newline
+    testing::write_file(dir / "b", "\u00e9t\u00e9\n%\nend\n");
+    const std::u32string text = data::read_text({(dir / "a").string(), (dir / "b").string()});
+    CHECK(text == U"First line\r\n\nwith a blank line\u00e9t\u00e9\n%\nend\n");  // nothing changed
+    // 40 characters: the first int(40 * 0.9) = 36 train, the last 4 validate.
+    REQUIRE(text.size() == 40);
+    const data::TextSplit s = data::split_text(text, 0.1);
+    CHECK(s.train == text.substr(0, 36));
+    CHECK(s.val == U"end\n");
+    CHECK(data::split_text(U"0123456789", 0.1).val == U"9");
+    CHECK(data::split_text(U"0123456789", 0.25).train == U"0123456");  // int(10 * 0.75) = 7
+    CHECK_THROWS_WITH_AS(data::split_text(text, 1.0),
+                         doctest::Contains("expected a validation fraction in (0, 1), got 1"),
+                         ValueError);
+    testing::write_file(dir / "bad", std::string("ok\xff"));
+    CHECK_THROWS_WITH_AS(
+        data::read_text({(dir / "a").string(), (dir / "bad").string()}),
+        doctest::Contains(("'" + (dir / "bad").string() + "' is not UTF-8").c_str()), DataError);
+  }
 }  // TEST_SUITE

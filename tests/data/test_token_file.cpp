@@ -6,15 +6,19 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <tapegrad/data.hpp>
 #include <tapegrad/core/errors.hpp>
@@ -39,9 +43,13 @@ std::string bytes(std::initializer_list<int> values) {
 
 std::string zeros(std::size_t n) { return std::string(n, '\0'); }
 
+// The fingerprint the files written here carry: any number will do (a tokenizer's is a hash).
+constexpr std::uint64_t kFingerprint = 0x0123456789abcdefULL;
+const std::string kFingerprintBytes = "\xef\xcd\xab\x89\x67\x45\x23\x01";
+
 void write_tokens(const fs::path& path, std::uint64_t vocab_size, const std::string& name,
                   const Ids& ids) {
-  TokenFileWriter writer(path.string(), vocab_size, name);
+  TokenFileWriter writer(path.string(), vocab_size, name, kFingerprint);
   writer.append(ids);
   writer.close();
 }
@@ -59,9 +67,14 @@ std::vector<std::int64_t> window(const TokenFile& f, std::size_t start, std::siz
 }
 
 // The file test 1 writes: vocab 50257 ("gpt2"), ids 0, 1, 258, 50256.
-const std::string kGpt2Header = "tapegrad-tokens\n" + bytes({1, 0, 0, 0}) + bytes({2, 0, 0, 0}) +
+const std::string kGpt2Header = "tapegrad-tokens\n" + bytes({2, 0, 0, 0}) + bytes({2, 0, 0, 0}) +
                                 bytes({0x51, 0xC4, 0, 0, 0, 0, 0, 0}) +
-                                bytes({4, 0, 0, 0, 0, 0, 0, 0}) + "gpt2" + zeros(20);
+                                bytes({4, 0, 0, 0, 0, 0, 0, 0}) + "gpt2" + zeros(12) +
+                                kFingerprintBytes;
+// The same in version 1, as earlier builds wrote it: a 24-byte name and no fingerprint.
+const std::string kGpt2HeaderV1 = "tapegrad-tokens\n" + bytes({1, 0, 0, 0}) + bytes({2, 0, 0, 0}) +
+                                  bytes({0x51, 0xC4, 0, 0, 0, 0, 0, 0}) +
+                                  bytes({4, 0, 0, 0, 0, 0, 0, 0}) + "gpt2" + zeros(20);
 const std::string kGpt2Body = bytes({0, 0, 1, 0, 2, 1, 0x50, 0xC4});
 
 }  // namespace
@@ -79,6 +92,8 @@ TEST_SUITE("data.token_file") {
     CHECK(f.vocab_size() == 50257);
     CHECK(f.bytes_per_id() == 2);
     CHECK(f.tokenizer() == "gpt2");
+    CHECK(f.version() == 2);
+    CHECK(f.fingerprint() == kFingerprint);
     CHECK(f[0] == 0);
     CHECK(f[2] == 258);
     CHECK(f[3] == 50256);
@@ -97,9 +112,10 @@ TEST_SUITE("data.token_file") {
   TEST_CASE("uint32 ids: the exact bytes of a small file, read back") {
     const fs::path path = testing::fresh_folder("data.token_file", "uint32") / "train.bin";
     write_tokens(path, 100000, "bpe", {99999, 65536, 7});
-    const std::string header = "tapegrad-tokens\n" + bytes({1, 0, 0, 0}) + bytes({4, 0, 0, 0}) +
+    const std::string header = "tapegrad-tokens\n" + bytes({2, 0, 0, 0}) + bytes({4, 0, 0, 0}) +
                                bytes({0xA0, 0x86, 0x01, 0, 0, 0, 0, 0}) +
-                               bytes({3, 0, 0, 0, 0, 0, 0, 0}) + "bpe" + zeros(21);
+                               bytes({3, 0, 0, 0, 0, 0, 0, 0}) + "bpe" + zeros(13) +
+                               kFingerprintBytes;
     const std::string body = bytes({0x9F, 0x86, 0x01, 0, 0, 0, 1, 0, 7, 0, 0, 0});
     CHECK(testing::bytes_of(path) == header + body);
 
@@ -116,10 +132,10 @@ TEST_SUITE("data.token_file") {
 
   TEST_CASE("ids are uint16 up to a vocabulary of 65536, uint32 above it") {
     const fs::path dir = testing::fresh_folder("data.token_file", "width");
-    CHECK(TokenFileWriter((dir / "a").string(), 1, "char").bytes_per_id() == 2);
-    CHECK(TokenFileWriter((dir / "b").string(), 65536, "char").bytes_per_id() == 2);
-    CHECK(TokenFileWriter((dir / "c").string(), 65537, "char").bytes_per_id() == 4);
-    CHECK(TokenFileWriter((dir / "d").string(), std::uint64_t(1) << 32, "char").bytes_per_id() ==
+    CHECK(TokenFileWriter((dir / "a").string(), 1, "char", 0).bytes_per_id() == 2);
+    CHECK(TokenFileWriter((dir / "b").string(), 65536, "char", 0).bytes_per_id() == 2);
+    CHECK(TokenFileWriter((dir / "c").string(), 65537, "char", 0).bytes_per_id() == 4);
+    CHECK(TokenFileWriter((dir / "d").string(), std::uint64_t(1) << 32, "char", 0).bytes_per_id() ==
           4);
     write_tokens(dir / "max.bin", 65536, "char", {65535, 0});
     const TokenFile f = TokenFile::open((dir / "max.bin").string());
@@ -134,7 +150,7 @@ TEST_SUITE("data.token_file") {
     Ids ids(700000);  // 1.4 MB of uint16: more than the writer's 1 MiB buffer
     for (std::uint32_t& id : ids) id = gen() % 50257;
     {
-      TokenFileWriter writer(path.string(), 50257, "gpt2");
+      TokenFileWriter writer(path.string(), 50257, "gpt2", kFingerprint);
       std::size_t done = 0;
       for (const std::size_t n :
            {std::size_t(1), std::size_t(0), std::size_t(524287), std::size_t(100000)}) {
@@ -192,7 +208,7 @@ TEST_SUITE("data.token_file") {
   TEST_CASE("a writer destroyed without close leaves no file and no temporary") {
     const fs::path dir = testing::fresh_folder("data.token_file", "abandoned");
     {
-      TokenFileWriter writer((dir / "train.bin").string(), 50257, "gpt2");
+      TokenFileWriter writer((dir / "train.bin").string(), 50257, "gpt2", kFingerprint);
       writer.append({1, 2, 3});
       // Until close(), only the temporary exists, and it is not a token file yet.
       CHECK_FALSE(fs::exists(dir / "train.bin"));
@@ -203,12 +219,12 @@ TEST_SUITE("data.token_file") {
     // Over an existing file: the old one stays, whole, until the new one is renamed onto it.
     write_tokens(dir / "train.bin", 50257, "gpt2", {0, 1, 258, 50256});
     {
-      TokenFileWriter writer((dir / "train.bin").string(), 100, "char");
+      TokenFileWriter writer((dir / "train.bin").string(), 100, "char", kFingerprint);
       writer.append({5, 6});
     }
     CHECK(testing::bytes_of(dir / "train.bin") == kGpt2Header + kGpt2Body);
     {
-      TokenFileWriter writer((dir / "train.bin").string(), 100, "char");
+      TokenFileWriter writer((dir / "train.bin").string(), 100, "char", kFingerprint);
       writer.append({5, 6});
       CHECK(testing::bytes_of(dir / "train.bin") == kGpt2Header + kGpt2Body);
       writer.close();
@@ -221,7 +237,7 @@ TEST_SUITE("data.token_file") {
 
   TEST_CASE("append refuses an id outside the vocabulary, naming it and its position") {
     const fs::path path = testing::fresh_folder("data.token_file", "append") / "train.bin";
-    TokenFileWriter writer(path.string(), 50257, "gpt2");
+    TokenFileWriter writer(path.string(), 50257, "gpt2", kFingerprint);
     writer.append({1, 2});
     const std::string expected =
         path.string() + ": expected ids in [0, 50257), got 50257 at " + "position 3 of the file";
@@ -240,22 +256,26 @@ TEST_SUITE("data.token_file") {
   TEST_CASE("the writer refuses a vocab_size of 0 or above 2^32 and a bad tokenizer name") {
     const fs::path dir = testing::fresh_folder("data.token_file", "writer_arguments");
     const std::string path = (dir / "train.bin").string();
-    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 0, "gpt2"),
+    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 0, "gpt2", 0),
                          doctest::Contains("expected vocab_size in [1, 4294967296], got 0"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(TokenFileWriter(path, (std::uint64_t(1) << 32) + 1, "gpt2"),
+    CHECK_THROWS_WITH_AS(TokenFileWriter(path, (std::uint64_t(1) << 32) + 1, "gpt2", 0),
                          doctest::Contains("got 4294967297"), ValueError);
-    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, ""), doctest::Contains("\"\" is empty"),
+    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, "", 0), doctest::Contains("\"\" is empty"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, std::string(24, 'a')),
-                         doctest::Contains("is longer than the 23 bytes the header holds"),
+    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, std::string(16, 'a'), 0),
+                         doctest::Contains("is longer than the 15 bytes the header holds"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, "gp\nt2"),
+    CHECK_THROWS_WITH_AS(TokenFileWriter(path, 10, "gp\nt2", 0),
                          doctest::Contains("holds a byte that is not printable ASCII"), ValueError);
-    CHECK_NOTHROW(TokenFileWriter(path, 10, std::string(23, 'a')));
+    CHECK_NOTHROW(TokenFileWriter(path, 10, std::string(15, 'a'), 0));
     CHECK(fs::is_empty(dir));
-    CHECK_THROWS_WITH_AS(TokenFileWriter((dir / "no_such_folder" / "x.bin").string(), 10, "char"),
-                         doctest::Contains("TokenFileWriter: cannot write"), DataError);
+    const std::string missing = (dir / "no_such_folder" / "x.bin").string();
+    CHECK_THROWS_WITH_AS(TokenFileWriter(missing, 10, "char", 0),
+                         doctest::Contains(("TokenFileWriter: '" + missing +
+                                            "': cannot create a temporary file in its folder")
+                                               .c_str()),
+                         DataError);
   }
 
   TEST_CASE("open refuses a missing file, a folder and a FIFO, without blocking") {
@@ -287,15 +307,19 @@ TEST_SUITE("data.token_file") {
                            DataError);
     };
     refused("magic", patched(good, 0, "T"), "expected the magic \"tapegrad-tokens\\n\"");
-    refused("version", patched(good, 16, bytes({2})), "expected version 1, got 2");
+    refused("version", patched(good, 16, bytes({3})), "expected version 1 or 2, got 3");
     refused("width", patched(good, 20, bytes({3})), "expected bytes_per_id 2 or 4, got 3");
     refused("vocab", patched(good, 24, bytes({0, 0})),
             "expected vocab_size in [1, 4294967296], got 0");
     refused("name_empty", patched(good, 40, zeros(4)), "the tokenizer name in the header is empty");
     refused("name_control", patched(good, 41, "\x01"),
             "the tokenizer name in the header holds a byte that is not printable ASCII");
-    refused("name_unterminated", patched(good, 40, std::string(24, 'a')),
+    refused("name_unterminated", patched(good, 40, std::string(16, 'a')),
+            "the tokenizer name in the header is longer than the 15 bytes");
+    refused("name_unterminated_v1", patched(kGpt2HeaderV1 + kGpt2Body, 40, std::string(24, 'a')),
             "the tokenizer name in the header is longer than the 23 bytes");
+    refused("name_padding_v1", patched(kGpt2HeaderV1 + kGpt2Body, 60, "x"),
+            "the tokenizer name field is not padded with NUL bytes");
     refused("name_padding", patched(good, 50, "x"),
             "the tokenizer name field is not padded with NUL bytes");
     refused("short_header", good.substr(0, 10),
@@ -343,12 +367,19 @@ TEST_SUITE("data.token_file") {
     const fs::path dir = testing::fresh_folder("data.token_file", "check_ids");
     write_tokens(dir / "u16.bin", 1000, "bpe", {1, 2, 3, 4});
     TokenFile::open((dir / "u16.bin").string()).check_ids();
-    // Id 2 becomes 1000 (0x03E8): open() and window() do not read the ids, check_ids() does.
+    // Id 2 becomes 1000 (0x03E8): open() does not read the ids, check_ids() reads them all, and
+    // window() refuses one it reads.
     const fs::path u16 = dir / "u16_patched.bin";
     testing::write_file(
         u16, patched(testing::bytes_of(dir / "u16.bin"), 64 + 2 * 2, bytes({0xE8, 0x03})));
     const TokenFile f = TokenFile::open(u16.string());
-    CHECK(window(f, 0, 4) == std::vector<std::int64_t>{1, 2, 1000, 4});
+    CHECK(window(f, 0, 2) == std::vector<std::int64_t>{1, 2});
+    CHECK_THROWS_WITH_AS(window(f, 1, 3),
+                         doctest::Contains(("'" + u16.string() +
+                                            "': expected ids in [0, 1000) (the header's "
+                                            "vocab_size), got 1000 at index 2")
+                                               .c_str()),
+                         DataError);
     const std::string expected = "TokenFile::check_ids: " + u16.string() +
                                  ": expected ids in [0, 1000) (the header's vocab_size), got 1000 "
                                  "at index 2; ids out of the vocabulary: refused before training";
@@ -367,7 +398,7 @@ TEST_SUITE("data.token_file") {
     std::vector<std::uint32_t> ids(500);
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::uint32_t(i * 7 % 300);
     {
-      data::TokenFileWriter writer((dir / "ids.tokens").string(), 300, "bpe");
+      data::TokenFileWriter writer((dir / "ids.tokens").string(), 300, "bpe", kFingerprint);
       writer.append(ids);
       writer.close();
     }
@@ -382,5 +413,150 @@ TEST_SUITE("data.token_file") {
                          doctest::Contains("expected starts in [0, 284)"), IndexError);
     CHECK_THROWS_WITH_AS(data::windows(file, 400, 101, {0}, 16),
                          doctest::Contains("are not all in"), IndexError);
+  }
+  TEST_CASE("a version 1 file, written before fingerprints, still reads: its fingerprint unknown") {
+    const fs::path path = testing::fresh_folder("data.token_file", "v1") / "train.bin";
+    testing::write_file(path, kGpt2HeaderV1 + kGpt2Body);
+    const TokenFile f = TokenFile::open(path.string());
+    CHECK(f.version() == 1);
+    CHECK(f.fingerprint() == std::nullopt);
+    CHECK(f.tokenizer() == "gpt2");
+    CHECK(window(f, 0, 4) == std::vector<std::int64_t>{0, 1, 258, 50256});
+    f.check_ids();
+  }
+
+  TEST_CASE("a file truncated while it is open is a DataError naming it, never a crash") {
+    const fs::path dir = testing::fresh_folder("data.token_file", "truncated");
+    const fs::path path = dir / "train.tokens";
+    Ids ids(100000);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::uint32_t(i % 50000);
+    write_tokens(path, 50257, "gpt2", ids);
+    const TokenFile f = TokenFile::open(path.string());
+    f.check_ids();
+    REQUIRE(::truncate(path.c_str(), 64 + 2 * 1000) == 0);  // as `truncate -s` does
+    const std::string shrank =
+        "'" + path.string() + "' shrank from 200064 to 2064 bytes while " + "training read it";
+    // Past the new end (where a memory map would fault with SIGBUS), and within it.
+    CHECK_THROWS_WITH_AS(window(f, 90000, 65), doctest::Contains(shrank.c_str()), DataError);
+    CHECK_THROWS_WITH_AS(window(f, 10, 65), doctest::Contains(shrank.c_str()), DataError);
+    CHECK_THROWS_WITH_AS(f[99999], doctest::Contains(shrank.c_str()), DataError);
+    CHECK_THROWS_WITH_AS(data::windows(f, 0, f.size(), {500, 95000}, 16),
+                         doctest::Contains(shrank.c_str()), DataError);
+    CHECK_THROWS_WITH_AS(f.check_ids(), doctest::Contains(shrank.c_str()), DataError);
+    REQUIRE(::truncate(path.c_str(), 0) == 0);
+    CHECK_THROWS_WITH_AS(window(f, 0, 1), doctest::Contains("shrank from 200064 to 0 bytes"),
+                         DataError);
+  }
+
+  TEST_CASE("a file rewritten in place while it is open is a DataError naming it") {
+    const fs::path dir = testing::fresh_folder("data.token_file", "rewritten");
+    const fs::path path = dir / "train.tokens";
+    write_tokens(path, 1000, "bpe", {1, 2, 3, 4, 5, 6});
+    // Written long ago, so that the rewrite's modification time differs from open()'s whatever
+    // the clock's resolution.
+    const timespec long_ago[2] = {{1000000000, 0}, {1000000000, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), long_ago, 0) == 0);
+    const TokenFile f = TokenFile::open(path.string());
+    CHECK(window(f, 0, 6) == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6});
+    const auto rewrite = [&](const std::string& body) {  // the same size, other ids, in place
+      std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+      out.seekp(64);
+      out.write(body.data(), std::streamsize(body.size()));
+    };
+    rewrite(bytes({9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4, 0}));
+    const std::string changed =
+        "'" + path.string() + "' was changed while training read it (written to in place";
+    CHECK_THROWS_WITH_AS(window(f, 0, 6), doctest::Contains(changed.c_str()), DataError);
+    CHECK_THROWS_WITH_AS(data::windows(f, 0, 6, {0}, 4), doctest::Contains(changed.c_str()),
+                         DataError);
+    // An id outside the vocabulary, written within the clock's resolution of open() (the same
+    // modification time): blamed on the file, never left to the model's embedding to refuse.
+    rewrite(bytes({9, 0, 0xE8, 0x03, 7, 0, 6, 0, 5, 0, 4, 0}));
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), long_ago, 0) == 0);
+    const std::string outside = "'" + path.string() +
+                                "': expected ids in [0, 1000) (the header's vocab_size), got "
+                                "1000 at index 1; the file was changed while training read it";
+    CHECK_THROWS_WITH_AS(window(f, 0, 6), doctest::Contains(outside.c_str()), DataError);
+    // Grown in place: changed too.
+    { std::ofstream(path, std::ios::binary | std::ios::app) << bytes({1, 0}); }
+    CHECK_THROWS_WITH_AS(window(f, 0, 2), doctest::Contains("it grew from 76 to 78 bytes"),
+                         DataError);
+  }
+
+  TEST_CASE("a file replaced by rename while it is open reads on as it was") {
+    const fs::path dir = testing::fresh_folder("data.token_file", "replaced");
+    const fs::path path = dir / "train.tokens";
+    write_tokens(path, 1000, "bpe", {1, 2, 3, 4});
+    const TokenFile f = TokenFile::open(path.string());
+    write_tokens(path, 1000, "bpe", {9, 9});  // what tokenize --out --force does
+    CHECK(window(f, 0, 4) == std::vector<std::int64_t>{1, 2, 3, 4});
+    CHECK(TokenFile::open(path.string()).size() == 2);
+  }
+
+  TEST_CASE("a Tokenizer's name, size and fingerprint go into the header, version 2") {
+    const fs::path dir = testing::fresh_folder("data.token_file", "from_tokenizer");
+    const data::Tokenizer bpe(data::BytePairEncoding::train("aaabdaaabac", 259));
+    {
+      TokenFileWriter writer((dir / "a.tokens").string(), bpe);
+      writer.append({97, 258, 257});
+      writer.close();
+    }
+    const TokenFile f = TokenFile::open((dir / "a.tokens").string());
+    CHECK(f.version() == 2);
+    CHECK(f.tokenizer() == "bpe");
+    CHECK(f.vocab_size() == 259);
+    CHECK(f.fingerprint() == bpe.fingerprint());
+    CHECK(window(f, 0, 3) == std::vector<std::int64_t>{97, 258, 257});
+    const std::string file = testing::bytes_of(dir / "a.tokens");
+    std::uint64_t stored = 0;
+    for (int k = 7; k >= 0; --k) stored = stored << 8 | static_cast<unsigned char>(file[56 + k]);
+    CHECK(stored == bpe.fingerprint());  // at offset 56, little-endian
+  }
+
+  TEST_CASE(
+      "check_token_file_tokenizer refuses another tokenizer, naming both, and warns of a "
+      "version 1 file") {
+    const fs::path dir = testing::fresh_folder("data.token_file", "which_tokenizer");
+    const data::Tokenizer mine(data::BytePairEncoding::train("aaabdaaabac", 259)),
+        other(data::BytePairEncoding::train("xyxyxzxyz", 259));  // the same size, other merges
+    REQUIRE(mine.fingerprint() != other.fingerprint());
+    const auto hex = [](std::uint64_t v) {
+      char s[17];
+      std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
+      return std::string(s);
+    };
+    const std::string path = (dir / "a.tokens").string();
+    {
+      TokenFileWriter writer(path, mine);
+      writer.append({1, 2});
+      writer.close();
+    }
+    const TokenFile f = TokenFile::open(path);
+    CHECK(data::check_token_file_tokenizer(f, mine, "--tokenizer bpe-model:mine.bpe").empty());
+    const std::string refused = "'" + path + "' holds ids of the tokenizer bpe (259 tokens, " +
+                                "fingerprint " + hex(mine.fingerprint()) +
+                                "), not of --tokenizer bpe-model:other.bpe, bpe (259 tokens, " +
+                                "fingerprint " + hex(other.fingerprint()) +
+                                ") (the same kind and size: other characters, merges";
+    CHECK_THROWS_WITH_AS(
+        data::check_token_file_tokenizer(f, other, "--tokenizer bpe-model:other.bpe"),
+        doctest::Contains(refused.c_str()), DataError);
+    const data::Tokenizer chars(data::Vocabulary(U"ab"));
+    CHECK_THROWS_WITH_AS(data::check_token_file_tokenizer(f, chars, "--tokenizer char"),
+                         doctest::Contains("not of --tokenizer char, char (3 tokens"), DataError);
+
+    // Version 1: kind and size only, and a warning that says so.
+    const fs::path v1 = dir / "v1.tokens";
+    testing::write_file(v1, "tapegrad-tokens\n" + bytes({1, 0, 0, 0}) + bytes({2, 0, 0, 0}) +
+                                bytes({3, 1, 0, 0, 0, 0, 0, 0}) + bytes({0, 0, 0, 0, 0, 0, 0, 0}) +
+                                "bpe" + zeros(21));
+    const TokenFile old = TokenFile::open(v1.string());
+    const std::string warning = data::check_token_file_tokenizer(old, other, "--tokenizer x");
+    CHECK(warning.find("'" + v1.string() + "' is a version 1 token file") != std::string::npos);
+    CHECK(warning.find("only its kind (bpe) and size (259 tokens) could be checked") !=
+          std::string::npos);
+    CHECK(warning.find('\n') == std::string::npos);
+    CHECK_THROWS_WITH_AS(data::check_token_file_tokenizer(old, chars, "--tokenizer char"),
+                         doctest::Contains("fingerprint unknown: a version 1 file"), DataError);
   }
 }

@@ -30,6 +30,7 @@ void check_round_trip(const Tokenizer& t) {
   CHECK(back.name() == t.name());
   CHECK(back.vocab_size() == t.vocab_size());
   CHECK(back.to_text() == t.to_text());
+  CHECK(back.fingerprint() == t.fingerprint());
   const Ids ids = t.encode(kText, "text");
   CHECK(back.encode(kText, "text") == ids);
   CHECK(back.decode(ids.data(), ids.size()) == t.decode(ids.data(), ids.size()));
@@ -109,5 +110,36 @@ TEST_SUITE("data.tokenizer") {
     text.replace(text.find(' ', 9), 1, " 7 ");  // a 50,258th id
     CHECK_THROWS_WITH_AS(Tokenizer::from_text("gpt2", text, "the note"),
                          doctest::Contains("expected 50257 GPT-2 ids on line 2"), ValueError);
+  }
+  TEST_CASE(
+      "the fingerprint is FNV-1a 64 of the name, a newline and the text, and tells apart "
+      "tokenizers of one kind and size") {
+    const auto fnv1a = [](const std::string& bytes) {
+      std::uint64_t h = 0xcbf29ce484222325ULL;
+      for (const unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ULL;
+      return h;
+    };
+    const Tokenizer chars(data::Vocabulary(U"ba\n"));
+    CHECK(chars.fingerprint() == fnv1a("char\n\nab"));
+    const auto bpe = data::BytePairEncoding::train("aaabdaaabac", 259);
+    const Tokenizer t(bpe);
+    CHECK(t.fingerprint() == fnv1a("bpe\n" + bpe.to_text()));
+    CHECK(data::tokenizer_fingerprint(bpe) == t.fingerprint());
+    CHECK(Tokenizer(data::BytePairEncoding::train("aaabdaaabac", 259)).fingerprint() ==
+          t.fingerprint());
+    // The same size, other merges; the same merges, another pretokenizer; a special token more.
+    const Tokenizer other(data::BytePairEncoding::train("xyxyxzxyz", 259));
+    REQUIRE(other.vocab_size() == t.vocab_size());
+    CHECK(other.fingerprint() != t.fingerprint());
+    CHECK(Tokenizer(data::BytePairEncoding(bpe.merges(), data::Pretokenizer::gpt2)).fingerprint() !=
+          t.fingerprint());
+    auto special = bpe;
+    special.add_special_tokens({"<|end|>"});
+    CHECK(Tokenizer(special).fingerprint() != t.fingerprint());
+    const std::filesystem::path dir = testing::gpt2_folder();
+    if (dir.empty()) return;
+    const auto gpt2 = data::GPT2Tokenizer::load(dir.string());
+    CHECK(data::tokenizer_fingerprint(gpt2) == Tokenizer(gpt2).fingerprint());
+    CHECK(Tokenizer(gpt2).fingerprint() == fnv1a("gpt2\n" + Tokenizer(gpt2).to_text()));
   }
 }

@@ -198,7 +198,8 @@ TEST_SUITE("examples.gpt") {
     bpe.save((dir / "corpus.bpe").string());
     const std::vector<std::uint32_t> ids = bpe.encode(text);
     {
-      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(), 280, "bpe");
+      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(),
+                                             tapegrad::data::Tokenizer(bpe));
       writer.append(ids);
       writer.close();
     }
@@ -211,7 +212,7 @@ TEST_SUITE("examples.gpt") {
     CHECK(out.status == 0);
     const std::size_t val = ids.size() / 10;
     CHECK(out.text.find("(" + std::to_string(ids.size() - val) + " training and " +
-                        std::to_string(val) + " validation tokens, memory-mapped)") !=
+                        std::to_string(val) + " validation tokens, read from the file)") !=
           std::string::npos);
     CHECK(out.text.find("vocabulary 280") != std::string::npos);
     // The checkpoint keeps the BPE: gpt_sample needs neither the model file nor the tokens.
@@ -223,7 +224,7 @@ TEST_SUITE("examples.gpt") {
     CHECK(sampled.text.find("8 tokens in ") != std::string::npos);
   }
 
-  TEST_CASE("with --tokens the GPT trains on a memory-mapped token file of GPT-2's ids") {
+  TEST_CASE("with --tokens the GPT trains on a token file of GPT-2's ids") {
     const fs::path gpt2 = tapegrad::testing::gpt2_folder();
     if (gpt2.empty()) return;
     const fs::path dir = folder("tokens");
@@ -232,7 +233,8 @@ TEST_SUITE("examples.gpt") {
     {
       const auto tokenizer = tapegrad::data::GPT2Tokenizer::load(gpt2.string());
       ids = tokenizer.encode(text);
-      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(), 50257, "gpt2");
+      tapegrad::data::TokenFileWriter writer((dir / "corpus.tokens").string(), 50257, "gpt2",
+                                             tapegrad::data::tokenizer_fingerprint(tokenizer));
       writer.append(ids);
       writer.close();
     }
@@ -245,13 +247,13 @@ TEST_SUITE("examples.gpt") {
     CHECK(out.status == 0);
     const std::size_t val = ids.size() / 10;  // --val-fraction 0.1, the last ids
     CHECK(out.text.find("(" + std::to_string(ids.size() - val) + " training and " +
-                        std::to_string(val) + " validation tokens, memory-mapped)") !=
+                        std::to_string(val) + " validation tokens, read from the file)") !=
           std::string::npos);
     CHECK(out.text.find("vocabulary 50257") != std::string::npos);
     CHECK(out.text.find(" val_bits_per_byte=") != std::string::npos);
     // A file of another tokenizer's ids is refused before training.
     {
-      tapegrad::data::TokenFileWriter writer((dir / "bpe.tokens").string(), 300, "bpe");
+      tapegrad::data::TokenFileWriter writer((dir / "bpe.tokens").string(), 300, "bpe", 0);
       writer.append(std::vector<std::uint32_t>(200, 7));
       writer.close();
     }
@@ -259,9 +261,8 @@ TEST_SUITE("examples.gpt") {
                                                "' --tokenizer gpt2:'" + gpt2.string() + "'" +
                                                kTiny + " --out '" + (dir / "other").string() + "'");
     CHECK(other.status == 2);
-    CHECK(
-        other.text.find("holds ids of the tokenizer 'bpe' (300 tokens), not of --tokenizer gpt2") !=
-        std::string::npos);
+    CHECK(other.text.find("holds ids of the tokenizer bpe (300 tokens, fingerprint "
+                          "0000000000000000), not of --tokenizer gpt2:") != std::string::npos);
   }
 
   TEST_CASE(

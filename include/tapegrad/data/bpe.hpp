@@ -60,7 +60,8 @@ class BytePairEncoding {
 
   /// Adds special tokens, such as "<|endoftext|>", as the ids vocab_size(), vocab_size() + 1, ...
   /// encode() finds their text according to its SpecialTokens argument; training never makes them.
-  /// ValueError for an empty token, one with a newline, over 256 bytes or not UTF-8, one given
+  /// ValueError for an empty token, one with a line end ("\n" or "\r"), over 256 bytes or not
+  /// UTF-8, one given
   /// twice or one already there, or more than kMaxSpecialTokens in all.
   void add_special_tokens(const std::vector<std::string>& tokens);
 
@@ -94,15 +95,18 @@ class BytePairEncoding {
   /// id < vocab_size().
   const std::string& bytes_of(std::uint32_t id) const;
 
-  /// Writes a text file, replacing `path` atomically (a temporary in the same folder, renamed):
+  /// Writes a text file, replacing `path` atomically through the library's one writer
+  /// (tapegrad/core/atomic_file.hpp: an exclusive temporary in the same folder, renamed; a
+  /// symbolic link is followed only to a BPE model or an empty file):
   ///     tapegrad-bpe 1
   ///     vocab_size N          256 + merges + special tokens
   ///     pretokenizer none     or gpt2
   ///     left right            one line per merge, in order: the k-th defines id 256 + k
   ///     special TEXT          one line per special token, in id order, after the merges
-  /// DataError naming the file when it cannot be written.
+  /// DataError naming the file and the reason when it cannot be written.
   void save(const std::string& path) const;
-  /// Reads what save() wrote. A damaged file (a bad header, a number that is not one, a merge of
+  /// Reads what save() wrote; a line may end with "\r\n" as well as "\n" (a file an editor saved
+  /// with Windows line ends). A damaged file (a bad header, a number that is not one, a merge of
   /// an id not defined before it, a merge or special token given twice, a count other than
   /// vocab_size says, a line over 1 MiB, tokens over kMaxTokenBytes or kMaxVocabBytes, more than
   /// kMaxSpecialTokens) is a DataError naming the file and the line.

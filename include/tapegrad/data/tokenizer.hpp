@@ -48,10 +48,22 @@ class Tokenizer {
   static Tokenizer from_text(const std::string& name, const std::string& text,
                              const std::string& source);
 
+  /// A hash of everything that decides the ids: FNV-1a 64 of the bytes of name(), "\n" and
+  /// to_text(), which hold its kind and its vocabulary (the characters; the BPE's merges, its
+  /// pretokenizer and its special tokens; and GPT-2's numbering of them). Two tokenizers that give
+  /// any text the same ids have the same fingerprint; a BPE of the same size trained on other
+  /// text has another. Token files carry it (data/token_file.hpp).
+  std::uint64_t fingerprint() const;
+
  private:
   void count_token_bytes();
   std::variant<Vocabulary, BytePairEncoding, GPT2Tokenizer> tokenizer_;
   std::vector<std::size_t> token_bytes_;  ///< id -> bytes_of(id)
 };
+
+/// Tokenizer(bpe).fingerprint() and Tokenizer(gpt2).fingerprint(), without building the Tokenizer
+/// (which copies the tokenizer and counts every token's bytes).
+std::uint64_t tokenizer_fingerprint(const BytePairEncoding& bpe);
+std::uint64_t tokenizer_fingerprint(const GPT2Tokenizer& gpt2);
 
 }  // namespace tapegrad::data

@@ -22,8 +22,10 @@ struct Batch {
 Batch windows(const std::vector<std::int64_t>& ids, const std::vector<std::size_t>& starts,
               std::size_t T);
 
-/// The same from the ids [begin, begin + size) of a token file, read through its memory map: the
-/// starts count from `begin`. IndexError when a window runs past `size` or the stretch past the file.
+/// The same from the ids [begin, begin + size) of a token file, each window read from the file
+/// (TokenFile::window): the starts count from `begin`. IndexError when a window runs past `size`
+/// or the stretch past the file; DataError naming the file when it shrank or changed since it was
+/// opened (TokenFile::window).
 Batch windows(const TokenFile& file, std::size_t begin, std::size_t size,
               const std::vector<std::size_t>& starts, std::size_t T);
 
