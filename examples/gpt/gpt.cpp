@@ -722,7 +722,8 @@ std::u32string attention_line(const std::vector<std::u32string>& val_entries, st
              : val_entries.front().substr(0, std::min(val_entries.front().size(), T));
 }
 
-// loss.png and attention.png (through gnuplot, when installed), from data files in OUT.
+// loss.png and attention.png (through gnuplot, when installed), from data files in OUT; then the
+// pictures that were drawn are listed (no attention.png without a validation line to show).
 void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, const Settings& s,
                    const gpt::RunFolder& folder) {
   const std::u32string line = attention_line(d.split.val, std::size_t(s.block_size));
@@ -741,16 +742,27 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
   }
   gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
   gpt::write_attention_data(folder.dir, weights);
-  gpt::write_plot_script(folder.dir,
-                         "GPT on " +
-                             std::string(!s.tokens.empty() ? "your tokens"
-                                         : s.data.empty()  ? "the fortunes"
-                                                           : "your text") +
-                             ": " + std::to_string(s.n_layer) + " layers, width " +
-                             std::to_string(s.n_embd) + ", " + s.pos + " positions",
-                         weights.size(), std::size_t(s.n_head), labels,
-                         d.tokenizer.name() == "char" ? "character" : "token");
-  std::cout << gpt::draw(folder.dir) << "\n";
+  const std::vector<examples::Picture> pictures = gpt::pictures(
+      "GPT on " +
+          std::string(!s.tokens.empty() ? "your tokens"
+                      : s.data.empty()  ? "the fortunes"
+                                        : "your text") +
+          ": " + std::to_string(s.n_layer) + " layers, width " + std::to_string(s.n_embd) + ", " +
+          s.pos + " positions",
+      weights.size(), std::size_t(s.n_head), labels,
+      d.tokenizer.name() == "char" ? "character" : "token");
+  examples::write_plot_script(
+      folder.dir,
+      "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp",
+      pictures);
+  const examples::Drawing drawn = examples::draw(folder.dir, pictures);
+  if (!drawn.drawn.empty()) {
+    std::cout << "pictures:";
+    for (std::size_t i = 0; i < drawn.drawn.size(); ++i)
+      std::cout << (i ? ", " : " ") << drawn.drawn[i];
+    std::cout << "\n";
+  }
+  if (!drawn.problem.empty()) std::cout << drawn.problem << "\n";
   if (!line.empty()) std::cout << "attention line: \"" << data::encode_utf8(line) << "\"\n";
 }
 
