@@ -768,8 +768,9 @@ Halt train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
   std::string data_error;  // the data failed (here: reading a batch, or validating)
   t.model.train();
   while (run.step < stop) {
-    // The data generator as the step finds it: a step that does not happen leaves it so.
-    const std::string data_gen_before = t.data_gen->state();
+    // The data generator as the step finds it (a copy continues the same stream): a step that
+    // does not happen leaves it so.
+    const Generator data_gen_before = *t.data_gen;
     std::vector<data::Batch> batches;
     if (data_error.empty()) try {
         batches = read_batches(t, d, s, con);
@@ -777,7 +778,7 @@ Halt train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
         data_error = e.what();
       }
     if (const Halt halt = agree_on_halt(data_error, con)) {
-      t.data_gen->set_state(data_gen_before);
+      *t.data_gen = data_gen_before;
       return halt;
     }
     const auto t0 = std::chrono::steady_clock::now();
