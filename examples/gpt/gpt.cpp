@@ -192,13 +192,16 @@ void add_run_flags(CLI::App& app, Settings& s) {
       ->check(integer_in(1, 10'000'000));
   app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
       ->check(integer_in(1, 100'000));
-  app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
+  app.add_option("--out", s.out,
+                 "folder for checkpoints, data files and pictures (one run at a time: it is "
+                 "locked for the run)");
   app.add_option("--init-from", s.init_from,
                  "start from the Hugging Face GPT-2 in DIR (config.json, model.safetensors, "
                  "vocab.json, merges.txt): its sizes, weights and tokenizer");
   app.add_option("--export-hf", s.export_hf,
                  "when training ends, write the model to DIR in Hugging Face's layout (GPT-2's "
-                 "choices only: --pos learned --norm layernorm --mlp gelu)");
+                 "choices only: --pos learned --norm layernorm --mlp gelu); DIR new or empty, "
+                 "locked for the run, filled whole at the end");
   app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
   app.add_option("--stop-after", s.stop_after,
                  "stop after this step (checkpoint saved), to --resume later")
