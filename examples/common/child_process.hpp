@@ -140,8 +140,8 @@ inline ProgramRun run_program(const std::vector<std::string>& argv, const std::s
   for (std::string& w : words) args.push_back(w.data());
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int started = ::posix_spawn(&pid, program.c_str(), &actions, &attributes, args.data(),
-                                    environ);
+  const int started =
+      ::posix_spawn(&pid, program.c_str(), &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (started != 0) detail::fail_to_start(program, "posix_spawn in '" + cwd + "'", started);

@@ -64,7 +64,8 @@ inline constexpr tapegrad::FileFormat kPngFormat{"a PNG picture", is_png};
 inline std::string plot_script(const std::string& comment, const std::vector<Picture>& pictures) {
   std::string script = comment + "\n";
   for (const Picture& p : pictures)
-    script += "\nreset\n" + p.terminal + "\nset output " + gnuplot_string(p.file) + "\n" + p.commands;
+    script +=
+        "\nreset\n" + p.terminal + "\nset output " + gnuplot_string(p.file) + "\n" + p.commands;
   return script;
 }
 
@@ -95,18 +96,18 @@ inline Drawing draw(const std::filesystem::path& dir, const std::vector<Picture>
     try {
       tapegrad::AtomicFile out(path, "gnuplot", &kPngFormat);
       std::string first;  // the first bytes, to check that they are a PNG
-      const ProgramRun run = run_program(
-          {gnuplot}, dir.string(), p.terminal + "\nset output\n" + p.commands,
-          [&](std::string_view bytes) {
-            if (first.size() < 8) first += bytes.substr(0, 8 - first.size());
-            out.write(bytes);
-          });
+      const ProgramRun run =
+          run_program({gnuplot}, dir.string(), p.terminal + "\nset output\n" + p.commands,
+                      [&](std::string_view bytes) {
+                        if (first.size() < 8) first += bytes.substr(0, 8 - first.size());
+                        out.write(bytes);
+                      });
       if (!run.ok() || !is_png(first, 1)) {
-        const std::string why = run.signal ? "stopped by signal " + std::to_string(run.signal)
+        const std::string why = run.signal  ? "stopped by signal " + std::to_string(run.signal)
                                 : !run.ok() ? "exit status " + std::to_string(run.exit_status)
                                             : "it wrote no PNG";
-        d.problem += (d.problem.empty() ? "" : "; ") + std::string("gnuplot did not draw ") +
-                     path + " (" + why + ")" +
+        d.problem += (d.problem.empty() ? "" : "; ") + std::string("gnuplot did not draw ") + path +
+                     " (" + why + ")" +
                      (run.errors.empty() ? "" : ": " + run.errors.substr(0, run.errors.find('\n')));
         continue;  // `out` is not committed: its temporary goes, the old picture stays
       }

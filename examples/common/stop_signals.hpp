@@ -94,7 +94,8 @@ class StopSignals {
   static inline volatile std::sig_atomic_t received_ = 0;
   static inline bool installed_ = false;
   static inline Notice int_notice_, term_notice_;
-  struct sigaction previous_int_ {}, previous_term_ {};
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
 };
 
 }  // namespace examples

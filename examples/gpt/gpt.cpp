@@ -462,7 +462,8 @@ std::vector<io::NamedFile> run_inputs(const Settings& s) {
   else if (s.tokenizer.rfind("gpt2:", 0) == 0)
     folder_files("--tokenizer", s.tokenizer.substr(5),
                  {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt"});
-  if (s.tokenizer.rfind("bpe-model:", 0) == 0) in.push_back({"--tokenizer", s.tokenizer.substr(10)});
+  if (s.tokenizer.rfind("bpe-model:", 0) == 0)
+    in.push_back({"--tokenizer", s.tokenizer.substr(10)});
   return in;
 }
 
@@ -888,15 +889,15 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
   }
   gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
   gpt::write_attention_data(folder.dir, weights);
-  const std::vector<examples::Picture> pictures = gpt::pictures(
-      "GPT on " +
-          std::string(!s.tokens.empty() ? "your tokens"
-                      : s.data.empty()  ? "the fortunes"
-                                        : "your text") +
-          ": " + std::to_string(s.n_layer) + " layers, width " + std::to_string(s.n_embd) + ", " +
-          s.pos + " positions",
-      weights.size(), std::size_t(s.n_head), labels,
-      d.tokenizer.name() == "char" ? "character" : "token");
+  const std::vector<examples::Picture> pictures =
+      gpt::pictures("GPT on " +
+                        std::string(!s.tokens.empty() ? "your tokens"
+                                    : s.data.empty()  ? "the fortunes"
+                                                      : "your text") +
+                        ": " + std::to_string(s.n_layer) + " layers, width " +
+                        std::to_string(s.n_embd) + ", " + s.pos + " positions",
+                    weights.size(), std::size_t(s.n_head), labels,
+                    d.tokenizer.name() == "char" ? "character" : "token");
   examples::write_plot_script(
       folder.dir,
       "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp",

@@ -62,9 +62,8 @@ inline std::vector<examples::Picture> pictures(const Language& lang, std::int64_
   std::ostringstream pe, loss, similarity;
   // pe.png: the table as a heatmap, then dimensions 4 to 7 as curves (The Annotated
   // Transformer's figure).
-  pe << palette
-     << "set multiplot layout 2,1 title 'The positional encoding pe (1, " << positions << ", "
-     << d_model
+  pe << palette << "set multiplot layout 2,1 title 'The positional encoding pe (1, " << positions
+     << ", " << d_model
      << "): a fixed buffer, never trained'\n"
         "set title 'pe[0, position, j]: sin on even j, cos on odd j, slower as j grows'\n"
         "set xlabel 'position'\nset ylabel 'dimension j'\n"
@@ -100,10 +99,10 @@ inline std::vector<examples::Picture> pictures(const Language& lang, std::int64_
                 "set title 'after training'\nplot 'similarity_after.dat' matrix with image "
                 "notitle\n"
                 "unset multiplot\n";
-  return {{"pe.png", "set terminal pngcairo size 900,720 font 'sans,11'", pe.str()},
-          {"loss.png", "set terminal pngcairo size 900,560 font 'sans,11'", loss.str()},
-          {"similarity.png", "set terminal pngcairo size 1200,620 font 'sans,10'",
-           similarity.str()}};
+  return {
+      {"pe.png", "set terminal pngcairo size 900,720 font 'sans,11'", pe.str()},
+      {"loss.png", "set terminal pngcairo size 900,560 font 'sans,11'", loss.str()},
+      {"similarity.png", "set terminal pngcairo size 1200,620 font 'sans,10'", similarity.str()}};
 }
 
 /// Writes the data files and the script into `dir`.
@@ -125,14 +124,15 @@ inline void write_picture_data(const fs::path& dir, const Language& lang, const 
   write_matrix(dir / "similarity_before.dat", before);
   write_matrix(dir / "similarity_after.dat", after);
   examples::write_plot_script(
-      dir, "# Draws the pictures of toy_training from the data files in this folder: gnuplot plots.gp",
+      dir,
+      "# Draws the pictures of toy_training from the data files in this folder: gnuplot plots.gp",
       pictures(lang, std::int64_t(positions), std::int64_t(D)));
 }
 
 /// Draws the pictures with gnuplot in `dir` (examples/common/gnuplot.hpp). Returns what to tell
 /// the reader: the pictures drawn, and why any was not.
-inline std::string draw_pictures(const fs::path& dir, const Language& lang,
-                                 std::int64_t positions, std::int64_t d_model) {
+inline std::string draw_pictures(const fs::path& dir, const Language& lang, std::int64_t positions,
+                                 std::int64_t d_model) {
   const examples::Drawing d = examples::draw(dir, pictures(lang, positions, d_model));
   std::string text;
   for (std::size_t i = 0; i < d.drawn.size(); ++i)

@@ -33,8 +33,8 @@ namespace tapegrad::testing {
 
 /// How a background program ended.
 struct Ended {
-  int status = -1;   ///< its exit status, or -1 when a signal ended it
-  int signal = 0;    ///< that signal, or 0
+  int status = -1;     ///< its exit status, or -1 when a signal ended it
+  int signal = 0;      ///< that signal, or 0
   std::string output;  ///< standard output and standard error, as they came
 };
 

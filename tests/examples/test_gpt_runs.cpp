@@ -55,15 +55,12 @@ const std::string kSmall =
 // progress line every hundred. Its flags as an argument vector.
 std::vector<std::string> long_run(const fs::path& data, const fs::path& out,
                                   std::vector<std::string> more = {}) {
-  std::vector<std::string> args{TAPEGRAD_GPT,   "--data",         data.string(),
-                                "--n-layer",    "2",              "--n-head",
-                                "2",            "--n-embd",       "32",
-                                "--block-size", "32",             "--batch-size",
-                                "8",            "--warmup",       "5",
-                                "--eval-windows", "8",            "--sample-tokens",
-                                "0",            "--steps",        "1000",
-                                "--eval-every", "250",            "--out",
-                                out.string()};
+  std::vector<std::string> args{
+      TAPEGRAD_GPT, "--data",   data.string(), "--n-layer",      "2",   "--n-head",
+      "2",          "--n-embd", "32",          "--block-size",   "32",  "--batch-size",
+      "8",          "--warmup", "5",           "--eval-windows", "8",   "--sample-tokens",
+      "0",          "--steps",  "1000",        "--eval-every",   "250", "--out",
+      out.string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -123,18 +120,20 @@ bool is_png(const fs::path& path) { return bytes_of(path).starts_with("\x89PNG\r
 
 // What a run of kSmall leaves in its --out folder.
 const std::set<std::string> kSmallRunFiles = {
-    "last.safetensors", "best.safetensors", "loss.dat", "val.dat", "plots.gp",
+    "last.safetensors",    "best.safetensors",    "loss.dat", "val.dat",      "plots.gp",
     "attention_l0_h0.dat", "attention_l0_h1.dat", "loss.png", "attention.png"};
 
 }  // namespace
 
 TEST_SUITE("examples.gpt_runs") {
-  TEST_CASE("no --out name reaches a shell: quotes, dollars, semicolons, spaces, a newline and a "
-            "leading dash each get their pictures, and no other file appears") {
+  TEST_CASE(
+      "no --out name reaches a shell: quotes, dollars, semicolons, spaces, a newline and a "
+      "leading dash each get their pictures, and no other file appears") {
     const fs::path dir = folder("out_names");
     corpus(dir);
     const bool drawn = gnuplot_installed();
-    if (!drawn) std::printf("[skipped: gnuplot is not installed, so the pictures are not checked]\n");
+    if (!drawn)
+      std::printf("[skipped: gnuplot is not installed, so the pictures are not checked]\n");
     // The leading '-' is given as a user would, in CLI11's --out=VALUE form.
     const std::vector<std::string> names = {"x'; touch INJECTED; '", "bob's \"run\" $HOME",
                                             "$(touch INJECTED)`touch INJECTED`;",
@@ -142,7 +141,8 @@ TEST_SUITE("examples.gpt_runs") {
     std::set<std::string> expected = {"corpus.txt"};
     for (const std::string& name : names) {
       CAPTURE(name);
-      const ProgramOutput out = run("--data corpus.txt" + kSmall + " " + quoted("--out=" + name), dir.string());
+      const ProgramOutput out =
+          run("--data corpus.txt" + kSmall + " " + quoted("--out=" + name), dir.string());
       INFO(out.text);
       CHECK(out.status == 0);
       expected.insert(name);
@@ -157,8 +157,9 @@ TEST_SUITE("examples.gpt_runs") {
     }
   }
 
-  TEST_CASE("the training text reaches gnuplot only as text: a label with backquotes runs "
-            "nothing") {
+  TEST_CASE(
+      "the training text reaches gnuplot only as text: a label with backquotes runs "
+      "nothing") {
     if (!gnuplot_installed()) {
       std::printf("[skipped: gnuplot is not installed]\n");
       return;
@@ -184,8 +185,9 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK(is_png(dir / "run" / "attention.png"));
   }
 
-  TEST_CASE("the pictures listed are the pictures drawn: a token file has no attention line, "
-            "and no attention.png") {
+  TEST_CASE(
+      "the pictures listed are the pictures drawn: a token file has no attention line, "
+      "and no attention.png") {
     if (!gnuplot_installed()) {
       std::printf("[skipped: gnuplot is not installed]\n");
       return;
@@ -197,9 +199,9 @@ TEST_SUITE("examples.gpt_runs") {
                                            "--train-bpe 280 --text corpus.txt --out corpus.bpe",
                                            120, dir.string())
                 .status == 0);
-    REQUIRE(tapegrad::testing::run_program(
-                TAPEGRAD_TOKENIZE, "--bpe corpus.bpe --text corpus.txt --out corpus.tokens", 120,
-                dir.string())
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_TOKENIZE,
+                                           "--bpe corpus.bpe --text corpus.txt --out corpus.tokens",
+                                           120, dir.string())
                 .status == 0);
     const ProgramOutput out =
         run("--tokens corpus.tokens --tokenizer bpe-model:corpus.bpe" + kSmall + " --out o",
@@ -212,8 +214,9 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK_FALSE(fs::exists(dir / "o" / "attention.png"));
   }
 
-  TEST_CASE("a FIFO or a link to another file where a picture or its data goes is refused before "
-            "training, and nothing is written through it") {
+  TEST_CASE(
+      "a FIFO or a link to another file where a picture or its data goes is refused before "
+      "training, and nothing is written through it") {
     const fs::path dir = folder("outputs");
     const fs::path data = corpus(dir);
     tapegrad::testing::write_file(dir / "notes.txt", "my notes");
@@ -231,7 +234,8 @@ TEST_SUITE("examples.gpt_runs") {
       else
         fs::create_symlink(dir / "notes.txt", out / c.name);
       const ProgramOutput r = tapegrad::testing::run_program(
-          TAPEGRAD_GPT, "--data " + quoted(data.string()) + kSmall + " --out " + quoted(out.string()), 60);
+          TAPEGRAD_GPT,
+          "--data " + quoted(data.string()) + kSmall + " --out " + quoted(out.string()), 60);
       INFO(r.text);
       CHECK(r.status == 2);
       CHECK(has(r.text, "gpt: --out: '" + (out / c.name).string() + "' would be replaced"));
@@ -249,8 +253,9 @@ TEST_SUITE("examples.gpt_runs") {
     const ProgramOutput same = run("--data out/loss.dat" + kSmall + " --out out", dir.string());
     INFO(same.text);
     CHECK(same.status == 2);
-    CHECK(has(same.text, "gpt: --out: 'out/loss.dat' is the file --data reads ('out/loss.dat'); "
-                         "an output never replaces an input"));
+    CHECK(has(same.text,
+              "gpt: --out: 'out/loss.dat' is the file --data reads ('out/loss.dat'); "
+              "an output never replaces an input"));
     CHECK(bytes_of(dir / "out" / "loss.dat") == text);
     // A link in the folder to the text given elsewhere: the same file.
     tapegrad::testing::write_file(dir / "corpus.txt", text);
@@ -263,8 +268,9 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK(bytes_of(dir / "corpus.txt") == text);
   }
 
-  TEST_CASE("Ctrl-C finishes the step, saves last.safetensors, says how to resume and exits 130, "
-            "resumed, the run ends with the bits of a run straight through") {
+  TEST_CASE(
+      "Ctrl-C finishes the step, saves last.safetensors, says how to resume and exits 130, "
+      "resumed, the run ends with the bits of a run straight through") {
     const fs::path dir = folder("sigint");
     const fs::path data = corpus(dir);
     Ended stopped;
@@ -340,8 +346,9 @@ TEST_SUITE("examples.gpt_runs") {
     }
   }
 
-  TEST_CASE("a second run on the same --out is refused at once, naming the folder and the first "
-            "run, whose best.safetensors stays its own") {
+  TEST_CASE(
+      "a second run on the same --out is refused at once, naming the folder and the first "
+      "run, whose best.safetensors stays its own") {
     const fs::path dir = folder("two_runs");
     const fs::path data = corpus(dir);
     BackgroundProgram first(long_run(data, dir / "out"), dir / "first.log");
@@ -369,8 +376,9 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK(end.output.substr(at + 14, held.str().size()) == held.str());
   }
 
-  TEST_CASE("a second export into the same folder is refused at once, the folder stays empty "
-            "until the first run renames its whole export into it, and a full folder is refused") {
+  TEST_CASE(
+      "a second export into the same folder is refused at once, the folder stays empty "
+      "until the first run renames its whole export into it, and a full folder is refused") {
     const fs::path dir = folder("two_exports");
     const fs::path data = corpus(dir);
     BackgroundProgram first(long_run(data, dir / "a", {"--export-hf", (dir / "hf").string()}),
@@ -400,9 +408,10 @@ TEST_SUITE("examples.gpt_runs") {
                               "into a new or empty folder"));
   }
 
-  TEST_CASE("a token file that shrinks under the run stops it with exit status 2 naming the "
-            "file, after saving the last whole step, and resumed on the whole file the run ends "
-            "with the bits of a run straight through") {
+  TEST_CASE(
+      "a token file that shrinks under the run stops it with exit status 2 naming the "
+      "file, after saving the last whole step, and resumed on the whole file the run ends "
+      "with the bits of a run straight through") {
     const fs::path dir = folder("shrinking_tokens");
     std::string text;
     for (int i = 0; i < 4; ++i) text += tapegrad::testing::fortune_corpus(400, 7 + i);
@@ -411,17 +420,16 @@ TEST_SUITE("examples.gpt_runs") {
                                            "--train-bpe 300 --text corpus.txt --out corpus.bpe",
                                            120, dir.string())
                 .status == 0);
-    REQUIRE(tapegrad::testing::run_program(
-                TAPEGRAD_TOKENIZE, "--bpe corpus.bpe --text corpus.txt --out corpus.tokens", 120,
-                dir.string())
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_TOKENIZE,
+                                           "--bpe corpus.bpe --text corpus.txt --out corpus.tokens",
+                                           120, dir.string())
                 .status == 0);
     const std::string whole = bytes_of(dir / "corpus.tokens");
     const auto run_on_tokens = [&](const std::string& out, std::vector<std::string> more) {
       std::vector<std::string> args = long_run("", dir / out, std::move(more));
       args.erase(args.begin() + 1, args.begin() + 3);  // no --data
-      args.insert(args.begin() + 1,
-                  {"--tokens", (dir / "corpus.tokens").string(), "--tokenizer",
-                   "bpe-model:" + (dir / "corpus.bpe").string()});
+      args.insert(args.begin() + 1, {"--tokens", (dir / "corpus.tokens").string(), "--tokenizer",
+                                     "bpe-model:" + (dir / "corpus.bpe").string()});
       return args;
     };
     Ended stopped;
@@ -437,8 +445,9 @@ TEST_SUITE("examples.gpt_runs") {
     const std::int64_t step =
         number_after(stopped.output, "stopped: the training data failed after step ");
     CHECK(step >= 100);
-    CHECK(has(stopped.output, "holds it: continue with the same flags and --resume, once the "
-                              "data is whole again"));
+    CHECK(has(stopped.output,
+              "holds it: continue with the same flags and --resume, once the "
+              "data is whole again"));
     CHECK(step_of(dir / "parts" / "last.safetensors") == step);
 
     tapegrad::testing::write_file(dir / "corpus.tokens", whole);
@@ -451,8 +460,9 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK(same_tensors(dir / "parts" / "last.safetensors", dir / "straight" / "last.safetensors"));
   }
 
-  TEST_CASE("a training step larger than the machine's memory is refused before anything is "
-            "allocated, naming the estimate, the machine's memory and the flags that lower it") {
+  TEST_CASE(
+      "a training step larger than the machine's memory is refused before anything is "
+      "allocated, naming the estimate, the machine's memory and the flags that lower it") {
     const fs::path dir = folder("memory");
     const ProgramOutput out =
         run("--data " + quoted(corpus(dir).string()) +
@@ -460,8 +470,9 @@ TEST_SUITE("examples.gpt_runs") {
             quoted((dir / "out").string()));
     INFO(out.text);
     CHECK(out.status == 2);
-    CHECK(has(out.text, "gpt: --batch-size, --block-size, --n-layer, --n-embd: a training step "
-                        "would hold about "));
+    CHECK(has(out.text,
+              "gpt: --batch-size, --block-size, --n-layer, --n-embd: a training step "
+              "would hold about "));
     CHECK(has(out.text, " of memory this machine gives the process"));
     CHECK(has(out.text, tapegrad::memory_text(double(tapegrad::machine_memory_bytes()))));
     CHECK(has(out.text, "lower --batch-size (--grad-accum K"));

@@ -17,8 +17,7 @@ namespace fs = std::filesystem;
 
 // The ways to reach a shell from C and C++: std::system and system(), popen(), wordexp() (which
 // runs command substitutions), and a shell named outright.
-const std::regex kShell(
-    R"((^|[^A-Za-z0-9_])(system|popen|wordexp)\s*\(|sh -c|/bin/sh|"sh")");
+const std::regex kShell(R"((^|[^A-Za-z0-9_])(system|popen|wordexp)\s*\(|sh -c|/bin/sh|"sh")");
 
 // "path:line: text" for every line of the sources under `dirs` that matches kShell.
 std::vector<std::string> shell_calls(const fs::path& root, const std::vector<std::string>& dirs) {

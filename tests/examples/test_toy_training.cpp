@@ -220,8 +220,9 @@ TEST_SUITE("examples.toy_training") {
     INFO(out.text);
     CHECK(out.status == 0);
     CHECK(has(out, "gnuplot is not installed"));
-    CHECK(has(out, "the data files and plots.gp are in '" + dir +
-                       "' (apt-get install gnuplot-nox, then run gnuplot plots.gp in that folder)"));
+    CHECK(
+        has(out, "the data files and plots.gp are in '" + dir +
+                     "' (apt-get install gnuplot-nox, then run gnuplot plots.gp in that folder)"));
     for (const char* file : {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat",
                              "similarity_after.dat", "plots.gp"})
       CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
@@ -233,8 +234,9 @@ TEST_SUITE("examples.toy_training") {
     CHECK(lines == 150);
   }
 
-  TEST_CASE("an --out name that a shell would misread gets its pictures, and no other file "
-            "appears") {
+  TEST_CASE(
+      "an --out name that a shell would misread gets its pictures, and no other file "
+      "appears") {
     if (!fs::exists("/usr/bin/gnuplot")) {
       std::printf("[skipped: gnuplot is not installed]\n");
       return;
@@ -243,7 +245,8 @@ TEST_SUITE("examples.toy_training") {
     // A leading dash (an option to cd), quotes, a dollar and a semicolon.
     const std::string name = "-x 'y' \"$HOME\"; touch INJECTED";
     const Output out = tapegrad::testing::run_program(
-        TAPEGRAD_TOY_TRAINING, "--steps 150 " + tapegrad::testing::quoted("--out=" + name), 300, dir);
+        TAPEGRAD_TOY_TRAINING, "--steps 150 " + tapegrad::testing::quoted("--out=" + name), 300,
+        dir);
     INFO(out.text);
     CHECK(out.status == 0);
     CHECK(has(out, "pictures: " + name + "/pe.png, loss.png, similarity.png (drawn by gnuplot"));

@@ -214,24 +214,25 @@ TEST_SUITE("distributed.launch") {
                     weights(dir / "parts" / "last.safetensors")));
   }
 
-  TEST_CASE("Ctrl-C to mpirun stops every rank of the GPT at the same step, rank 0 saves, and "
-            "the job resumed on 2 ranks ends with the bits of a run straight through") {
+  TEST_CASE(
+      "Ctrl-C to mpirun stops every rank of the GPT at the same step, rank 0 saves, and "
+      "the job resumed on 2 ranks ends with the bits of a run straight through") {
     // Open MPI's mpirun, on SIGINT or SIGTERM, sends the ranks SIGCONT at once, SIGTERM
     // odls_base_sigkill_timeout seconds later (1 by default), and SIGKILL as long again after
     // that. The ranks agree to stop after the step they are in, and rank 0 saves, within that
     // time; 3 s here, so that a slow machine has time for one more step and a save.
     const fs::path dir = scratch("gpt_sigint");
-    const std::vector<std::string> args{"--data",         corpus(dir).string(),
-                                        "--steps",        "3000",
-                                        "--eval-every",   "1000",
+    const std::vector<std::string> args{"--data",          corpus(dir).string(),
+                                        "--steps",         "3000",
+                                        "--eval-every",    "1000",
                                         "--sample-tokens", "0",
-                                        "--n-layer",      "2",
-                                        "--n-head",       "2",
-                                        "--n-embd",       "32",
-                                        "--block-size",   "32",
-                                        "--batch-size",   "8",
-                                        "--warmup",       "5",
-                                        "--eval-windows", "8"};
+                                        "--n-layer",       "2",
+                                        "--n-head",        "2",
+                                        "--n-embd",        "32",
+                                        "--block-size",    "32",
+                                        "--batch-size",    "8",
+                                        "--warmup",        "5",
+                                        "--eval-windows",  "8"};
     auto job = [&](const std::string& out, std::vector<std::string> more) {
       std::vector<std::string> command{TAPEGRAD_MPIEXEC, "-np", "2"};
       std::istringstream flags(TAPEGRAD_MPIEXEC_FLAGS);
@@ -261,7 +262,8 @@ TEST_SUITE("distributed.launch") {
     CHECK(step >= 300);
     CHECK(step < 3000);
     const auto saved = io::load_safetensors((dir / "parts" / "last.safetensors").string());
-    CHECK(saved.metadata_value("progress.step") == std::optional<std::string>(std::to_string(step)));
+    CHECK(saved.metadata_value("progress.step") ==
+          std::optional<std::string>(std::to_string(step)));
 
     auto with_out = [&](const std::string& out, std::vector<std::string> more) {
       std::vector<std::string> a = args;
