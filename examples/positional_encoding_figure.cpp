@@ -6,8 +6,8 @@
 //     positional_encoding_figure --out pe.csv
 //
 // It also shows the buffer at work: pe is not a parameter, and verify() recomputes the table.
-#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -44,11 +44,7 @@ int run(int argc, char** argv) {
   const Tensor y = pe.forward(
       Tensor(xt::zeros<float>({std::size_t{1}, std::size_t(positions), std::size_t(d_model)})));
 
-  std::ofstream file;
-  if (!out_path.empty()) file.open(out_path);
-  if (!out_path.empty() && !file)
-    throw examples::FlagError("--out: cannot write '" + out_path + "'");
-  std::ostream& csv = out_path.empty() ? std::cout : file;
+  std::ostringstream csv;
   csv.precision(9);
   csv << "position";
   for (std::int64_t j = first_dim; j <= last_dim; ++j) csv << ",dim_" << j;
@@ -59,12 +55,16 @@ int run(int argc, char** argv) {
       csv << ',' << y.data()(0, pos, std::size_t(j));
     csv << '\n';
   }
+  if (out_path.empty())
+    std::cout << csv.str();
+  else  // the whole file or none of it, as every file tapegrad writes
+    AtomicFile::write_whole(out_path, csv.str(), "--out");
 
   pe.verify();  // throws InvariantError if the table was touched
   std::cerr << "pe: buffer " << str(pe.pe.shape()) << ", parameters: " << pe.parameters().size()
             << ", fingerprint 0x" << std::hex << pe.fingerprint() << std::dec
             << ", verify() passed\n";
-  return csv.good() ? 0 : 1;
+  return std::cout.good() ? 0 : 1;
 }
 }  // namespace
 

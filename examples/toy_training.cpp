@@ -212,10 +212,11 @@ int run(Settings s, const std::set<std::string>& given) {
   const int status = report_what_changed(model, options, lang, held_out, run, s.checkpoint);
 
   fs::create_directories(s.out);
-  write_picture_data(s.out, lang, model.pos->pe.data(), run.loss,
-                     similarity_matrix(run.embedding_at_start),
+  const Array& pe = model.pos->pe.data();
+  write_picture_data(s.out, lang, pe, run.loss, similarity_matrix(run.embedding_at_start),
                      similarity_matrix(model.embed->lut->weight.data()));
-  std::cout << draw_pictures(s.out) << '\n';
+  std::cout << draw_pictures(s.out, lang, std::int64_t(pe.shape()[1]), std::int64_t(pe.shape()[2]))
+            << '\n';
   return status;
 }
 

@@ -27,7 +27,11 @@
 // windows, at most the model's n_positions (the default). --grad-accum K makes each step the mean
 // gradient of K batches of --batch-size windows, for a batch that does not fit in memory at once.
 // --export-hf DIR writes the final model in Hugging Face's layout when training ends (checked at
-// the start: GPT-2's choices, and no model.safetensors already in DIR).
+// the start: GPT-2's choices, and DIR new or empty; written beside DIR and renamed into place).
+//
+// One run per folder: --out and --export-hf are locked for the whole run, and no file the run
+// writes may be one it reads. The first Ctrl-C (or SIGTERM) lets the current step finish, saves
+// it and exits 130 (143); a token file that shrinks under the run stops it the same way, exit 2.
 //
 // main() reads as train.py does, one named step after another: the flags, the data, the model and
 // its optimizer, the checkpoint to resume, the training loop, what the run shows.
@@ -42,7 +46,8 @@
 // them (with N' ranks, each step then trains on N' * B windows).
 //
 // Exit status: 0 when the validation loss fell below its value before training, 1 otherwise;
-// 2 for bad flags, data or files, with one line saying which (examples/common/checked_main.hpp).
+// 2 for bad flags, data or files, with one line saying which (examples/common/checked_main.hpp);
+// 130 or 143 when stopped by SIGINT or SIGTERM, after saving.
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +70,9 @@
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
+#include "../common/gnuplot.hpp"
+#include "../common/staged_folder.hpp"
+#include "../common/stop_signals.hpp"
 #include "model_notes.hpp"
 #include "model_size.hpp"
 #include "run_files.hpp"
@@ -194,13 +202,16 @@ void add_run_flags(CLI::App& app, Settings& s) {
       ->check(integer_in(1, 10'000'000));
   app.add_option("--eval-windows", s.eval_windows, "fixed validation windows")
       ->check(integer_in(1, 100'000));
-  app.add_option("--out", s.out, "folder for checkpoints, data files and pictures");
+  app.add_option("--out", s.out,
+                 "folder for checkpoints, data files and pictures (one run at a time: it is "
+                 "locked for the run)");
   app.add_option("--init-from", s.init_from,
                  "start from the Hugging Face GPT-2 in DIR (config.json, model.safetensors, "
                  "vocab.json, merges.txt): its sizes, weights and tokenizer");
   app.add_option("--export-hf", s.export_hf,
                  "when training ends, write the model to DIR in Hugging Face's layout (GPT-2's "
-                 "choices only: --pos learned --norm layernorm --mlp gelu)");
+                 "choices only: --pos learned --norm layernorm --mlp gelu); DIR new or empty, "
+                 "locked for the run, filled whole at the end");
   app.add_flag("--resume", s.resume, "continue from OUT/last.safetensors");
   app.add_option("--stop-after", s.stop_after,
                  "stop after this step (checkpoint saved), to --resume later")
@@ -474,7 +485,8 @@ std::optional<InitFrom> open_init_from(Settings& s) {
   return InitFrom{c, pretrained::GPT2Weights(weights, c)};
 }
 
-// --export-hf, checked before training: GPT-2's choices, and nothing to overwrite.
+// --export-hf, checked before training: GPT-2's choices. The folder itself is checked and locked
+// by open_export, on the process that writes it.
 void check_export(const Settings& s) {
   if (s.export_hf.empty()) return;
   if (s.pos != "learned" || s.norm != "layernorm" || s.mlp != "gelu")
@@ -482,22 +494,59 @@ void check_export(const Settings& s) {
         "--export-hf: GPT-2's layout holds --pos learned --norm layernorm "
         "--mlp gelu only, got --pos " +
         s.pos + " --norm " + s.norm + " --mlp " + s.mlp);
-  // The folder is made now and must hold no model: hours of training must not end in a refusal,
-  // nor overwrite another model's files.
-  const fs::path dir(s.export_hf);
+}
+
+// --export-hf's folder, taken at the start for the whole run: absent or empty (hours of training
+// must not end in a refusal, nor overwrite another model's files), locked against a second run,
+// and written whole at the end (examples/common/staged_folder.hpp).
+std::unique_ptr<examples::StagedFolder> open_export(const Settings& s) {
+  if (s.export_hf.empty()) return nullptr;
+  if (io::same_file(s.export_hf, s.out) ||
+      fs::path(s.export_hf).lexically_normal() == fs::path(s.out).lexically_normal())
+    throw examples::FlagError("--export-hf: expected a folder other than --out ('" + s.out +
+                              "'), which holds the checkpoints");
+  return std::make_unique<examples::StagedFolder>(s.export_hf, "--export-hf");
+}
+
+// What the run reads: the text or token file, the tokenizer's files, --init-from's folder.
+std::vector<io::NamedFile> run_inputs(const Settings& s) {
+  std::vector<io::NamedFile> in;
+  if (!s.tokens.empty()) in.push_back({"--tokens", s.tokens});
+  for (const std::string& f : s.tokens.empty() && s.data.empty() ? data::fortune_files() : s.data)
+    in.push_back({"--data", f});
+  const auto folder_files = [&](const std::string& flag, const std::string& dir,
+                                std::initializer_list<const char*> names) {
+    in.push_back({flag, dir});
+    for (const char* name : names) in.push_back({flag, (fs::path(dir) / name).string()});
+  };
+  if (!s.init_from.empty())
+    folder_files("--init-from", s.init_from,
+                 {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
+  else if (s.tokenizer.rfind("gpt2:", 0) == 0)
+    folder_files("--tokenizer", s.tokenizer.substr(5),
+                 {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt"});
+  if (s.tokenizer.rfind("bpe-model:", 0) == 0)
+    in.push_back({"--tokenizer", s.tokenizer.substr(10)});
+  return in;
+}
+
+// What the run writes into --out (the files there now: one that does not exist yet is no input)
+// and the export's folder.
+std::vector<io::NamedFile> run_outputs(const Settings& s) {
+  std::vector<io::NamedFile> out;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir, ec))
-    throw examples::FlagError("--export-hf: cannot make the folder '" + s.export_hf + "'" +
-                              (fs::exists(dir, ec) ? ": a file of that name is there" : ""));
-  for (const char* name : {"model.safetensors", "config.json", "pytorch_model.bin", "vocab.json",
-                           "merges.txt", "model.safetensors.index.json"})
-    if (fs::exists(dir / name, ec) || fs::is_symlink(dir / name, ec))
-      throw examples::FlagError("--export-hf: " + s.export_hf + " already holds " + name +
-                                "; choose a new folder or move its files away (a model is never "
-                                "overwritten)");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw examples::FlagError("--export-hf: cannot write in '" + s.export_hf + "'");
+  for (fs::directory_iterator it(s.out, ec), end; !ec && it != end; it.increment(ec)) {
+    if (gpt::is_run_output(it->path().filename().string()))
+      out.push_back({"--out", it->path().string()});
+  }
+  if (!s.export_hf.empty()) out.push_back({"--export-hf", s.export_hf});
+  return out;
+}
+
+// An output never replaces an input: ValueError naming both. (--resume reads last.safetensors
+// and replaces it: that file is the run's own, not an input here.)
+void check_no_output_replaces_an_input(const Settings& s) {
+  io::check_outputs_spare_inputs(run_outputs(s), run_inputs(s));
 }
 
 tt::GPTConfig model_config(const Settings& s, const data::Tokenizer& tokenizer,
@@ -586,9 +635,10 @@ struct RunRecord {
   std::vector<float> step_seconds;
   double train_seconds = 0.0;
   double val_bits_per_byte = NAN;  // at the last validation
+  std::int64_t saved_step = -1;    // the step last.safetensors holds, when this run knows it
 };
 
-void save(Trainer& t, const RunRecord& run, const std::map<std::string, std::string>& notes,
+void save(Trainer& t, RunRecord& run, const std::map<std::string, std::string>& notes,
           const gpt::RunFolder& folder, bool best) {
   std::map<std::string, std::string> extra = notes;
   extra["history.train"] = gpt::floats_text(run.train_losses);
@@ -598,6 +648,7 @@ void save(Trainer& t, const RunRecord& run, const std::map<std::string, std::str
   extra["best_val"] = gpt::best_val_text(run.best_val);
   t.ckpt.save(folder.last.string(), {run.step, run.step, extra});
   if (best) t.ckpt.save(folder.best.string(), {run.step, run.step, extra});
+  run.saved_step = run.step;
 }
 
 // --resume: the trainer's state and the run's record from OUT/last.safetensors, every part
@@ -611,7 +662,7 @@ void resume(Trainer& t, RunRecord& run, const std::map<std::string, std::string>
       throw ValueError("--resume: the run in '" + p + "' was made with another " + key.substr(4) +
                        (key == "gpt.vocab" ? " (other text or another tokenizer)" : "") +
                        "; start it again without --resume, or with another --out");
-  run.step = t.ckpt.restore(f, p).step;
+  run.step = run.saved_step = t.ckpt.restore(f, p).step;
   run.train_losses = gpt::floats_from(gpt::note(f, "history.train", p), "'" + p + "': history");
   if (std::int64_t(run.train_losses.size()) != run.step)
     throw CheckpointError("'" + p + "': the note 'history.train' holds " +
@@ -668,20 +719,33 @@ struct Console {
   std::string clear_line() const { return in_place ? "\r\x1b[K" : ""; }
 };
 
-// One training step on this rank's windows: --grad-accum micro-batches, each backward adding its
-// share of the gradient (loss / K), then one optimizer step. Returns the loss of the whole step.
-double train_step(Trainer& t, const TextData& d, const Settings& s, const Console& con) {
+// A step's batches, all read before the step changes anything: a token file that shrank or
+// changed under the run (data::windows throws DataError naming it) stops the run before the
+// step, never halfway through it. Every rank draws the step's B * world windows of each
+// micro-batch alike and reads its own B of them.
+std::vector<data::Batch> read_batches(Trainer& t, const TextData& d, const Settings& s,
+                                      const Console& con) {
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
-  const std::int64_t K = s.grad_accum;
-  double step_loss = 0.0;
-  for (std::int64_t k = 0; k < K; ++k) {
-    // Every rank draws the batch's B * world windows alike and trains on its own B of them.
+  std::vector<data::Batch> batches;
+  for (std::int64_t k = 0; k < s.grad_accum; ++k) {
     const std::vector<std::size_t> starts =
         data::random_starts(d.train_ids.size(), T, B * std::size_t(con.world), *t.data_gen);
     const std::vector<std::size_t> mine(
         starts.begin() + std::ptrdiff_t(std::size_t(con.rank) * B),
         starts.begin() + std::ptrdiff_t(std::size_t(con.rank + 1) * B));
-    const data::Batch b = d.train_ids.windows(mine, T);
+    batches.push_back(d.train_ids.windows(mine, T));
+  }
+  return batches;
+}
+
+// One training step on this rank's batches: --grad-accum micro-batches, each backward adding its
+// share of the gradient (loss / K), then one optimizer step. Returns the loss of the whole step.
+double train_step(Trainer& t, const std::vector<data::Batch>& batches, const TextData& d,
+                  const Settings& s, const Console& con) {
+  const auto K = std::int64_t(batches.size());
+  double step_loss = 0.0;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const data::Batch& b = batches[std::size_t(k)];
     std::optional<autocast::bf16> mixed;  // --bf16: forward and backward's products
     if (s.bf16) mixed.emplace();
     const Tensor loss = t.model.loss(b.x, b.y, d.tokenizer.ignore_index());
@@ -699,6 +763,8 @@ double train_step(Trainer& t, const TextData& d, const Settings& s, const Consol
   t.sched.step();
 #ifdef TAPEGRAD_GPT_MPI
   if (con.world > 1) step_loss = distributed::all_reduce(step_loss, distributed::ReduceOp::average);
+#else
+  (void)con;
 #endif
   return step_loss;
 }
@@ -715,7 +781,37 @@ void show_progress(const RunRecord& run, const Settings& s, const Console& con, 
   std::cout << con.clear_line() << line.str() << (con.in_place ? "" : "\n") << std::flush;
 }
 
-void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, const Console& con,
+// Why a run stopped before its last step: a signal (Ctrl-C: SIGINT, or SIGTERM), or its data
+// failing (a token file that shrank or changed under it), on this rank or another.
+struct Halt {
+  int signal = 0;            // SIGINT or SIGTERM, or 0
+  bool data_failed = false;  // on some rank
+  std::string data_error;    // this rank's message ("" when it was another rank's)
+  bool agreed = true;        // every rank halts at this step (agree_on_halt)
+  explicit operator bool() const { return signal != 0 || data_failed; }
+};
+
+// Whether to stop before the next step: under mpirun every rank must stop at the same step (the
+// others would wait for it in the next collective), so the ranks agree once a step, all_reduce
+// of the largest reason; rank 0 then saves for all of them.
+Halt agree_on_halt(const std::string& data_error, const Console& con) {
+  Halt h{examples::StopSignals::received(), !data_error.empty(), data_error, true};
+#ifdef TAPEGRAD_GPT_MPI
+  if (con.world > 1) {
+    const double code = double(h.signal) + (h.data_failed ? 1000.0 : 0.0);
+    const auto all = std::int64_t(distributed::all_reduce(code, distributed::ReduceOp::max));
+    h.data_failed = all >= 1000;
+    h.signal = h.signal != 0 ? h.signal : int(all % 1000);
+  }
+#else
+  (void)con;
+#endif
+  return h;
+}
+
+// Trains until --steps (or --stop-after), or until a Halt: then the run is left as it was after
+// its last whole step, for the caller to save.
+Halt train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, const Console& con,
            const std::map<std::string, std::string>& notes, const gpt::RunFolder& folder) {
   const std::size_t T = std::size_t(s.block_size), B = std::size_t(s.batch_size);
   const std::int64_t stop = s.stop_after > 0 ? std::min(s.stop_after, s.steps) : s.steps;
@@ -736,12 +832,26 @@ void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
                 << *profiler << std::flush;
     profiler.reset();
   };
+  std::string data_error;  // the data failed (here: reading a batch, or validating)
   t.model.train();
   while (run.step < stop) {
+    // The data generator as the step finds it (a copy continues the same stream): a step that
+    // does not happen leaves it so.
+    const Generator data_gen_before = *t.data_gen;
+    std::vector<data::Batch> batches;
+    if (data_error.empty()) try {
+        batches = read_batches(t, d, s, con);
+      } catch (const DataError& e) {
+        data_error = e.what();
+      }
+    if (const Halt halt = agree_on_halt(data_error, con)) {
+      *t.data_gen = data_gen_before;
+      return halt;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const double lr = t.sched.get_last_lr()[0];
     if (s.profile > 0 && run.step == profile_first) profiler.emplace();
-    const double loss = train_step(t, d, s, con);
+    const double loss = train_step(t, batches, d, s, con);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.train_seconds += dt;
     run.step_seconds.push_back(float(dt));
@@ -754,19 +864,56 @@ void train(Trainer& t, RunRecord& run, const TextData& d, const Settings& s, con
         done == stop || (con.in_place ? run.train_seconds - shown_at >= 0.1
                                       : done % std::max<std::int64_t>(1, s.steps / 10) == 0);
     if (!con.quiet && show) shown_at = run.train_seconds, show_progress(run, s, con, lr);
-    if (evaluates) {
-      const ValidationLoss v = validation_loss(t.model, d, B, T);
-      run.val_history.emplace_back(done, float(v.nats_per_token));
-      run.val_bits_per_byte = v.bits_per_byte;
-      const bool best = v.nats_per_token < run.best_val;
-      if (best) run.best_val = v.nats_per_token;
-      save(t, run, notes, folder, best);
-      if (!con.quiet)
-        std::cout << con.clear_line() << "step " << done << ": validation loss "
-                  << gpt::fixed(v.nats_per_token, 4) << " (" << gpt::fixed(v.bits_per_byte, 4)
-                  << " bits per byte)" << (best ? " (best so far, saved)" : "") << std::endl;
+    if (!evaluates) continue;
+    ValidationLoss v;
+    try {
+      v = validation_loss(t.model, d, B, T);
+    } catch (const DataError& e) {  // the step is whole: it is saved, without its validation
+      data_error = e.what();
+      continue;
     }
+    run.val_history.emplace_back(done, float(v.nats_per_token));
+    run.val_bits_per_byte = v.bits_per_byte;
+    const bool best = v.nats_per_token < run.best_val;
+    if (best) run.best_val = v.nats_per_token;
+    save(t, run, notes, folder, best);
+    if (!con.quiet)
+      std::cout << con.clear_line() << "step " << done << ": validation loss "
+                << gpt::fixed(v.nats_per_token, 4) << " (" << gpt::fixed(v.bits_per_byte, 4)
+                << " bits per byte)" << (best ? " (best so far, saved)" : "") << std::endl;
   }
+  // The last step's validation failed: rank 0 stops alone (the other ranks have finished).
+  if (!data_error.empty()) return Halt{0, true, data_error, false};
+  return {};
+}
+
+// A run halted before its end: rank 0 saves the state after its last whole step (unless
+// last.safetensors holds it already) and says how to go on; every rank waits for that save
+// before it ends (mpirun ends the whole job as soon as one rank exits with an error). Returns the
+// exit status: 128 + the signal's number, or 2 when the data failed.
+int stop_run(Trainer& t, RunRecord& run, const Halt& halt,
+             const std::map<std::string, std::string>& notes, const gpt::RunFolder& folder,
+             const Console& con) {
+  if (con.rank == 0) {
+    if (con.in_place) std::cout << '\n';  // after the progress line
+    if (run.step > run.saved_step && run.step > 0) save(t, run, notes, folder, false);
+    const std::string why = halt.signal != 0
+                                ? "stopped by " + examples::StopSignals::name(halt.signal)
+                                : "stopped: the training data failed";
+    if (run.saved_step >= 0)
+      std::cout << why << " after step " << run.step << "; " << folder.last.string()
+                << " holds it: continue with the same flags and --resume"
+                << (halt.data_failed ? ", once the data is whole again" : "") << std::endl;
+    else
+      std::cout << why << " before the first step; nothing was saved" << std::endl;
+  }
+  if (!halt.data_error.empty())
+    std::cerr << "gpt" << (con.world > 1 ? " rank " + std::to_string(con.rank) : std::string())
+              << ": " << halt.data_error << std::endl;
+#ifdef TAPEGRAD_GPT_MPI
+  if (con.world > 1 && halt.agreed) distributed::barrier();
+#endif
+  return halt.data_failed ? 2 : examples::StopSignals::exit_status(halt.signal);
 }
 
 // ---- what the run shows ------------------------------------------------------------------------
@@ -794,7 +941,8 @@ std::u32string attention_line(const TextData& d, std::size_t T) {
   return entries.empty() ? U"" : entries.front().substr(0, std::min(entries.front().size(), T));
 }
 
-// loss.png and attention.png (through gnuplot, when installed), from data files in OUT.
+// loss.png and attention.png (through gnuplot, when installed), from data files in OUT; then the
+// pictures that were drawn are listed (no attention.png without a validation line to show).
 void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, const Settings& s,
                    const gpt::RunFolder& folder) {
   const std::u32string line = attention_line(d, std::size_t(s.block_size));
@@ -813,16 +961,27 @@ void draw_pictures(tt::GPT& model, const RunRecord& run, const TextData& d, cons
   }
   gpt::write_loss_data(folder.dir, run.train_losses, run.val_history);
   gpt::write_attention_data(folder.dir, weights);
-  gpt::write_plot_script(folder.dir,
-                         "GPT on " +
-                             std::string(!s.tokens.empty() ? "your tokens"
-                                         : s.data.empty()  ? "the fortunes"
-                                                           : "your text") +
-                             ": " + std::to_string(s.n_layer) + " layers, width " +
-                             std::to_string(s.n_embd) + ", " + s.pos + " positions",
-                         weights.size(), std::size_t(s.n_head), labels,
-                         d.tokenizer.name() == "char" ? "character" : "token");
-  std::cout << gpt::draw(folder.dir) << "\n";
+  const std::vector<examples::Picture> pictures =
+      gpt::pictures("GPT on " +
+                        std::string(!s.tokens.empty() ? "your tokens"
+                                    : s.data.empty()  ? "the fortunes"
+                                                      : "your text") +
+                        ": " + std::to_string(s.n_layer) + " layers, width " +
+                        std::to_string(s.n_embd) + ", " + s.pos + " positions",
+                    weights.size(), std::size_t(s.n_head), labels,
+                    d.tokenizer.name() == "char" ? "character" : "token");
+  examples::write_plot_script(
+      folder.dir,
+      "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp",
+      pictures);
+  const examples::Drawing drawn = examples::draw(folder.dir, pictures);
+  if (!drawn.drawn.empty()) {
+    std::cout << "pictures:";
+    for (std::size_t i = 0; i < drawn.drawn.size(); ++i)
+      std::cout << (i ? ", " : " ") << drawn.drawn[i];
+    std::cout << "\n";
+  }
+  if (!drawn.problem.empty()) std::cout << drawn.problem << "\n";
   if (!line.empty()) std::cout << "attention line: \"" << data::encode_utf8(line) << "\"\n";
 }
 
@@ -848,12 +1007,15 @@ void print_sample(tt::GPT& model, const data::Tokenizer& tokenizer, const Settin
 }
 
 // --export-hf: the final model in Hugging Face's layout, with GPT-2's tokenizer when it was the
-// one trained with, and --init-from's config.json fields (its dropouts) when there was one.
+// one trained with, and --init-from's config.json fields (its dropouts) when there was one;
+// written beside the folder, then renamed into place whole (open_export).
 void export_hf(const tt::GPT& model, const RunRecord& run, const data::Tokenizer& tokenizer,
-               const Settings& s, const std::optional<InitFrom>& init) {
-  if (s.export_hf.empty()) return;
+               const Settings& s, const std::optional<InitFrom>& init,
+               examples::StagedFolder* target) {
+  if (target == nullptr) return;
   const data::GPT2Tokenizer* gpt2 = tokenizer.gpt2();
-  pretrained::save_gpt2(model, s.export_hf, gpt2, init ? &init->config : nullptr);
+  pretrained::save_gpt2(model, target->staging().string(), gpt2, init ? &init->config : nullptr);
+  target->commit();
   std::cout << "exported the model after step " << run.step << " (validation loss "
             << gpt::fixed(run.val_history.back().second, 4) << ") to " << s.export_hf
             << " in Hugging Face's layout"
@@ -980,21 +1142,39 @@ Console console(int rank, int world) {
   return {rank, world, world == 1 && isatty(fileno(stdout)) != 0};
 }
 
-int train_gpt(int argc, char** argv) {
-  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
-#ifdef TAPEGRAD_GPT_MPI
-  // MPI only when mpirun started us: alone, the program runs as it does without MPI.
-  std::optional<distributed::Environment> mpi;
-  if (distributed::launched_by_mpirun()) mpi.emplace(argc, argv);
-  Console con = console(mpi ? distributed::rank() : 0, mpi ? distributed::world_size() : 1);
-#else
-  Console con = console(0, 1);
-#endif
+// Who writes the line a first Ctrl-C or SIGTERM prints ("gpt", or "gpt rank 1 of 2 (pid 4321)").
+std::string signal_notice_name(const Console& con) {
+  if (con.world == 1) return "gpt";
+  return "gpt rank " + std::to_string(con.rank) + " of " + std::to_string(con.world) + " (pid " +
+         std::to_string(::getpid()) + ")";
+}
+
+// A signal came once the training was done and saved: what is left (pictures, sample, export) is
+// skipped; --resume does it (there is nothing left to train). Returns the exit status, or 0 when
+// no signal came.
+int stopped_after_training(const RunRecord& run, const gpt::RunFolder& folder) {
+  const int sig = examples::StopSignals::received();
+  if (sig == 0) return 0;
+  std::cout << "stopped by " << examples::StopSignals::name(sig) << " after the last step ("
+            << run.step << ", saved in " << folder.last.string()
+            << "): the pictures, sample and export that were left are skipped; the same flags "
+               "and --resume make them"
+            << std::endl;
+  return examples::StopSignals::exit_status(sig);
+}
+
+int run_gpt(int argc, char** argv, Console con) {
   Settings s = parse_settings(argc, argv);
   con.quiet = s.quiet;
   set_num_threads(static_cast<int>(s.threads));
   const std::optional<InitFrom> init = open_init_from(s);  // (--block-size's default too)
   check_export(s);
+  // The run's folders are taken for the whole run before anything else is read: a second run
+  // given either is refused now. Only rank 0 writes into them.
+  const std::unique_ptr<examples::StagedFolder> export_to =
+      con.rank == 0 ? open_export(s) : nullptr;
+  check_no_output_replaces_an_input(s);
+  const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume, con.rank == 0);
   const TextData text = load_text(s);
   const tt::GPTConfig config = model_config(s, text.tokenizer, init);
   const std::unique_ptr<Trainer> trainer = build_trainer(s, config, init);
@@ -1003,7 +1183,6 @@ int train_gpt(int argc, char** argv) {
       std::to_string(s.block_size);  // the windows (--init-from: not n_positions)
   if (s.tokens.empty()) notes["gpt.data_format"] = s.data_format;  // other text, other run
 
-  const gpt::RunFolder folder = gpt::prepare_run_folder(s.out, s.resume);
   RunRecord run;
   run.best_val = gpt::best_val_on_disk(folder.best);  // never replaced by a worse model
   if (s.resume && folder.has_last) resume(*trainer, run, notes, folder.last);
@@ -1030,7 +1209,15 @@ int train_gpt(int argc, char** argv) {
               << " = " << gpt::fixed(std::log(double(V)), 4) << "), "
               << gpt::fixed(v.bits_per_byte, 4) << " bits per byte" << std::endl;
   }
-  train(*trainer, run, text, s, con, notes, folder);
+  // From here on a first Ctrl-C (or SIGTERM) lets the current step finish and saves it; until
+  // here there is nothing to save, and the signal ends the program at once.
+  const examples::StopSignals signals(
+      signal_notice_name(con),
+      con.world > 1 ? "; mpirun sends SIGTERM on Ctrl-C, and when another rank has failed: its "
+                      "own message then says which"
+                    : "");
+  if (const Halt halt = train(*trainer, run, text, s, con, notes, folder))
+    return stop_run(*trainer, run, halt, notes, folder, con);
   if (con.in_place && !s.quiet) std::cout << '\n';
   if (s.stop_after > 0 && s.stop_after < s.steps) {
     std::cout << "stopped after step " << run.step << "; continue with --resume (checkpoint "
@@ -1042,10 +1229,34 @@ int train_gpt(int argc, char** argv) {
   exposed_ms = report_communication(ddp);
 #endif
   if (con.rank != 0) return 0;  // rank 0 alone draws, samples and reports
+  if (const int status = stopped_after_training(run, folder)) return status;
   draw_pictures(trainer->model, run, text, s, folder);
+  if (const int status = stopped_after_training(run, folder)) return status;
   print_sample(trainer->model, text.tokenizer, s);
-  export_hf(trainer->model, run, text.tokenizer, s, init);
+  if (const int status = stopped_after_training(run, folder)) return status;
+  export_hf(trainer->model, run, text.tokenizer, s, init, export_to.get());
   return report_result(trainer->model, run, s, con, exposed_ms);
+}
+
+int train_gpt(int argc, char** argv) {
+  tapegrad::keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
+#ifdef TAPEGRAD_GPT_MPI
+  // MPI only when mpirun started us: alone, the program runs as it does without MPI.
+  std::optional<distributed::Environment> mpi;
+  if (distributed::launched_by_mpirun()) mpi.emplace(argc, argv);
+  const Console con = console(mpi ? distributed::rank() : 0, mpi ? distributed::world_size() : 1);
+  if (con.world == 1) return run_gpt(argc, argv, con);
+  // On several ranks an error on one must end them all, and say why: distributed::abort prints
+  // the message and ends the job (an exception leaving Environment's scope would end it too,
+  // without the message).
+  try {
+    return run_gpt(argc, argv, con);
+  } catch (const std::exception& e) {
+    distributed::abort(std::string("gpt: ") + e.what(), 2);
+  }
+#else
+  return run_gpt(argc, argv, console(0, 1));
+#endif
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ struct Limits {
                                 kMaxBlockSize = 65536, kMaxVocab = 1'114'112;  // every code point
   /// nanoGPT's GPT-2 small has 124 M parameters: more is not a model for a CPU program.
   static constexpr double kMaxParameters = 200e6;
-  /// What one training step may hold: weights, gradients, AdamW's two moments and the
-  /// activations the tape keeps for backward.
-  static constexpr double kMaxTrainingBytes = 8.0 * (1ull << 30);
+  /// The share of the memory this process may use (tapegrad::machine_memory_bytes) that one
+  /// training step may hold; the rest is left for the data, the program and the system.
+  static constexpr double kTrainingShareOfMemory = 0.8;
 };
 
 /// The parameters of a GPT of config `c`, the tied token table once: GPT::num_params(false) of the
@@ -71,16 +71,22 @@ inline void check_parameter_count(const tt::GPTConfig& c, const std::string& wha
                                std::to_string(c.vocab_size()) + ")");
 }
 
-/// Throws ValueError naming the figure when a training step would hold more than
-/// Limits::kMaxTrainingBytes.
+/// Throws ValueError naming the estimate, the machine's memory and the flags that lower it when a
+/// training step would hold more than Limits::kTrainingShareOfMemory of the memory this process
+/// may use (read from the system now: the machine's, or its container's limit).
 inline void check_training_memory(const tt::GPTConfig& c, std::int64_t batch) {
   const double bytes = training_bytes(c, batch);
-  if (bytes > Limits::kMaxTrainingBytes)
+  const double memory = double(tapegrad::machine_memory_bytes());
+  const double allowed = Limits::kTrainingShareOfMemory * memory;
+  if (bytes > allowed)
     throw tapegrad::ValueError(
         "--batch-size, --block-size, --n-layer, --n-embd: a training step would hold about " +
-        figure(bytes / (1ull << 30)) + " GiB (weights, gradients, moments and activations), " +
-        "more than the " + figure(Limits::kMaxTrainingBytes / (1ull << 30)) +
-        " GiB this program allows itself; make one of them smaller");
+        tapegrad::memory_text(bytes) + " (weights, gradients, AdamW's moments and activations), " +
+        "more than the " + tapegrad::memory_text(allowed) + " it may take (" +
+        figure(100 * Limits::kTrainingShareOfMemory) + " % of the " +
+        tapegrad::memory_text(memory) + " of memory this machine gives the process); lower " +
+        "--batch-size (--grad-accum K keeps the batch with K times smaller steps), " +
+        "--block-size, --n-layer or --n-embd");
 }
 
 }  // namespace gpt

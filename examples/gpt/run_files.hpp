@@ -4,14 +4,14 @@
 //   the loss history                       also in the notes, so a resumed run draws the whole curve
 //   pictures                               loss.dat, val.dat, attention_l{L}_h{H}.dat and plots.gp in
 //                                          the output folder; gnuplot (if installed) draws loss.png
-//                                          and attention.png from them
+//                                          and attention.png from them (examples/common/gnuplot.hpp)
+// Every file is written whole or not at all (tapegrad::AtomicFile).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 #include <tapegrad/tapegrad.hpp>
+
+#include "../common/gnuplot.hpp"
 
 namespace gpt {
 
@@ -105,23 +105,16 @@ inline std::string duration(double seconds) {
   return os.str();
 }
 
-/// The program `name` if an executable of that name is in a folder of $PATH, else "".
-inline std::string find_on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  const std::string folders = path ? path : "";
-  for (std::size_t begin = 0; begin <= folders.size();) {
-    std::size_t end = folders.find(':', begin);
-    if (end == std::string::npos) end = folders.size();
-    const std::filesystem::path candidate =
-        std::filesystem::path(folders.substr(begin, end - begin)) / name;
-    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    begin = end + 1;
-  }
-  return "";
+/// Whether `name` is one of the files the GPT program writes into its --out folder.
+inline bool is_run_output(const std::string& name) {
+  for (const char* ours : {"last.safetensors", "best.safetensors", "loss.dat", "val.dat",
+                           "plots.gp", "loss.png", "attention.png"})
+    if (name == ours) return true;
+  return name.rfind("attention_l", 0) == 0 && name.ends_with(".dat");
 }
 
-/// A token's text as a gnuplot tic label: printable, quotes escaped; space, newline and tab as
-/// symbols.
+/// A token's text as a tic label of the heatmaps: printable; space, newline and tab as symbols.
+/// (examples::gnuplot_string puts it in the script, in single quotes: nothing in it is ever run.)
 inline std::string tic_label(const std::string& text) {
   std::string s;
   for (const char32_t c : tapegrad::data::decode_utf8(text, "a token")) {
@@ -133,23 +126,21 @@ inline std::string tic_label(const std::string& text) {
       s += "\xE2\x87\xA5";  // tab arrow
     else if (c < 0x20 || c == 0x7F)
       s += "?";
-    else {
-      if (c == U'"' || c == U'\\') s += '\\';
+    else
       tapegrad::data::append_utf8(s, c);
-    }
   }
   return s;
 }
 
-/// Writes loss.dat (step, training loss), val.dat (step, validation loss) and the loss part of
-/// plots.gp; the attention part is added by write_attention.
+/// Writes loss.dat (step, training loss) and val.dat (step, validation loss), each whole.
 inline void write_loss_data(const std::filesystem::path& dir, const std::vector<float>& train,
                             const std::vector<std::pair<std::int64_t, float>>& val) {
-  std::ofstream t(dir / "loss.dat"), v(dir / "val.dat");
+  std::ostringstream t, v;
   t.precision(6), v.precision(6);
   for (std::size_t k = 0; k < train.size(); ++k) t << k + 1 << ' ' << train[k] << '\n';
   for (const auto& [step, loss] : val) v << step << ' ' << loss << '\n';
-  if (!t || !v) throw std::runtime_error("cannot write the loss data into '" + dir.string() + "'");
+  tapegrad::AtomicFile::write_whole((dir / "loss.dat").string(), t.str(), "the loss data");
+  tapegrad::AtomicFile::write_whole((dir / "val.dat").string(), v.str(), "the loss data");
 }
 
 /// Writes attention_l{l}_h{h}.dat, the weights (T, T) of every head of every block on one line
@@ -159,77 +150,61 @@ inline void write_attention_data(const std::filesystem::path& dir,
   for (std::size_t l = 0; l < weights.size(); ++l) {
     const std::size_t H = weights[l].shape()[1], T = weights[l].shape()[2];
     for (std::size_t h = 0; h < H; ++h) {
-      std::ofstream f(dir /
-                      ("attention_l" + std::to_string(l) + "_h" + std::to_string(h) + ".dat"));
+      std::ostringstream f;
       f.precision(5);
       for (std::size_t i = 0; i < T; ++i) {
         for (std::size_t j = 0; j < T; ++j) f << (j ? " " : "") << weights[l](0, h, i, j);
         f << '\n';
       }
-      if (!f)
-        throw std::runtime_error("cannot write the attention data into '" + dir.string() + "'");
+      tapegrad::AtomicFile::write_whole(
+          (dir / ("attention_l" + std::to_string(l) + "_h" + std::to_string(h) + ".dat")).string(),
+          f.str(), "the attention data");
     }
   }
 }
 
-/// plots.gp: loss.png (training loss per step, validation loss at each evaluation) and
-/// attention.png (one heatmap per head, blocks as rows), the line's tokens (tic_label) as tic
-/// labels; `unit` names a token in the loss's axis ("character" or "token").
-inline void write_plot_script(const std::filesystem::path& dir, const std::string& title,
-                              std::size_t layers, std::size_t heads,
-                              const std::vector<std::string>& labels, const std::string& unit) {
-  std::ofstream f(dir / "plots.gp");
-  f << "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp\n"
-       "set terminal pngcairo size 900,560 font 'sans,11'\n"
-       "set output 'loss.png'\nset grid\nset key top right\n"
-       "set title \""
-    << title << "\"\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per " << unit
-    << ")'\n"
-       "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch', \\\n"
-       "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' title "
-       "'validation windows'\n\n";
-  if (layers > 0 && !labels.empty()) {
-    // At most 16 labelled characters per axis, in a font that stays legible when 16 panels or
-    // more share the picture; the panels grow with the context a little.
-    const std::size_t every = (labels.size() + 15) / 16, panel = 300 + 2 * labels.size();
-    std::string tics = "(";
-    for (std::size_t i = 0; i < labels.size(); i += every)
-      tics += (i ? ", \"" : "\"") + labels[i] + "\" " + std::to_string(i);
-    tics += ")";
-    f << "set terminal pngcairo size " << panel * heads << "," << panel * layers + 60
-      << " font 'sans,10'\n"
-         "set output 'attention.png'\nunset grid\nunset key\nunset xlabel\nunset ylabel\n"
-         "set palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\nset cbrange [0:1]\nunset "
-         "colorbox\n"
-         "set size ratio -1\nset xrange [-0.5:"
-      << labels.size() - 0.5 << "]\nset yrange [" << labels.size() - 0.5 << ":-0.5]\nset xtics "
-      << tics << " font ',9'\nset ytics " << tics
-      << " font ',9'\n"
-         "set multiplot layout "
-      << layers << "," << heads
-      << " title 'Attention of each head on a validation line (row: the position attending; "
-         "column: the position it reads)'\n";
-    for (std::size_t l = 0; l < layers; ++l)
-      for (std::size_t h = 0; h < heads; ++h)
-        f << "set title 'block " << l << ", head " << h << "' font ',11'\nplot 'attention_l" << l
-          << "_h" << h << ".dat' matrix with image\n";
-    f << "unset multiplot\n";
-  }
-  if (!f) throw std::runtime_error("cannot write '" + (dir / "plots.gp").string() + "'");
-}
-
-/// Runs gnuplot on plots.gp in `dir`; returns a sentence saying what happened.
-inline std::string draw(const std::filesystem::path& dir) {
-  const std::string gnuplot = find_on_path("gnuplot");
-  if (gnuplot.empty())
-    return "gnuplot is not installed: the data and plots.gp are in " + dir.string() +
-           " (apt-get install gnuplot-nox, then: cd " + dir.string() + " && gnuplot plots.gp)";
-  const std::string command = "cd '" + dir.string() + "' && '" + gnuplot + "' plots.gp 2>&1";
-  const int status = std::system(command.c_str());
-  return status == 0
-             ? "pictures: " + (dir / "loss.png").string() + ", " + (dir / "attention.png").string()
-             : "gnuplot failed on " + (dir / "plots.gp").string() + " (status " +
-                   std::to_string(status) + ")";
+/// The pictures: loss.png (training loss per step, validation loss at each evaluation) and, when
+/// there is a line to show (`labels`, each token's tic_label), attention.png (one heatmap per
+/// head, blocks as rows); `unit` names a token in the loss's axis ("character" or "token").
+inline std::vector<examples::Picture> pictures(const std::string& title, std::size_t layers,
+                                               std::size_t heads,
+                                               const std::vector<std::string>& labels,
+                                               const std::string& unit) {
+  std::vector<examples::Picture> p;
+  p.push_back({"loss.png", "set terminal pngcairo size 900,560 font 'sans,11'",
+               "set grid\nset key top right\nset title " + examples::gnuplot_string(title) +
+                   "\nset xlabel 'step'\nset ylabel 'cross-entropy (nats per " + unit +
+                   ")'\n"
+                   "plot 'loss.dat' using 1:2 with lines lc rgb '#9ecae1' title 'training batch', "
+                   "\\\n"
+                   "     'val.dat' using 1:2 with linespoints pt 7 ps 0.8 lw 2 lc rgb '#08519c' "
+                   "title 'validation windows'\n"});
+  if (layers == 0 || labels.empty()) return p;
+  // At most 16 labelled characters per axis, in a font that stays legible when 16 panels or more
+  // share the picture; the panels grow with the context a little.
+  const std::size_t every = (labels.size() + 15) / 16, panel = 300 + 2 * labels.size();
+  std::string tics = "(";
+  for (std::size_t i = 0; i < labels.size(); i += every)
+    tics += (i ? ", " : "") + examples::gnuplot_string(labels[i]) + " " + std::to_string(i);
+  tics += ")";
+  std::ostringstream f;
+  f << "unset key\nset palette defined (0 '#ffffff', 0.25 '#9ecae1', 1 '#08306b')\n"
+       "set cbrange [0:1]\nunset colorbox\nset size ratio -1\nset xrange [-0.5:"
+    << labels.size() - 0.5 << "]\nset yrange [" << labels.size() - 0.5 << ":-0.5]\nset xtics "
+    << tics << " font ',9'\nset ytics " << tics << " font ',9'\nset multiplot layout " << layers
+    << "," << heads
+    << " title 'Attention of each head on a validation line (row: the position attending; "
+       "column: the position it reads)'\n";
+  for (std::size_t l = 0; l < layers; ++l)
+    for (std::size_t h = 0; h < heads; ++h)
+      f << "set title 'block " << l << ", head " << h << "' font ',11'\nplot 'attention_l" << l
+        << "_h" << h << ".dat' matrix with image\n";
+  f << "unset multiplot\n";
+  std::ostringstream terminal;
+  terminal << "set terminal pngcairo size " << panel * heads << "," << panel * layers + 60
+           << " font 'sans,10'";
+  p.push_back({"attention.png", terminal.str(), f.str()});
+  return p;
 }
 
 }  // namespace gpt

@@ -10,6 +10,7 @@
 #ifdef TAPEGRAD_TOY_TRAINING
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -219,7 +220,9 @@ TEST_SUITE("examples.toy_training") {
     INFO(out.text);
     CHECK(out.status == 0);
     CHECK(has(out, "gnuplot is not installed"));
-    CHECK(has(out, "apt-get install gnuplot-nox, then cd '" + dir + "' && gnuplot plots.gp"));
+    CHECK(
+        has(out, "the data files and plots.gp are in '" + dir +
+                     "' (apt-get install gnuplot-nox, then run gnuplot plots.gp in that folder)"));
     for (const char* file : {"pe.dat", "loss.dat", "held_out.dat", "similarity_before.dat",
                              "similarity_after.dat", "plots.gp"})
       CHECK_MESSAGE(fs::file_size(fs::path(dir) / file) > 0, file);
@@ -229,6 +232,29 @@ TEST_SUITE("examples.toy_training") {
     int lines = 0;
     for (std::string line; std::getline(loss, line);) ++lines;
     CHECK(lines == 150);
+  }
+
+  TEST_CASE(
+      "an --out name that a shell would misread gets its pictures, and no other file "
+      "appears") {
+    if (!fs::exists("/usr/bin/gnuplot")) {
+      std::printf("[skipped: gnuplot is not installed]\n");
+      return;
+    }
+    const std::string dir = folder("odd_name");
+    // A leading dash (an option to cd), quotes, a dollar and a semicolon.
+    const std::string name = "-x 'y' \"$HOME\"; touch INJECTED";
+    const Output out = tapegrad::testing::run_program(
+        TAPEGRAD_TOY_TRAINING, "--steps 150 " + tapegrad::testing::quoted("--out=" + name), 300,
+        dir);
+    INFO(out.text);
+    CHECK(out.status == 0);
+    CHECK(has(out, "pictures: " + name + "/pe.png, loss.png, similarity.png (drawn by gnuplot"));
+    for (const char* picture : {"pe.png", "loss.png", "similarity.png"})
+      CHECK_MESSAGE(bytes_of(dir + "/" + name + "/" + picture).starts_with("\x89PNG"), picture);
+    std::vector<std::string> entries;
+    for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path().filename());
+    CHECK(entries == std::vector<std::string>{name});
   }
 
   TEST_CASE("a run resumed from its checkpoint ends with the same weights as an unbroken run") {

@@ -20,6 +20,7 @@
 #include <tapegrad/tapegrad.hpp>
 
 #include "distributed/models.hpp"
+#include "examples/background_program.hpp"
 #include "fortune_corpus.hpp"
 #include "helpers.hpp"
 
@@ -209,6 +210,76 @@ TEST_SUITE("distributed.launch") {
     INFO(second.output);
     REQUIRE(second.exit_code == 0);
     CHECK(second.output.find("resumed at step 10") != std::string::npos);
+    CHECK(same_bits(weights(dir / "straight" / "last.safetensors"),
+                    weights(dir / "parts" / "last.safetensors")));
+  }
+
+  TEST_CASE(
+      "Ctrl-C to mpirun stops every rank of the GPT at the same step, rank 0 saves, and "
+      "the job resumed on 2 ranks ends with the bits of a run straight through") {
+    // Open MPI's mpirun, on SIGINT or SIGTERM, sends the ranks SIGCONT at once, SIGTERM
+    // odls_base_sigkill_timeout seconds later (1 by default), and SIGKILL as long again after
+    // that. The ranks agree to stop after the step they are in, and rank 0 saves, within that
+    // time; 3 s here, so that a slow machine has time for one more step and a save.
+    const fs::path dir = scratch("gpt_sigint");
+    const std::vector<std::string> args{"--data",          corpus(dir).string(),
+                                        "--steps",         "3000",
+                                        "--eval-every",    "1000",
+                                        "--sample-tokens", "0",
+                                        "--n-layer",       "2",
+                                        "--n-head",        "2",
+                                        "--n-embd",        "32",
+                                        "--block-size",    "32",
+                                        "--batch-size",    "8",
+                                        "--warmup",        "5",
+                                        "--eval-windows",  "8"};
+    auto job = [&](const std::string& out, std::vector<std::string> more) {
+      std::vector<std::string> command{TAPEGRAD_MPIEXEC, "-np", "2"};
+      std::istringstream flags(TAPEGRAD_MPIEXEC_FLAGS);
+      for (std::string f; flags >> f;) command.push_back(f);
+      command.insert(command.end(), {"--mca", "odls_base_sigkill_timeout", "3", TAPEGRAD_GPT});
+      command.insert(command.end(), args.begin(), args.end());
+      command.insert(command.end(), {"--out", (dir / out).string()});
+      command.insert(command.end(), more.begin(), more.end());
+      return command;
+    };
+    tapegrad::testing::Ended stopped;
+    {
+      tapegrad::testing::BackgroundProgram mpirun(job("parts", {}), dir / "parts.log");
+      REQUIRE(mpirun.wait_for("step  300/3000", 120));
+      mpirun.send(SIGINT);
+      stopped = mpirun.wait(120);
+    }
+    INFO(stopped.output);
+    // Each rank got SIGTERM from mpirun and said so; rank 0 saved the step they all stopped at.
+    CHECK(stopped.output.find("gpt rank 0 of 2 (pid ") != std::string::npos);
+    CHECK(stopped.output.find("gpt rank 1 of 2 (pid ") != std::string::npos);
+    CHECK(stopped.output.find("): SIGTERM: stopping after the current step") != std::string::npos);
+    const std::string said = "stopped by SIGTERM after step ";
+    const std::size_t at = stopped.output.find(said);
+    REQUIRE(at != std::string::npos);
+    const std::int64_t step = std::stoll(stopped.output.substr(at + said.size()));
+    CHECK(step >= 300);
+    CHECK(step < 3000);
+    const auto saved = io::load_safetensors((dir / "parts" / "last.safetensors").string());
+    CHECK(saved.metadata_value("progress.step") ==
+          std::optional<std::string>(std::to_string(step)));
+
+    auto with_out = [&](const std::string& out, std::vector<std::string> more) {
+      std::vector<std::string> a = args;
+      a.insert(a.end(), {"--out", (dir / out).string()});
+      a.insert(a.end(), more.begin(), more.end());
+      return a;
+    };
+    const Finished resumed =
+        launch(2, with_out("parts", {"--resume"}), dir / "resumed.log", 120, TAPEGRAD_GPT);
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(resumed.output.find("resumed at step " + std::to_string(step)) != std::string::npos);
+    const Finished straight =
+        launch(2, with_out("straight", {}), dir / "straight.log", 120, TAPEGRAD_GPT);
+    INFO(straight.output);
+    REQUIRE(straight.exit_code == 0);
     CHECK(same_bits(weights(dir / "straight" / "last.safetensors"),
                     weights(dir / "parts" / "last.safetensors")));
   }
