@@ -8,7 +8,6 @@
 #include <iostream>
 #include <optional>
 
-#include "tapegrad/train/stop_signals.hpp"
 #ifdef TAPEGRAD_TRAIN_MPI
 #include "tapegrad/distributed/process_group.hpp"
 #endif
@@ -19,7 +18,6 @@ struct Session::Impl {
 #ifdef TAPEGRAD_TRAIN_MPI
   std::optional<distributed::Environment> mpi;
 #endif
-  std::optional<StopSignals> signals;
 };
 
 Session::Session(int& argc, char**& argv) : impl_(std::make_unique<Impl>()) {
@@ -38,7 +36,6 @@ Session::Session(int& argc, char**& argv) : impl_(std::make_unique<Impl>()) {
     if (!std::freopen("/dev/null", "w", stdout)) std::fclose(stdout);
   }
   in_place_ = world_ == 1 && ::isatty(::fileno(stdout)) != 0;
-  impl_->signals.emplace();
 }
 
 Session::~Session() = default;

@@ -3,8 +3,11 @@
 #include "tapegrad/train/stop_signals.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
+#include <csignal>
+#include <cstring>
 
 #include "tapegrad/core/errors.hpp"
 
@@ -12,46 +15,73 @@ namespace tapegrad::train {
 
 namespace {
 
-volatile sig_atomic_t requested = 0;  // the first signal's number; written by the handler only
-std::atomic<bool> installed{false};
-struct sigaction previous_int {}, previous_term {};
+struct Notice {
+  char text[512];
+  std::size_t length;
+};
 
-// Async-signal-safe: stores the number, or, when one was stored already, restores the default
-// action and raises the signal again, which ends the process as the signal would have.
-extern "C" void on_stop_signal(int signal) {
-  if (requested == 0) {
-    requested = signal;
+volatile std::sig_atomic_t received_signal = 0;
+bool installed = false;
+Notice int_notice, term_notice;
+
+// Async-signal-safe: it reads and writes only the flag and prepared bytes, and calls only write,
+// signal and raise.
+extern "C" void on_signal(int sig) {
+  if (received_signal != 0) {  // the second: the default action (the process ends of it)
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
     return;
   }
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  sigaction(signal, &default_action, nullptr);
-  raise(signal);
+  received_signal = sig;
+  const Notice& n = sig == SIGINT ? int_notice : term_notice;
+  const ssize_t written = ::write(STDERR_FILENO, n.text, n.length);
+  (void)written;
 }
 
 }  // namespace
 
-StopSignals::StopSignals() {
-  check<ValueError>(!installed.exchange(true),
-                    "StopSignals: the handlers are installed already (one object at a time)");
-  requested = 0;
+struct StopSignals::Saved {
+  struct sigaction previous_int {};
+  struct sigaction previous_term {};
+};
+
+StopSignals::StopSignals(const std::string& who, const std::string& hint) {
+  check<ValueError>(!installed, "StopSignals: one object at a time");
+  for (const int sig : {SIGINT, SIGTERM}) {
+    Notice& n = sig == SIGINT ? int_notice : term_notice;
+    const std::string text = who + ": " + name(sig) +
+                             ": stopping after the current step, to save the run (a second "
+                             "signal stops at once" +
+                             hint + ")\n";
+    n.length = std::min(text.size(), sizeof n.text);
+    std::memcpy(n.text, text.data(), n.length);
+  }
+  received_signal = 0;
+  saved_ = new Saved;
   struct sigaction action {};
-  action.sa_handler = on_stop_signal;
+  action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // a read or write the signal interrupts goes on
-  sigaction(SIGINT, &action, &previous_int);
-  sigaction(SIGTERM, &action, &previous_term);
+  action.sa_flags = SA_RESTART;  // reads and writes in progress go on instead of failing
+  ::sigaction(SIGINT, &action, &saved_->previous_int);
+  ::sigaction(SIGTERM, &action, &saved_->previous_term);
+  installed = true;
 }
 
 StopSignals::~StopSignals() {
-  sigaction(SIGINT, &previous_int, nullptr);
-  sigaction(SIGTERM, &previous_term, nullptr);
+  ::sigaction(SIGINT, &saved_->previous_int, nullptr);
+  ::sigaction(SIGTERM, &saved_->previous_term, nullptr);
+  delete saved_;
   installed = false;
 }
 
-int stop_requested() { return requested; }
+int StopSignals::received() { return received_signal; }
 
-void clear_stop_request() { requested = 0; }
+bool StopSignals::active() { return installed; }
+
+void StopSignals::clear() { received_signal = 0; }
+
+std::string StopSignals::name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
+}
 
 }  // namespace tapegrad::train

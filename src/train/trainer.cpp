@@ -23,6 +23,7 @@
 #include "tapegrad/nn/dropout.hpp"
 #include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/optim/clip_grad.hpp"
+#include "tapegrad/train/pictures.hpp"
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/stop_signals.hpp"
 #ifdef TAPEGRAD_TRAIN_MPI
@@ -44,25 +45,39 @@ double Run::median_step_seconds() const {
   return sorted[sorted.size() / 2];
 }
 
+// Why a run stops before its last step: a signal (Ctrl-C: SIGINT, or SIGTERM), or its data failing
+// (a token file that shrank or changed under it), on this rank or another.
+struct Halt {
+  int signal = 0;                // SIGINT or SIGTERM, or 0
+  bool data_failed = false;      // on some rank
+  std::exception_ptr error;      // this rank's DataError (null when it was another rank's)
+  bool agreed = true;            // every rank halts at this step
+  explicit operator bool() const { return signal != 0 || data_failed; }
+};
+
 // The run's parts, each a method, in the order fit() calls them.
 struct Trainer::Impl {
   Impl(nn::Module& m, optim::Optimizer& o, optim::LambdaLR* s)
       : model(m), optimizer(o), schedule(s), checkpoint(m, o, s) {}
 
   void start_data_parallel(const TrainerOptions& o, int rank, int world);
-  void train_steps(const Task& task, Batches& batches, const Validation& validation, Run& run,
-                   const detail::RunFolder* folder, const TrainerOptions& o, const Console& con);
+  Halt train_steps(const Task& task, Batches& batches, const Validation& validation, Run& run,
+                   const TrainerOptions& o, const Console& con);
   double step(const Task& task, const std::vector<data::Batch>& step_batches,
               const TrainerOptions& o, int world);
-  void validate(const Task& task, const Validation& validation, Run& run,
-                const detail::RunFolder* folder, Batches& batches, const Console& con);
-  void save(const Run& run, const detail::RunFolder& folder, Batches& batches, bool best);
+  void validate(const Task& task, const Validation& validation, Run& run, Batches& batches,
+                const Console& con);
+  void save(Run& run, Batches& batches, bool best);
+  void stop(Run& run, Batches& batches, const Halt& halt, const Console& con);
+  void draw_loss_picture(const Run& run);
   void report_communication(Run& run, const Console& con);
 
   nn::Module& model;
   optim::Optimizer& optimizer;
   optim::LambdaLR* schedule;
   io::TrainingCheckpoint checkpoint;
+  std::optional<detail::RunFolder> folder;
+  double best_on_disk = INFINITY;
   std::map<std::string, std::string> notes;
   std::vector<std::string> tracked;  // the generators' names
   std::function<void(const Run&)> on_start;
@@ -180,18 +195,27 @@ struct BatchesAt {
   std::optional<std::int64_t> position;
 };
 
-// What the job does after reading a step's batches: go on, stop for a signal (its number), or
-// stop because a rank could not read its batches. Under mpirun every rank must decide alike (a
-// rank that stops alone would leave the others waiting in the next collective), so each rank's
-// view is combined: the most serious wins.
-constexpr int kGoOn = 0, kReadFailed = 1000;
-
-int job_outcome(bool unread, [[maybe_unused]] int world) {
-  int outcome = unread ? kReadFailed : stop_requested();
+// Whether to stop before the next step: under mpirun every rank must stop at the same step (the
+// others would wait for it in the next collective), so the ranks agree once a step, all_reduce of
+// the largest reason; rank 0 then saves for all of them.
+Halt agree_on_halt(std::exception_ptr error, [[maybe_unused]] int world) {
+  Halt h{StopSignals::received(), error != nullptr, error, true};
 #ifdef TAPEGRAD_TRAIN_MPI
-  if (world > 1) outcome = int(distributed::all_reduce(double(outcome), distributed::ReduceOp::max));
+  if (world > 1) {
+    const double code = double(h.signal) + (h.data_failed ? 1000.0 : 0.0);
+    const auto all = std::int64_t(distributed::all_reduce(code, distributed::ReduceOp::max));
+    h.data_failed = all >= 1000;
+    h.signal = h.signal != 0 ? h.signal : int(all % 1000);
+  }
 #endif
-  return outcome;
+  return h;
+}
+
+// The name a signal's notice gives the process: "gpt", or "gpt rank 1 of 2 (pid 4321)".
+std::string notice_name(const std::string& program, const Console& con) {
+  if (con.world == 1) return program;
+  return program + " rank " + std::to_string(con.rank) + " of " + std::to_string(con.world) +
+         " (pid " + std::to_string(::getpid()) + ")";
 }
 
 // "step  80/800  loss 0.5120   222671 tokens/s  lr 2.81e-02  ETA 0.4 s"
@@ -247,6 +271,13 @@ static void resume_from(io::TrainingCheckpoint& checkpoint,
 
 // ---- the run -------------------------------------------------------------------------------------
 
+void Trainer::open_folder() {
+  Impl& t = *impl_;
+  if (t.folder || options_.out().empty()) return;
+  t.folder.emplace(detail::prepare_run_folder(options_.out(), options_.resume(), rank_ == 0));
+  t.best_on_disk = detail::best_val_on_disk(t.folder->best);  // never replaced by a worse model
+}
+
 Run Trainer::fit(const Task& task, Batches& batches, const Validation& validation) {
   check<ValueError>(bool(task.loss), "Trainer::fit: the task has no loss");
   Impl& t = *impl_;
@@ -256,15 +287,14 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   for (const auto& [name, generator] : batches.generators()) track(name, generator);
 
   // 1. The run's folder, locked and checked, and the loss its best.safetensors holds.
-  std::optional<detail::RunFolder> folder;
-  if (!o.out().empty()) {
-    folder.emplace(detail::prepare_run_folder(o.out(), o.resume(), /*lock=*/rank_ == 0));
-    run.best_val = detail::best_val_on_disk(folder->best);  // never replaced by a worse model
-  }
+  open_folder();
+  const detail::RunFolder* folder = t.folder ? &*t.folder : nullptr;
+  run.best_val = t.best_on_disk;
   // 2. Resume: every rank reads the checkpoint, so that every rank continues from one state.
-  if (o.resume() && folder && folder->has_last)
+  if (o.resume() && folder && folder->has_last) {
     resume_from(t.checkpoint, t.notes, run, batches, folder->last);
-  else if (o.resume())
+    run.saved_step = run.step;
+  } else if (o.resume()) {
     std::cout << "no " << (folder ? folder->last.string() : std::string("checkpoint (no --out)"))
               << " to resume from: starting from scratch"
               << (std::isfinite(run.best_val)
@@ -272,6 +302,7 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
                             ", is kept unless this run does better)"
                       : std::string())
               << "\n";
+  }
   if (run.step > o.steps())
     throw ValueError("--steps: the run in '" + folder->last.string() + "' is at step " +
                      std::to_string(run.step) + ", past --steps " + std::to_string(o.steps()) +
@@ -287,22 +318,34 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   if (run.step == 0 && rank_ == 0) {
     const auto [nats, bits] = validation_loss(t.model, task, validation);
     run.val_history.emplace_back(0, float(nats));
-    if (t.on_validation) t.on_validation(0, nats, bits);
+    if (t.on_validation)
+      t.on_validation(0, nats, bits);
+    else
+      std::cout << "step 0: validation loss " << fixed(nats, 4)
+                << (std::isnan(bits) ? "" : ", " + fixed(bits, 4) + " bits per byte") << std::endl;
   }
-  // 5. The steps, each validated and saved on its schedule.
-  t.train_steps(task, batches, validation, run, folder ? &*folder : nullptr, o, con);
+  // 5. The steps, each validated and saved on its schedule. From here on a first Ctrl-C (or
+  // SIGTERM) lets the current step finish and saves it; until here there is nothing to save, and
+  // a signal ends the program at once. (A program that installed StopSignals itself keeps it.)
+  std::optional<StopSignals> signals;
+  if (!StopSignals::active())
+    signals.emplace(notice_name(o.program(), con),
+                    con.world > 1 ? "; mpirun sends SIGTERM on Ctrl-C, and when another rank has "
+                                    "failed: its own message then says which"
+                                  : "");
+  if (const Halt halt = t.train_steps(task, batches, validation, run, o, con)) {
+    t.stop(run, batches, halt, con);  // saves, says how to go on; rethrows a DataError
+    return run;
+  }
   if (con.in_place && !con.quiet) std::cout << '\n';
-  // 6. How the run ended.
+  // 6. How the run ended: the communication's cost, the loss picture.
   t.report_communication(run, con);
-  const std::string resume_from_here =
-      "; continue with --resume" +
-      (folder ? " (checkpoint " + folder->last.string() + ")" : std::string());
-  if (run.stopped_by != 0)
-    std::cout << "stopped by " << (run.stopped_by == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM")
-              << " after step " << run.step << (folder ? ", saved" : ", nothing saved (no --out)")
-              << (folder ? resume_from_here : std::string()) << std::endl;
-  else if (o.stop_after() > 0 && o.stop_after() < o.steps())
-    std::cout << "stopped after step " << run.step << resume_from_here << "\n";
+  if (o.stop_after() > 0 && o.stop_after() < o.steps()) {
+    std::cout << "stopped after step " << run.step << "; continue with --resume"
+              << (folder ? " (checkpoint " + folder->last.string() + ")" : std::string()) << "\n";
+    return run;
+  }
+  if (o.pictures() && folder && rank_ == 0) t.draw_loss_picture(run);
   return run;
 }
 
@@ -324,7 +367,7 @@ void Trainer::Impl::start_data_parallel([[maybe_unused]] const TrainerOptions& o
       if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
         if (d->options().p() == 0.0) continue;
         if (d->reseed_pending()) {
-          d->next_stream();                     // takes the seed from the layer's generator
+          d->next_stream();                   // takes the seed from the layer's generator
           d->set_stream_state(d->seed(), 0);  // and counts no forward yet
         }
         if (rank > 0)
@@ -363,38 +406,34 @@ double Trainer::Impl::step(const Task& task, const std::vector<data::Batch>& ste
   return step_loss;
 }
 
-void Trainer::Impl::save(const Run& run, const detail::RunFolder& folder, Batches& batches,
-                         bool best) {
+void Trainer::Impl::save(Run& run, Batches& batches, bool best) {
+  if (!folder) return;
   const io::TrainingProgress progress(run.step, batches.position().value_or(run.step),
                                       run_notes(notes, run));
-  checkpoint.save(folder.last.string(), progress);
-  if (best) checkpoint.save(folder.best.string(), progress);
+  checkpoint.save(folder->last.string(), progress);
+  if (best) checkpoint.save(folder->best.string(), progress);
+  run.saved_step = run.step;
 }
 
 void Trainer::Impl::validate(const Task& task, const Validation& validation, Run& run,
-                             const detail::RunFolder* folder, Batches& batches,
-                             const Console& con) {
+                             Batches& batches, const Console& con) {
   const auto [nats, bits] = validation_loss(model, task, validation);
   run.val_history.emplace_back(run.step, float(nats));
   run.val_bits_per_byte = bits;
   const bool best = nats < run.best_val;
   if (best) run.best_val = nats;
-  if (folder) save(run, *folder, batches, best);
-  if (on_validation) {
-    if (!con.quiet) std::cout << con.clear_line();
-    on_validation(run.step, nats, bits);
-  } else if (!con.quiet) {
-    std::cout << con.clear_line() << "step " << run.step << ": validation loss " << fixed(nats, 4)
-              << (std::isnan(bits) ? "" : " (" + fixed(bits, 4) + " bits per byte)")
-              << (best && folder ? " (best so far, saved)" : "") << std::endl;
-  }
+  save(run, batches, best);
+  if (con.quiet) return;
+  std::cout << con.clear_line() << "step " << run.step << ": validation loss " << fixed(nats, 4)
+            << (std::isnan(bits) ? "" : " (" + fixed(bits, 4) + " bits per byte)")
+            << (best && folder ? " (best so far, saved)" : "") << std::endl;
 }
 
-// The steps from run.step to the end (steps, stop_after or a stop signal), with the progress
-// line, the profiler's window and the validations.
-void Trainer::Impl::train_steps(const Task& task, Batches& batches, const Validation& validation,
-                                Run& run, const detail::RunFolder* folder,
-                                const TrainerOptions& o, const Console& con) {
+// The steps from run.step to the end (steps, stop_after), with the progress line, the profiler's
+// window and the validations; or until a Halt: then the run is left as it was after its last whole
+// step, for stop() to save.
+Halt Trainer::Impl::train_steps(const Task& task, Batches& batches, const Validation& validation,
+                                Run& run, const TrainerOptions& o, const Console& con) {
   const std::int64_t stop = o.stop_after() > 0 ? std::min(o.stop_after(), o.steps()) : o.steps();
   double shown_at = -1.0;
   // profile(N): steps [first, first + N) are profiled, after 10 warm-up steps where the run has
@@ -404,6 +443,7 @@ void Trainer::Impl::train_steps(const Task& task, Batches& batches, const Valida
   std::optional<autograd::Profiler> profiler;
   std::int64_t profiled = 0;
   const auto print_profile = [&] {
+    if (!profiler) return;
     profiler->stop();
     if (con.rank == 0)
       std::cout << con.clear_line() << "profile of " << profiled << " training step"
@@ -412,35 +452,27 @@ void Trainer::Impl::train_steps(const Task& task, Batches& batches, const Valida
                 << *profiler << std::flush;
     profiler.reset();
   };
+  std::exception_ptr data_error;  // the data failed (reading a batch, or validating)
   model.train();
   while (run.step < stop) {
+    // The step's batches, all read before anything changes: a batch that cannot be read (a token
+    // file that shrank: DataError) stops the run before the step, never halfway through it. The
+    // batches' generators as the step finds them (a copy continues the same stream): a step that
+    // does not happen leaves them so.
+    const BatchesAt before(batches);
+    std::vector<data::Batch> step_batches;
+    if (!data_error) try {
+        for (std::int64_t k = 0; k < o.grad_accum(); ++k) step_batches.push_back(batches.next());
+      } catch (const DataError&) {
+        data_error = std::current_exception();
+      }
+    if (const Halt halt = agree_on_halt(data_error, con.world)) {
+      before.restore(batches);
+      return halt;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     const double lr = optimizer.lr(0);
     if (o.profile() > 0 && run.step == profile_first) profiler.emplace();
-    // The step's batches, all read before anything changes. A batch that cannot be read (a
-    // token file that shrank: DataError), or a stop signal, ends the run here, before the step:
-    // the batches go back to where the step found them, and last.safetensors holds the state
-    // after the previous step, from which --resume reads the same batches again.
-    const BatchesAt before(batches);
-    std::vector<data::Batch> step_batches;
-    std::exception_ptr unread;
-    try {
-      for (std::int64_t k = 0; k < o.grad_accum(); ++k) step_batches.push_back(batches.next());
-    } catch (const std::exception&) {
-      unread = std::current_exception();
-    }
-    const int outcome = job_outcome(unread != nullptr, con.world);
-    if (outcome != kGoOn) {
-      before.restore(batches);
-      if (folder && con.rank == 0) save(run, *folder, batches, /*best=*/false);
-      if (profiler) profiler.reset();
-      if (unread) std::rethrow_exception(unread);
-      if (outcome >= kReadFailed)
-        throw DataError("another rank could not read its batches (its message is above); "
-                        "last.safetensors was saved after step " + std::to_string(run.step));
-      run.stopped_by = outcome;
-      return;
-    }
     const double loss = step(task, step_batches, o, con.world);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.train_seconds += dt;
@@ -457,10 +489,55 @@ void Trainer::Impl::train_steps(const Task& task, Batches& batches, const Valida
       shown_at = run.train_seconds;
       show_progress(run, o, con, lr, step_batches);
     }
-    if (evaluates) validate(task, validation, run, folder, batches, con);
+    if (!evaluates) continue;
+    try {
+      validate(task, validation, run, batches, con);
+    } catch (const DataError&) {  // the step is whole: it is saved, without its validation
+      data_error = std::current_exception();
+    }
   }
+  // The last step's validation failed: rank 0 stops alone (the other ranks have finished).
+  if (data_error) return Halt{0, true, data_error, false};
+  return {};
 }
 
+// A run halted before its end: rank 0 saves the state after its last whole step (unless
+// last.safetensors holds it already) and says how to go on; every rank waits for that save before
+// it ends (mpirun ends the whole job as soon as one rank exits with an error). Then a DataError is
+// rethrown (the program exits 2 naming the file); a signal returns, run.stopped_by set.
+void Trainer::Impl::stop(Run& run, Batches& batches, const Halt& halt, const Console& con) {
+  if (con.rank == 0) {
+    if (con.in_place) std::cout << '\n';  // after the progress line
+    if (run.step > run.saved_step && run.step > 0) save(run, batches, false);
+    const std::string why = halt.signal != 0 ? "stopped by " + StopSignals::name(halt.signal)
+                                             : "stopped: the training data failed";
+    if (run.saved_step >= 0 && folder)
+      std::cout << why << " after step " << run.step << "; " << folder->last.string()
+                << " holds it: continue with the same flags and --resume"
+                << (halt.data_failed ? ", once the data is whole again" : "") << std::endl;
+    else
+      std::cout << why << " " << (run.step == 0 ? "before the first step" : "after step " +
+                                  std::to_string(run.step))
+                << "; nothing was saved" << std::endl;
+  }
+#ifdef TAPEGRAD_TRAIN_MPI
+  if (con.world > 1 && halt.agreed) distributed::barrier();
+#endif
+  if (halt.error) std::rethrow_exception(halt.error);
+  if (halt.data_failed)
+    throw DataError("another rank could not read its batches (its message is above); " +
+                    (folder ? folder->last.string() + " holds step " + std::to_string(run.step)
+                            : std::string("nothing was saved")));
+  run.stopped_by = halt.signal;
+}
+
+void Trainer::Impl::draw_loss_picture(const Run& run) {
+  const std::vector<Picture> pictures = {loss_picture("the loss of the run", "target")};
+  write_loss_data(folder->dir, run.train_losses, run.val_history);
+  write_plot_script(folder->dir, "# Draws the run's loss from loss.dat and val.dat: gnuplot plots.gp",
+                    pictures);
+  train::report(draw(folder->dir, pictures));
+}
 void Trainer::Impl::report_communication([[maybe_unused]] Run& run,
                                          [[maybe_unused]] const Console& con) {
 #ifdef TAPEGRAD_TRAIN_MPI

@@ -142,7 +142,7 @@ TEST_SUITE("train.trainer") {
     TinyRun whole(quiet(dir / "whole", 9));
     whole.fit();
 
-    train::StopSignals signals;
+    train::StopSignals signals("test");
     std::optional<train::Run> stopped;
     {
       TinyRun first(quiet(dir / "parts", 9));
@@ -159,7 +159,7 @@ TEST_SUITE("train.trainer") {
     CHECK(stopped->step == 5);  // step 5 finished, then the run stopped
     const io::SafetensorsFile last = io::load_safetensors((dir / "parts" / "last.safetensors").string());
     CHECK(*last.metadata_value("progress.step") == "5");
-    train::clear_stop_request();
+    train::StopSignals::clear();
     TinyRun second(quiet(dir / "parts", 9).resume(true));
     CHECK(second.fit().step == 9);
     CHECK(same_parameters(whole.model, second.model));

@@ -3,7 +3,7 @@
 // What a training program sets up once, first thing in main, and keeps until it returns:
 //
 //     int main(int argc, char** argv) {
-//       train::Session session(argc, argv);   // MPI under mpirun, rank 0's console, Ctrl-C
+//       train::Session session(argc, argv);   // MPI under mpirun, rank 0's console
 //       ...
 //       train::Run run = trainer.fit(task, batches, validation);
 //       return run.stopped_by ? 128 + run.stopped_by : 0;
@@ -13,7 +13,10 @@
 //     alone: the same program trains on one process or on several.
 //   * The console: rank 0 speaks for the job. The other ranks' standard output goes to
 //     /dev/null (their warnings and errors, on standard error, still show).
-//   * Stop signals (stop_signals.hpp): the first Ctrl-C saves and stops after the current step.
+//
+// Ctrl-C is the Trainer's: from its first step on, the first SIGINT or SIGTERM saves and stops
+// after the current step (stop_signals.hpp); before that there is nothing to save, and a signal
+// ends the program at once, as usual.
 #pragma once
 
 #include <memory>

@@ -120,6 +120,9 @@ struct TrainerOptions {
   TAPEGRAD_ARG(bool, check_in_sync) = false;
   /// Draw OUT/loss.png with gnuplot at the end (when gnuplot is installed).
   TAPEGRAD_ARG(bool, pictures) = true;
+  /// How the run names itself in what it prints on a signal ("gpt"; under mpirun the rank and
+  /// the process id are added).
+  TAPEGRAD_ARG(std::string, program) = "train";
 };
 
 /// What a run did, and what its checkpoints record.
@@ -132,6 +135,7 @@ struct Run {
   std::vector<float> step_seconds;  ///< this process's steps (not the resumed ones)
   double train_seconds = 0.0;       ///< the sum of step_seconds: steps only, no validation or save
   int stopped_by = 0;               ///< the signal that stopped the run early (SIGINT, SIGTERM), or 0
+  std::int64_t saved_step = -1;     ///< the step OUT/last.safetensors holds, when this run knows it
   std::vector<std::string> pictures;  ///< the pictures drawn in OUT (paths)
   double exposed_communication_ms = 0.0;  ///< under mpirun: what backward waited for, per step
 
@@ -164,8 +168,16 @@ class Trainer {
   /// program's own report of it. Without one, the trainer prints a line.
   Trainer& on_validation(std::function<void(std::int64_t, double, double)> callback);
 
+  /// Creates, checks and locks the run's folder (out()), and reads the loss its
+  /// best.safetensors holds. fit() does it first; a program calls it before a long preparation
+  /// (reading a corpus) so that a folder another run holds, or one that cannot be written, is
+  /// refused before that work. Idempotent.
+  void open_folder();
+
   /// Trains to options().steps() (or stop_after(), or a stop signal). Validates before the first
   /// step of a new run. Returns the run's record; Run::stopped_by says whether a signal ended it.
+  /// A batch that cannot be read, or a validation that fails on its data (DataError), saves the
+  /// last whole step and rethrows. Under mpirun an error on one rank stops every rank.
   Run fit(const Task& task, Batches& batches, const Validation& validation);
 
   const TrainerOptions& options() const { return options_; }
