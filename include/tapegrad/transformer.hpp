@@ -21,3 +21,4 @@
 #include "tapegrad/transformer/gpt.hpp"
 #include "tapegrad/transformer/gpt_parts.hpp"
 #include "tapegrad/transformer/alibi.hpp"
+#include "tapegrad/transformer/llama.hpp"
