@@ -1,7 +1,8 @@
 // include/tapegrad/transformer.hpp: the umbrella header of tapegrad::transformer, models assembled
 // from tapegrad::nn: the Annotated Transformer (encoder-decoder, the copy task's make_model and
-// greedy_decode), the GPT, and the sampler of any CausalLM. It links tapegrad::nn only: a model does not know how
-// it is trained (GPT::parameter_groups returns the groups; the caller builds the optimizer).
+// greedy_decode), the GPT, the Llama (LlamaForCausalLM), and the sampler of any CausalLM. It links
+// tapegrad::nn only: a model does not know how it is trained (GPT::parameter_groups returns the
+// groups; the caller builds the optimizer).
 #pragma once
 
 #include "tapegrad/transformer/attention.hpp"
@@ -21,3 +22,4 @@
 #include "tapegrad/transformer/gpt.hpp"
 #include "tapegrad/transformer/gpt_parts.hpp"
 #include "tapegrad/transformer/alibi.hpp"
+#include "tapegrad/transformer/llama.hpp"

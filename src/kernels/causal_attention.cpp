@@ -14,7 +14,9 @@
 //   exp_f32 (vectorised) and row sums in four interleaved double lanes.
 // - Threads: the (b, h) pairs are independent and split over tapegrad's pool; each pair is
 //   computed by one thread in the same way whatever the thread count, so results never depend on
-//   it.
+//   it. In backward, the query heads that share a key/value head (grouped-query attention) add
+//   into its gradient: they run on one thread, in order, the first writing the gradient and each
+//   next one adding its part from scratch, so the sum's order is fixed too.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -35,10 +37,14 @@
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
 namespace {
 struct Dims {
-  std::size_t B, T, H, hs;
-  std::size_t C() const { return H * hs; }
-  std::size_t ld() const { return 3 * H * hs; }  // the row length of qkv
-  std::size_t block() const { return T * T; }    // one head's scores
+  std::size_t B, T, H, KV, hs;
+  std::size_t C() const { return H * hs; }               // the row length of y
+  std::size_t ld() const { return (H + 2 * KV) * hs; }   // the row length of qkv
+  std::size_t block() const { return T * T; }            // one head's scores
+  std::size_t group() const { return H / KV; }           // query heads per key/value head
+  // Where query head h's keys and values start in a row of qkv: its group's key/value head.
+  std::size_t key_column(std::size_t h) const { return (H + h / group()) * hs; }
+  std::size_t value_column(std::size_t h) const { return (H + KV + h / group()) * hs; }
 };
 
 // The weights of every head: the softmax P (zeros above the diagonal) and, with dropout (keep
@@ -342,8 +348,8 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
                   const Dims& d, std::size_t b, std::size_t h) {
   const std::size_t C = d.C(), ld = d.ld(), T = d.T, at = (b * d.H + h) * d.block();
   const float* Q = qkv + b * T * ld + h * d.hs;
-  const float* K = Q + C;
-  const float* V = Q + 2 * C;
+  const float* K = qkv + b * T * ld + d.key_column(h);
+  const float* V = qkv + b * T * ld + d.value_column(h);
   float* P = p + at;
   const std::size_t hs = d.hs;
   auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
@@ -374,12 +380,16 @@ void forward_pair(const float* qkv, float* y, float* Kt, float* p, float* p_used
 //   P = softmax(S)               dS = P * (dP - rowsum(dP * P))         (j <= i; 0 above)
 //   S = (q_i . k_j) * scale      dS = dS * scale;  dq_i = sum_j dS[i, j] k_j;
 //                                dk_j = sum_{i >= j} dS[i, j] q_i
-void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS,
-                   const Heads& s, const Dims& d, std::size_t b, std::size_t h) {
+// dK and dV are written at dk, dv with leading dimension ldkv: into dqkv for the first query head
+// of a key/value head, into scratch for the others (backward() adds them).
+void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, float* dS, float* dk,
+                   float* dv, std::size_t ldkv, const Heads& s, const Dims& d, std::size_t b,
+                   std::size_t h) {
   const std::size_t C = d.C(), ld = d.ld(), T = d.T, hs = d.hs, at = (b * d.H + h) * d.block();
-  const std::size_t row0 = b * T * ld + h * hs;
-  const float *Q = qkv + row0, *K = Q + C, *V = Q + 2 * C;
-  float *dQ = dqkv + row0, *dK = dQ + C, *dV = dQ + 2 * C;
+  const std::size_t row0 = b * T * ld;
+  const float *Q = qkv + row0 + h * hs, *K = qkv + row0 + d.key_column(h),
+              *V = qkv + row0 + d.value_column(h);
+  float *dQ = dqkv + row0 + h * hs, *dK = dk, *dV = dv;
   const float* dO = dy + b * T * C + h * hs;
   const float *P = s.p + at, *W = s.weights() + at;
   auto all = [](std::size_t n) { return [n](std::size_t) { return n; }; };
@@ -388,7 +398,7 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
     return std::min(T, (r0 + kR + kLanes - 1) / kLanes * kLanes);
   };
   auto from_tile = [](std::size_t r0) { return r0; };              // rows i >= the tile's first j
-  product(T, W, 1, T, dO, C, dV, ld, all(hs), from_tile, all(T),
+  product(T, W, 1, T, dO, C, dV, ldkv, all(hs), from_tile, all(T),
           needed(Mask::upper, dO, C, T, hs));  // dV = P'^T dO over i >= j
   transpose_into(V, ld, T, hs, vt);
   product(T, dO, C, 1, vt, T, dS, T, causal_cols, all(0), all(hs),
@@ -405,15 +415,15 @@ void backward_pair(const float* dy, const float* qkv, float* dqkv, float* vt, fl
   }
   product(T, dS, T, 1, K, ld, dQ, ld, all(hs), all(0), up_to_tile,
           needed(Mask::lower, K, ld, T, hs));  // dQ = dS K over j <= i
-  product(T, dS, 1, T, Q, ld, dK, ld, all(hs), from_tile, all(T),
+  product(T, dS, 1, T, Q, ld, dK, ldkv, all(hs), from_tile, all(T),
           needed(Mask::upper, Q, ld, T, hs));  // dK = dS^T Q over i >= j
 }
 
 // The formula: causal_attention_forward's.
 void forward(const float* qkv, const float* bias, float* y, float* p, const std::uint8_t* keep,
              float drop_scale, float* p_used, std::size_t B, std::size_t T, std::size_t H,
-             std::size_t hs, float scale) {
-  const Dims d{B, T, H, hs};
+             std::size_t KV, std::size_t hs, float scale) {
+  const Dims d{B, T, H, KV, hs};
   const Heads s{bias, p, keep, drop_scale, p_used, scale};
   ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> kt(d.hs * d.T);
@@ -422,16 +432,32 @@ void forward(const float* qkv, const float* bias, float* y, float* p, const std:
   });
 }
 
-// The formula: causal_attention_backward's.
+// The formula: causal_attention_backward's. One task per (batch, key/value head): its query heads
+// in order, the first writing dK and dV in place, each next one into scratch, then added.
 void backward(const float* dy, const float* qkv, const float* p, const std::uint8_t* keep,
               float drop_scale, const float* p_used, float* dqkv, std::size_t B, std::size_t T,
-              std::size_t H, std::size_t hs, float scale) {
-  const Dims d{B, T, H, hs};
+              std::size_t H, std::size_t KV, std::size_t hs, float scale) {
+  const Dims d{B, T, H, KV, hs};
   const Heads s{nullptr, p, keep, drop_scale, p_used, scale};
-  ::tapegrad::detail::parallel_for(d.B * d.H, 1, [&](std::size_t first, std::size_t last) {
+  const std::size_t ld = d.ld(), G = d.group();
+  ::tapegrad::detail::parallel_for(d.B * d.KV, 1, [&](std::size_t first, std::size_t last) {
     detail::Scratch<float> vt(d.hs * d.T), dS(d.block());
-    for (std::size_t pair = first; pair < last; ++pair)
-      backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), s, d, pair / d.H, pair % d.H);
+    detail::Scratch<float> dk(G > 1 ? d.T * d.hs : 0), dv(G > 1 ? d.T * d.hs : 0);
+    for (std::size_t task = first; task < last; ++task) {
+      const std::size_t b = task / d.KV, g = task % d.KV;
+      float* dK = dqkv + b * d.T * ld + (d.H + g) * d.hs;
+      float* dV = dqkv + b * d.T * ld + (d.H + d.KV + g) * d.hs;
+      backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), dK, dV, ld, s, d, b, g * G);
+      for (std::size_t h = g * G + 1; h < (g + 1) * G; ++h) {
+        backward_pair(dy, qkv, dqkv, vt.data(), dS.data(), dk.data(), dv.data(), d.hs, s, d, b,
+                      h);
+        for (std::size_t t = 0; t < d.T; ++t)
+          for (std::size_t c = 0; c < d.hs; ++c) {
+            dK[t * ld + c] += dk.data()[t * d.hs + c];
+            dV[t * ld + c] += dv.data()[t * d.hs + c];
+          }
+      }
+    }
   });
 }
 

@@ -25,18 +25,27 @@ void rotate(const float* x, float* out, const RotaryLayout& l, const float* cos,
   detail::parallel_for(l.outer * l.T, grain, [&](std::size_t first, std::size_t last) {
     // the sizes in registers: the stores to out could otherwise alias them
     const std::size_t T = l.T, W = l.W, rotated = l.rotated, half = l.half;
+    const bool halves = l.halves;
     for (std::size_t row = first; row < last; ++row) {
       const std::size_t m = l.offset + row % T;
       const float* c = cos + m * half;
       const float* s = sin + m * half;
       const float* a = x + row * W;
       float* b = out + row * W;
-      for (std::size_t head = 0; head < rotated; head += 2 * half)
-        for (std::size_t p = 0; p < half; ++p) {
-          const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
-          b[head + 2 * p] = x0 * c[p] - x1 * sp;
-          b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
-        }
+      if (halves)  // pair p is (p, p + half): two contiguous runs, which vectorise
+        for (std::size_t head = 0; head < rotated; head += 2 * half)
+          for (std::size_t p = 0; p < half; ++p) {
+            const float x0 = a[head + p], x1 = a[head + half + p], sp = sign * s[p];
+            b[head + p] = x0 * c[p] - x1 * sp;
+            b[head + half + p] = x0 * sp + x1 * c[p];
+          }
+      else
+        for (std::size_t head = 0; head < rotated; head += 2 * half)
+          for (std::size_t p = 0; p < half; ++p) {
+            const float x0 = a[head + 2 * p], x1 = a[head + 2 * p + 1], sp = sign * s[p];
+            b[head + 2 * p] = x0 * c[p] - x1 * sp;
+            b[head + 2 * p + 1] = x0 * sp + x1 * c[p];
+          }
       std::copy(a + rotated, a + W, b + rotated);
     }
   });

@@ -28,19 +28,23 @@ namespace tapegrad::ops {
 // fast versions tile the products and vectorise the softmax with exp_f32 and four-lane sums; the
 // results differ by a few float roundings (docs/semantics.md#kernel-sets).
 
-// For each batch b and head h, with q_i, k_j, v_j the rows of the head's (T, hs) blocks:
+// For each batch b and query head h, with q_i the rows of the head's (T, hs) block and k_j, v_j
+// those of its key/value head g = h / (H / KV) (g = h when KV = H):
 //   s_ij = (q_i . k_j) * scale [+ bias_hij]          for j <= i (the causal mask: no j > i)
 //   p_ij = exp(s_ij - max_j s_ij) / sum_j exp(...)   softmax over j <= i; p_ij = 0 for j > i
 //   w_ij = p_ij * (keep_ij ? drop_scale : 0)         dropout, only when keep is given
 //   y_i  = sum_{j <= i} w_ij v_j
 void causal_attention_forward(const float* qkv, const float* bias, float* y, float* p,
                               const std::uint8_t* keep, float drop_scale, float* p_used,
-                              std::size_t B, std::size_t T, std::size_t H, std::size_t hs,
-                              float scale) {
-  const std::size_t C = H * hs, ld = 3 * C;
+                              std::size_t B, std::size_t T, std::size_t H, std::size_t KV,
+                              std::size_t hs, float scale) {
+  const std::size_t C = H * hs, ld = (H + 2 * KV) * hs, group = H / KV;
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
-      const float *q = qkv + b * T * ld + h * hs, *k = q + C, *v = q + 2 * C;
+      const std::size_t g = h / group;
+      const float* q = qkv + b * T * ld + h * hs;
+      const float* k = qkv + b * T * ld + (H + g) * hs;
+      const float* v = qkv + b * T * ld + (H + KV + g) * hs;
       const std::size_t at = (b * H + h) * T * T;
       float* P = p + at;
       float* W = keep ? p_used + at : P;
@@ -75,25 +79,28 @@ void causal_attention_forward(const float* qkv, const float* bias, float* y, flo
 //   w = p * mask                 dp_ij = dw_ij * mask_ij
 //   p = softmax(s)               ds_ij = p_ij (dp_ij - sum_j dp_ij p_ij)       (j <= i)
 //   s_ij = (q_i . k_j) * scale   dq_i += ds_ij * scale k_j    dk_j += ds_ij * scale q_i
+// A key/value head shared by several query heads adds up their parts (the += above, over the
+// query heads in order), as the gradient of transformers' repeat_kv copy sums them.
 void causal_attention_backward(const float* dy, const float* qkv, const float* p,
                                const std::uint8_t* keep, float drop_scale, const float* p_used,
                                float* dqkv, std::size_t B, std::size_t T, std::size_t H,
-                               std::size_t hs, float scale) {
-  const std::size_t C = H * hs, ld = 3 * C;
+                               std::size_t KV, std::size_t hs, float scale) {
+  const std::size_t C = H * hs, ld = (H + 2 * KV) * hs, group = H / KV;
+  std::fill(dqkv, dqkv + B * T * ld, 0.0f);
   std::vector<float> ds(T);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t row0 = b * T * ld + h * hs, at = (b * H + h) * T * T;
-      const float *q = qkv + row0, *k = q + C, *v = q + 2 * C, *g = dy + b * T * C + h * hs;
+      const std::size_t g = h / group, at = (b * H + h) * T * T;
+      const std::size_t q0 = b * T * ld + h * hs, k0 = b * T * ld + (H + g) * hs,
+                        v0 = b * T * ld + (H + KV + g) * hs;
+      const float *q = qkv + q0, *k = qkv + k0, *v = qkv + v0, *gy = dy + b * T * C + h * hs;
       const float *P = p + at, *W = keep ? p_used + at : P;
-      float *dq = dqkv + row0, *dk = dq + C, *dv = dq + 2 * C;
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t c = 0; c < hs; ++c) dq[t * ld + c] = dk[t * ld + c] = dv[t * ld + c] = 0;
+      float *dq = dqkv + q0, *dk = dqkv + k0, *dv = dqkv + v0;
       for (std::size_t i = 0; i < T; ++i) {
         double dot = 0.0;
         for (std::size_t j = 0; j <= i; ++j) {
           float dp = 0.0f;
-          for (std::size_t c = 0; c < hs; ++c) dp += g[i * C + c] * v[j * ld + c];
+          for (std::size_t c = 0; c < hs; ++c) dp += gy[i * C + c] * v[j * ld + c];
           ds[j] = keep ? dp * (keep[at + i * T + j] ? drop_scale : 0.0f) : dp;
           dot += double(ds[j]) * double(P[i * T + j]);
         }
@@ -102,7 +109,7 @@ void causal_attention_backward(const float* dy, const float* qkv, const float* p
           for (std::size_t c = 0; c < hs; ++c) {
             dq[i * ld + c] += ds[j] * k[j * ld + c];
             dk[j * ld + c] += ds[j] * q[i * ld + c];
-            dv[j * ld + c] += W[i * T + j] * g[i * C + c];
+            dv[j * ld + c] += W[i * T + j] * gy[i * C + c];
           }
         }
       }
@@ -113,7 +120,7 @@ void causal_attention_backward(const float* dy, const float* qkv, const float* p
 
 namespace {
 struct Dims {
-  std::size_t B, T, H, hs;
+  std::size_t B, T, H, KV, hs;
 };
 
 // What forward leaves for backward.
@@ -142,15 +149,33 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                              const CausalAttentionOptions& options, Array* attn_out) {
   const std::string where = autograd::where("causal_self_attention");
   const Shape& sq = qkv.shape();
-  check<ShapeError>(
-      sq.size() == 3 && sq[2] % 3 == 0, where,
-      ": expected qkv of shape (B, T, 3C), queries, keys and values side by side, got ", sq);
   check<ValueError>(n_head >= 1, where, ": expected n_head >= 1, got ", n_head);
-  const std::size_t C = sq[2] / 3, H = static_cast<std::size_t>(n_head);
-  check<ShapeError>(C % H == 0, where, ": expected the width C = ", C, " of qkv ", sq,
-                    " to be a multiple of n_head = ", n_head);
+  const std::optional<std::int64_t> n_kv_head = options.n_kv_head();
+  check<ValueError>(!n_kv_head || (*n_kv_head >= 1 && n_head % *n_kv_head == 0), where,
+                    ": expected n_kv_head dividing n_head = ", n_head,
+                    " (each key/value head serves n_head / n_kv_head query heads), got ",
+                    n_kv_head.value_or(0));
+  const std::size_t H = static_cast<std::size_t>(n_head),
+                    KV = n_kv_head ? static_cast<std::size_t>(*n_kv_head) : H;
+  std::size_t hs = 0;
+  if (!n_kv_head) {
+    check<ShapeError>(
+        sq.size() == 3 && sq[2] % 3 == 0, where,
+        ": expected qkv of shape (B, T, 3C), queries, keys and values side by side, got ", sq);
+    const std::size_t C = sq[2] / 3;
+    check<ShapeError>(C % H == 0, where, ": expected the width C = ", C, " of qkv ", sq,
+                      " to be a multiple of n_head = ", n_head);
+    hs = C / H;
+  } else {
+    check<ShapeError>(sq.size() == 3 && sq[2] % (H + 2 * KV) == 0, where,
+                      ": expected qkv of shape (B, T, (n_head + 2 n_kv_head) hs) = (B, T, ",
+                      H + 2 * KV, " hs), the query heads, then the key heads, then the value "
+                      "heads, got ", sq);
+    hs = sq[2] / (H + 2 * KV);
+  }
+  const std::size_t C = H * hs;
   check_dropout_probability(options.dropout());
-  const Dims d{sq[0], sq[1], H, C / H};
+  const Dims d{sq[0], sq[1], H, KV, hs};
   const std::optional<Array>& bias = options.bias();
   check<ShapeError>(!bias || bias->shape() == Shape{d.H, d.T, d.T}, where,
                     ": expected the bias of shape (n_head, T, T) = ", Shape{d.H, d.T, d.T},
@@ -175,7 +200,8 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
   const auto backward_kernel = kernels::pick<causal_attention_backward>();
   Array out = Array::from_shape({d.B, d.T, C});
   forward(qkv.data().data(), bias ? bias->data() : nullptr, out.data(), s->p.data(),
-          s->keep_or_null(), s->drop_scale, s->p_used_or_null(), d.B, d.T, d.H, d.hs, s->scale);
+          s->keep_or_null(), s->drop_scale, s->p_used_or_null(), d.B, d.T, d.H, d.KV, d.hs,
+          s->scale);
   if (attn_out) *attn_out = s->keep.empty() ? s->p : s->p_used;
   Tensor y(std::move(out));
 
@@ -183,7 +209,7 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
       "causal_self_attention", y, {qkv}, {qkv}, [qkv, s, d, backward_kernel](Array dy) {
         Array dqkv = Array::from_shape(qkv.shape());  // the kernel writes every element
         backward_kernel(dy.data(), qkv.data().data(), s->p.data(), s->keep_or_null(), s->drop_scale,
-                        s->p_used_or_null(), dqkv.data(), d.B, d.T, d.H, d.hs, s->scale);
+                        s->p_used_or_null(), dqkv.data(), d.B, d.T, d.H, d.KV, d.hs, s->scale);
         qkv.accumulate_grad(std::move(dqkv), "causal_self_attention");
       });
   return y;

@@ -9,6 +9,7 @@
 #include "tapegrad/ops/rotary.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "rotary_kernels.hpp"
 #include "tapegrad/autograd/tape.hpp"
@@ -19,10 +20,12 @@ namespace tapegrad::ops {
 // One row at a time. The fast versions make the same float operations: the same bits.
 
 // Row r = (o, t) of x sits at position m = offset + t. Its columns [0, rotated) are heads of
-// 2 * half columns; pair p of a head, (x0, x1) = columns (2p, 2p + 1), turns by the angle
-// m * theta_p, with c = cos[m, p] and s = sin[m, p]:
+// 2 * half columns; pair p of a head, (x0, x1) = columns (2p, 2p + 1), or (p, p + half) with
+// halves, turns by the angle m * theta_p, with c = cos[m, p] and s = sin[m, p]:
 //   y0 = x0 c - x1 s        y1 = x0 s + x1 c           (y = R x, R a rotation)
-// The columns [rotated, W) (the values of a packed qkv) are copied.
+// (With halves this is transformers' q * cos + rotate_half(q) * sin, rounding for rounding:
+// y1 = x1 c + x0 s is the same float sum.) The columns [rotated, W) (the values of a packed qkv)
+// are copied.
 void rotary_forward(const float* x, const float* cos, const float* sin, float* y,
                     const RotaryLayout& l) {
   for (std::size_t r = 0; r < l.outer * l.T; ++r) {
@@ -30,10 +33,12 @@ void rotary_forward(const float* x, const float* cos, const float* sin, float* y
     for (std::size_t col = 0; col < l.W; ++col) y[r * l.W + col] = x[r * l.W + col];
     for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
       for (std::size_t p = 0; p < l.half; ++p) {
+        const std::size_t i0 = r * l.W + head + (l.halves ? p : 2 * p);
+        const std::size_t i1 = l.halves ? i0 + l.half : i0 + 1;
         const float c = cos[m * l.half + p], s = sin[m * l.half + p];
-        const float x0 = x[r * l.W + head + 2 * p], x1 = x[r * l.W + head + 2 * p + 1];
-        y[r * l.W + head + 2 * p] = x0 * c - x1 * s;
-        y[r * l.W + head + 2 * p + 1] = x0 * s + x1 * c;
+        const float x0 = x[i0], x1 = x[i1];
+        y[i0] = x0 * c - x1 * s;
+        y[i1] = x0 * s + x1 * c;
       }
   }
 }
@@ -48,10 +53,12 @@ void rotary_backward(const float* dy, const float* cos, const float* sin, float*
     for (std::size_t col = 0; col < l.W; ++col) dx[r * l.W + col] = dy[r * l.W + col];
     for (std::size_t head = 0; head < l.rotated; head += 2 * l.half)
       for (std::size_t p = 0; p < l.half; ++p) {
+        const std::size_t i0 = r * l.W + head + (l.halves ? p : 2 * p);
+        const std::size_t i1 = l.halves ? i0 + l.half : i0 + 1;
         const float c = cos[m * l.half + p], s = sin[m * l.half + p];
-        const float dy0 = dy[r * l.W + head + 2 * p], dy1 = dy[r * l.W + head + 2 * p + 1];
-        dx[r * l.W + head + 2 * p] = dy0 * c + dy1 * s;
-        dx[r * l.W + head + 2 * p + 1] = -dy0 * s + dy1 * c;
+        const float dy0 = dy[i0], dy1 = dy[i1];
+        dx[i0] = dy0 * c + dy1 * s;
+        dx[i1] = -dy0 * s + dy1 * c;
       }
   }
 }
@@ -63,7 +70,8 @@ namespace {
 // Checks the tables and the offset, and returns the layout of x (*, T, W) with the first
 // `rotated_parts` of `parts` equal parts of W rotated.
 RotaryLayout layout(const std::string& where, const Tensor& x, const Tensor& cos, const Tensor& sin,
-                    std::int64_t offset, std::size_t parts, std::size_t rotated_parts) {
+                    std::int64_t offset, std::size_t parts, std::size_t rotated_parts,
+                    RotaryPairs pairs) {
   check<ShapeError>(cos.dim() == 2 && cos.shape()[1] >= 1 && sin.shape() == cos.shape(), where,
                     ": expected cos and sin tables of the same shape (max_len, head_dim / 2), got ",
                     cos.shape(), " and ", sin.shape());
@@ -83,7 +91,8 @@ RotaryLayout layout(const std::string& where, const Tensor& x, const Tensor& cos
                     " of the tables, got ", std::size_t(offset) + T,
                     "; build the tables with a larger max_len");
   const std::size_t outer = T * W == 0 ? 0 : x.numel() / (T * W);
-  return RotaryLayout{outer, T, W, rotated_parts * C, half, std::size_t(offset)};
+  return RotaryLayout{outer, T, W, rotated_parts * C, half, std::size_t(offset),
+                      pairs == RotaryPairs::halves};
 }
 
 Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
@@ -124,18 +133,50 @@ RotaryTable rotary_table(std::int64_t head_dim, std::int64_t max_len, double bas
   return table;
 }
 
-Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin,
-                        std::int64_t offset) {
-  const RotaryLayout l = layout(autograd::where("rotary_embedding"), x, cos, sin, offset, 1, 1);
+RotaryTable rotary_table(std::span<const float> inv_freq, std::int64_t max_len) {
+  check<ValueError>(!inv_freq.empty(), "rotary_table: expected at least one frequency, got none");
+  check<ValueError>(max_len >= 1, "rotary_table: expected max_len >= 1, got ", max_len);
+  const std::size_t half = inv_freq.size(), n = std::size_t(max_len);
+  for (std::size_t p = 0; p < half; ++p)
+    check<ValueError>(std::isfinite(inv_freq[p]), "rotary_table: expected finite frequencies, got ",
+                      inv_freq[p], " at ", p);
+  RotaryTable table{Array::from_shape({n, half}), Array::from_shape({n, half})};
+  for (std::size_t m = 0; m < n; ++m)
+    for (std::size_t p = 0; p < half; ++p) {
+      const float angle = float(m) * inv_freq[p];  // rounded to float32, as transformers' is
+      table.cos(m, p) = static_cast<float>(std::cos(double(angle)));
+      table.sin(m, p) = static_cast<float>(std::sin(double(angle)));
+    }
+  return table;
+}
+
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, std::int64_t offset,
+                        RotaryPairs pairs) {
+  const RotaryLayout l =
+      layout(autograd::where("rotary_embedding"), x, cos, sin, offset, 1, 1, pairs);
   return apply("rotary_embedding", x, cos, sin, l);
 }
 
 Tensor rotary_embedding_qkv(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
-                            std::int64_t offset) {
+                            std::int64_t offset, RotaryPairs pairs,
+                            std::optional<std::int64_t> n_kv_head) {
   const std::string where = autograd::where("rotary_embedding_qkv");
-  check<ShapeError>(qkv.dim() == 3, where, ": expected qkv of shape (B, T, 3C), got ", qkv.shape());
-  const RotaryLayout l = layout(where, qkv, cos, sin, offset, 3, 2);
-  return apply("rotary_embedding_qkv", qkv, cos, sin, l);
+  if (!n_kv_head) {
+    check<ShapeError>(qkv.dim() == 3, where, ": expected qkv of shape (B, T, 3C), got ",
+                      qkv.shape());
+    return apply("rotary_embedding_qkv", qkv, cos, sin,
+                 layout(where, qkv, cos, sin, offset, 3, 2, pairs));
+  }
+  // Grouped-query attention: whole heads of head_dim, the last 2 n_kv_head of them keys and values.
+  check<ValueError>(*n_kv_head >= 1, where, ": expected n_kv_head >= 1, got ", *n_kv_head);
+  if (cos.dim() != 2 || cos.shape()[1] == 0) layout(where, qkv, cos, sin, offset, 1, 1, pairs);
+  const std::size_t kv = std::size_t(*n_kv_head), head_dim = 2 * cos.shape()[1];
+  const std::size_t W = qkv.dim() == 3 ? qkv.shape()[2] : 0;
+  check<ShapeError>(qkv.dim() == 3 && W % head_dim == 0 && W / head_dim >= 3 * kv,
+                    where, ": expected qkv of shape (B, T, (n_head + 2 n_kv_head) head_dim) with "
+                    "n_head >= n_kv_head = ", kv, " and head_dim ", head_dim, ", got ", qkv.shape());
+  return apply("rotary_embedding_qkv", qkv, cos, sin,
+               layout(where, qkv, cos, sin, offset, W / head_dim, W / head_dim - kv, pairs));
 }
 
 }  // namespace tapegrad::ops

@@ -12,9 +12,11 @@ namespace tapegrad::kernels {
 
 /// x seen as (outer, T, W), rows of W contiguous floats; row t sits at position offset + t. Its
 /// first `rotated` columns are heads of 2 * half columns, turned pair by pair; the others are
-/// copied. cos and sin are (max_len, half) tables, max_len >= offset + T.
+/// copied. Pair p of a head is columns (2p, 2p + 1), or (p, p + half) when `halves`. cos and sin
+/// are (max_len, half) tables, max_len >= offset + T.
 struct RotaryLayout {
   std::size_t outer, T, W, rotated, half, offset;
+  bool halves = false;
 };
 
 }  // namespace tapegrad::kernels
@@ -23,7 +25,7 @@ namespace tapegrad::ops {
 
 using kernels::RotaryLayout;
 
-/// y = R x: for pair p of a head at position m, c = cos[m, p], s = sin[m, p]:
+/// y = R x: for pair p = (x0, x1) of a head at position m, c = cos[m, p], s = sin[m, p]:
 /// y0 = x0 c - x1 s, y1 = x0 s + x1 c.
 void rotary_forward(const float* x, const float* cos, const float* sin, float* y,
                     const RotaryLayout& layout);

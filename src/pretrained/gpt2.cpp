@@ -13,16 +13,20 @@
 #include <map>
 #include <sstream>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/nn/skip_init.hpp"
+#include "weight_checks.hpp"
 
 namespace tapegrad::pretrained {
 
 namespace fs = std::filesystem;
 namespace tt = nn::transformer;
+using detail::all_finite;
+using detail::is_float;
+using detail::prefault;
+using detail::shape_text;
 
 namespace {
 
@@ -57,17 +61,7 @@ std::vector<Weight> gpt2_weights(const GPT2Config& c) {
   return w;
 }
 
-bool is_float(io::Dtype d) {
-  return d == io::Dtype::F32 || d == io::Dtype::F16 || d == io::Dtype::BF16 || d == io::Dtype::F64;
-}
 
-std::string shape_text(const Shape& s) {
-  std::ostringstream os;
-  os << "(";
-  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << (s.size() == 1 ? ",)" : ")");
-  return os.str();
-}
 
 // h.<i>.attn.bias and h.<i>.attn.masked_bias, i < n_layer: the causal mask buffers of older files.
 bool is_mask_buffer(const std::string& key, std::int64_t n_layer) {
@@ -99,29 +93,7 @@ void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst)
   }
 }
 
-// Maps the pages of `n` floats at `p` in one call (MADV_POPULATE_WRITE, Linux 5.14): a fresh
-// parameter's first touch otherwise traps once per 4 KiB page, a third of a 124M model's load time
-// in a virtual machine. Only an optimisation: on an older kernel the call fails and nothing changes.
-void prefault(float* p, std::size_t n) {
-#ifdef MADV_POPULATE_WRITE
-  constexpr std::uintptr_t kPage = 4096;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const auto end = reinterpret_cast<std::uintptr_t>(p + n) & ~(kPage - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-#else
-  (void)p, (void)n;
-#endif
-}
 
-// Whether every value is finite: no exponent of all ones (inf, NaN), counted on the bits so that
-// the loop vectorizes.
-bool all_finite(std::span<const float> values) {
-  const float* v = values.data();
-  std::size_t not_finite = 0;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    not_finite += (std::bit_cast<std::uint32_t>(v[i]) & 0x7f800000u) == 0x7f800000u;
-  return not_finite == 0;
-}
 
 // The sizes and choices of `model` against GPT-2's of `c`.
 void check_model_fits(const tt::GPTConfig& m, const GPT2Config& c, const char* who) {

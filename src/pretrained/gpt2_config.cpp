@@ -7,129 +7,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config_json.hpp"
 #include "tapegrad/core/errors.hpp"
-#include "tapegrad/io/safetensors.hpp"
 
 namespace tapegrad::pretrained {
 
 namespace {
 using json = nlohmann::json;
+using detail::shown;
 
-// config.json is a few hundred bytes; a megabyte is no config.
-constexpr std::size_t kMaxConfigBytes = std::size_t(1) << 20;
-
-// A JSON value as the message shows it: at most 40 characters.
-std::string shown(const json& v) {
-  const std::string text = v.dump();
-  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
-}
-
-// Reads the fields of one config.json; every refusal names the file and the field.
-class Fields {
- public:
-  Fields(const json& root, const std::string& path) : root_(root), path_(path) {}
-
-  [[noreturn]] void refuse(const std::string& field, const std::string& message) const {
-    throw CheckpointError("read_gpt2_config: '" + path_ + "': " + field + ": " + message,
-                          "InvalidConfig");
-  }
-  const json* find(const std::string& field) const {
-    const auto it = root_.find(field);
-    return it == root_.end() ? nullptr : &*it;
-  }
-  // A required integer in [low, high]. JSON's 768.0 is a float and "768" a string: both refused.
-  std::int64_t integer(const std::string& field, std::int64_t low, std::int64_t high) const {
-    const json* v = find(field);
-    if (!v)
-      refuse(field,
-             "missing (a GPT-2 config.json gives n_embd, n_head, n_layer, n_positions and "
-             "vocab_size)");
-    if (!v->is_number_integer())
-      refuse(field, "expected an integer, got " + std::string(v->type_name()) + " " + shown(*v));
-    const bool in_range = v->is_number_unsigned()
-                              ? v->get<std::uint64_t>() <= std::uint64_t(high) &&
-                                    v->get<std::uint64_t>() >= std::uint64_t(low)
-                              : v->get<std::int64_t>() >= low && v->get<std::int64_t>() <= high;
-    if (!in_range)
-      refuse(field, "expected an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
-                        "], got " + shown(*v));
-    return v->get<std::int64_t>();
-  }
-  // An optional number in (low, high) or [low, high]; `fallback` when absent.
-  double number(const std::string& field, double fallback, double low, double high,
-                bool open) const {
-    const json* v = find(field);
-    if (!v) return fallback;
-    if (!v->is_number())
-      refuse(field, "expected a number, got " + std::string(v->type_name()) + " " + shown(*v));
-    const double x = v->get<double>();
-    if (!(open ? x > low && x < high : x >= low && x <= high)) {
-      std::ostringstream range;
-      range << (open ? "(" : "[") << low << ", " << high << (open ? ")" : "]");
-      refuse(field, "expected a number in " + range.str() + ", got " + shown(*v));
-    }
-    return x;
-  }
-  // An optional boolean that must have `required` (transformers' default) when present.
-  void boolean_must_be(const std::string& field, bool required, const std::string& why) const {
-    const json* v = find(field);
-    if (!v) return;
-    if (!v->is_boolean())
-      refuse(field, "expected a boolean, got " + std::string(v->type_name()) + " " + shown(*v));
-    if (v->get<bool>() != required) refuse(field, why);
-  }
-  std::string string(const std::string& field, const std::string& fallback) const {
-    const json* v = find(field);
-    if (!v) return fallback;
-    if (!v->is_string())
-      refuse(field, "expected a string, got " + std::string(v->type_name()) + " " + shown(*v));
-    return v->get<std::string>();
-  }
-
- private:
-  const json& root_;
-  const std::string& path_;
-};
-
-json parse_config(const std::string& path) {
-  const auto refuse = [&](const std::string& why) {
-    throw CheckpointError("read_gpt2_config: '" + path + "': " + why, "InvalidConfig");
-  };
-  std::string text;
-  try {
-    text = io::read_file(path, "read_gpt2_config", kMaxConfigBytes);
-  } catch (const CheckpointError& e) {
-    if (std::string(e.what()).find("expected at most") == std::string::npos) throw;
-    refuse("expected a config.json of at most 1 MiB (1048576 bytes): " + std::string(e.what()));
-  }
-  // Nesting deeper than a few levels is no GPT-2 config ("task_specific_params" nests 3 deep);
-  // refusing it as it is met bounds the parser's work on a hostile file.
-  struct TooDeep {};
-  const json::parser_callback_t watch = [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= 16)
-      throw TooDeep{};
-    return true;
-  };
-  json root;
-  try {
-    root = json::parse(text, watch);
-  } catch (const TooDeep&) {
-    refuse("expected a JSON object of settings, got values nested more than 16 deep");
-  } catch (const json::exception& e) {
-    std::string why = e.what();
-    if (const auto at = why.find("] "); at != std::string::npos) why = why.substr(at + 2);
-    refuse("not JSON: " + why);
-  }
-  if (!root.is_object())
-    refuse("expected a JSON object of settings, got " + std::string(root.type_name()));
-  return root;
-}
+// The refusal of a missing size names the five a GPT-2 config.json gives.
+constexpr const char* kRequired =
+    "a GPT-2 config.json gives n_embd, n_head, n_layer, n_positions and vocab_size";
 }  // namespace
 
 GPT2Config read_gpt2_config(const std::string& path) {
-  const json root = parse_config(path);
-  const Fields f(root, path);
+  const json root = detail::parse_config(path, "read_gpt2_config");
+  const detail::Fields f(root, path, "read_gpt2_config", kRequired);
   GPT2Config c;
   c.vocab_size = f.integer("vocab_size", 1, GPT2Config::kMaxVocab);
   c.n_positions = f.integer("n_positions", 1, GPT2Config::kMaxPositions);

@@ -40,6 +40,24 @@ TEST_SUITE("nn.rotary_embedding") {
                     Array(xt::view(all, xt::all(), xt::range(2, 3), xt::all()))));
   }
 
+  TEST_CASE("RotaryEmbedding with halves and given frequencies: transformers' Llama tables") {
+    const std::vector<float> inv_freq = {1.0f, 0.01f};
+    nn::RotaryEmbedding rope(
+        nn::RotaryEmbeddingOptions(4, 6).pairs(ops::RotaryPairs::halves).inv_freq(inv_freq));
+    CHECK(bit_equal(rope.cos.data(), ops::rotary_table(inv_freq, 6).cos));
+    CHECK(bit_equal(rope.sin.data(), ops::rotary_table(inv_freq, 6).sin));
+    const Tensor qkv = testing::input({1, 2, 16}, 2, false);  // n_head 2, n_kv_head 1
+    CHECK(bit_equal(rope.forward_qkv(qkv, 3, 1).data(),
+                    ops::rotary_embedding_qkv(qkv, rope.cos, rope.sin, 3, ops::RotaryPairs::halves,
+                                              1)
+                        .data()));
+    CHECK(rope.repr() ==
+          "RotaryEmbedding(head_dim=4, max_len=6, base=10000.0, pairs=halves, inv_freq=given)");
+    CHECK_THROWS_WITH_AS(
+        nn::RotaryEmbedding(nn::RotaryEmbeddingOptions(4, 6).inv_freq(std::vector<float>{1.0f})),
+        doctest::Contains("expected inv_freq of head_dim / 2 = 2 frequencies, got 1"), ValueError);
+  }
+
   TEST_CASE("RotaryEmbedding prints its options and refuses bad ones by name") {
     CHECK(nn::RotaryEmbedding(nn::RotaryEmbeddingOptions(16, 64)).repr() ==
           "RotaryEmbedding(head_dim=16, max_len=64, base=10000.0)");

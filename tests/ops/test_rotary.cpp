@@ -202,4 +202,96 @@ TEST_SUITE("ops.rotary") {
     CHECK(autograd::tape().empty());
   }
 
+  TEST_CASE("with halves, column p turns with column p + head_dim / 2, as transformers' rotate_half") {
+    const ops::RotaryTable t = ops::rotary_table(4, 4, 100.0);  // theta 1 and 0.1
+    // x (1, T 1, C 8): two heads of head_dim 4 at position 2; pairs (0, 2) and (1, 3) of each
+    Tensor x(Array{{{1.0f, 2.0f, 3.0f, 4.0f, -1.0f, 0.5f, 0.0f, 2.0f}}});
+    const Array y =
+        ops::rotary_embedding(x, table(t.cos), table(t.sin), 2, ops::RotaryPairs::halves).data();
+    const float c0 = t.cos(2, 0), s0 = t.sin(2, 0), c1 = t.cos(2, 1), s1 = t.sin(2, 1);
+    // q * cos + rotate_half(q) * sin, with cos = cat(c, c), sin = cat(s, s), rotate_half = [-b, a]
+    CHECK(bit_equal(y, Array{{{1.0f * c0 - 3.0f * s0, 2.0f * c1 - 4.0f * s1, 3.0f * c0 + 1.0f * s0,
+                               4.0f * c1 + 2.0f * s1, -1.0f * c0 - 0.0f * s0, 0.5f * c1 - 2.0f * s1,
+                               0.0f * c0 + -1.0f * s0, 2.0f * c1 + 0.5f * s1}}}));
+  }
+
+  TEST_CASE("halves is interleaved pairs after a permutation of each head's columns") {
+    const ops::RotaryTable t = ops::rotary_table(8, 16, 10000.0);
+    const Tensor x = testing::input({2, 5, 16}, 4, false);  // two heads of 8
+    // column 2p of the interleaved layout is column p of the halves one, 2p + 1 is p + 4
+    auto to_interleaved = [](const Array& a) {
+      Array out = Array::from_shape(a.shape());
+      for (std::size_t r = 0; r < a.size() / 16; ++r)
+        for (std::size_t head = 0; head < 16; head += 8)
+          for (std::size_t p = 0; p < 4; ++p) {
+            out.data()[r * 16 + head + 2 * p] = a.data()[r * 16 + head + p];
+            out.data()[r * 16 + head + 2 * p + 1] = a.data()[r * 16 + head + p + 4];
+          }
+      return out;
+    };
+    const Array halves =
+        ops::rotary_embedding(x, table(t.cos), table(t.sin), 3, ops::RotaryPairs::halves).data();
+    const Array interleaved =
+        ops::rotary_embedding(Tensor(to_interleaved(x.data())), table(t.cos), table(t.sin), 3)
+            .data();
+    CHECK(bit_equal(to_interleaved(halves), interleaved));
+  }
+
+  TEST_CASE("grouped-query qkv: the query and key heads turn, the value heads pass through") {
+    const ops::RotaryTable t = ops::rotary_table(4, 8, 10000.0);
+    // n_head 4, n_kv_head 2, head_dim 4: qkv (2, 3, (4 + 2 + 2) * 4)
+    const Tensor qkv = testing::input({2, 3, 32}, 5, false);
+    for (const auto pairs : {ops::RotaryPairs::interleaved, ops::RotaryPairs::halves}) {
+      const Array y =
+          ops::rotary_embedding_qkv(qkv, table(t.cos), table(t.sin), 1, pairs, 2).data();
+      const Tensor qk(Array(xt::view(qkv.data(), xt::all(), xt::all(), xt::range(0, 24))));
+      const Array r = ops::rotary_embedding(qk, table(t.cos), table(t.sin), 1, pairs).data();
+      CHECK(bit_equal(Array(xt::view(y, xt::all(), xt::all(), xt::range(0, 24))), r));
+      CHECK(bit_equal(Array(xt::view(y, xt::all(), xt::all(), xt::range(24, 32))),
+                      Array(xt::view(qkv.data(), xt::all(), xt::all(), xt::range(24, 32)))));
+    }
+    CHECK_THROWS_WITH_AS(
+        ops::rotary_embedding_qkv(qkv, table(t.cos), table(t.sin), 0, ops::RotaryPairs::halves, 3),
+        doctest::Contains("expected qkv of shape (B, T, (n_head + 2 n_kv_head) head_dim) with "
+                          "n_head >= n_kv_head = 3 and head_dim 4, got (2, 3, 32)"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        ops::rotary_embedding_qkv(qkv, table(t.cos), table(t.sin), 0, ops::RotaryPairs::halves, 0),
+        doctest::Contains("expected n_kv_head >= 1, got 0"), ValueError);
+  }
+
+  TEST_CASE("halves and grouped-query qkv: gradients match finite differences") {
+    const ops::RotaryTable t = ops::rotary_table(4, 8, 10000.0);
+    const Tensor cos = table(t.cos), sin = table(t.sin);
+    testing::check_gradients(
+        [&](const std::vector<Tensor>& x) {
+          return ops::rotary_embedding(x[0], cos, sin, 2, ops::RotaryPairs::halves);
+        },
+        {testing::input({2, 3, 8}, 3)});
+    testing::check_gradients(
+        [&](const std::vector<Tensor>& x) {
+          return ops::rotary_embedding_qkv(x[0], cos, sin, 1, ops::RotaryPairs::halves, 1);
+        },
+        {testing::input({1, 3, 16}, 6)});  // n_head 2, n_kv_head 1
+  }
+
+  TEST_CASE("tables from given frequencies round each angle to float32, as transformers does") {
+    const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f};
+    const ops::RotaryTable t = ops::rotary_table(inv_freq, 3000);
+    CHECK(t.cos.shape() == Shape{3000, 3});
+    for (const std::size_t m : {std::size_t(0), std::size_t(7), std::size_t(2999)})
+      for (std::size_t p = 0; p < 3; ++p) {
+        const float angle = float(m) * inv_freq[p];
+        CHECK(t.cos(m, p) == float(std::cos(double(angle))));
+        CHECK(t.sin(m, p) == float(std::sin(double(angle))));
+      }
+    // float32 angles are not the double ones: theta_1 = 1000^(-2/6) = 0.1, and at position 2999
+    // the angle's float32 rounding moves cos by many float roundings
+    CHECK(std::abs(t.cos(2999, 1) - ops::rotary_table(6, 3000, 1000.0).cos(2999, 1)) > 1e-6f);
+    CHECK_THROWS_WITH_AS(ops::rotary_table(std::vector<float>{}, 4),
+                         doctest::Contains("expected at least one frequency"), ValueError);
+    CHECK_THROWS_WITH_AS(ops::rotary_table(std::vector<float>{1.0f, NAN}, 4),
+                         doctest::Contains("expected finite frequencies"), ValueError);
+  }
+
 }  // TEST_SUITE

@@ -25,6 +25,16 @@
 // ALiBi's per-head slopes times the distance i - j are such a bias; -inf masks a key. The bias is
 // a constant: no gradient flows into it (it is an Array, not a Tensor), and backward is the same
 // with or without it, since it needs only the softmax.
+//
+// Grouped-query attention (Ainslie et al., "GQA", 2023; Llama 2 70B, Llama 3, SmolLM2) shares each
+// key/value head between n_head / n_kv_head query heads: option n_kv_head, with qkv packed as
+// (B, T, (n_head + 2 n_kv_head) hs), the n_head query heads, then the n_kv_head key heads, then the
+// n_kv_head value heads. Query head h reads key/value head h / (n_head / n_kv_head), in place:
+// what transformers' repeat_kv does by copying,
+//
+//     k = k[:, :, None].expand(B, n_kv_head, n_head // n_kv_head, T, hs).reshape(B, n_head, T, hs)
+//
+// costs nothing here. The output is (B, T, n_head hs). n_kv_head = 1 is multi-query attention.
 #pragma once
 
 #include <cstdint>
@@ -55,17 +65,22 @@ class CausalAttentionOptions {
   /// of head h is the bias of query i against keys 0 .. T-1 (the entries above the diagonal are
   /// never read). Default none.
   TAPEGRAD_ARG(std::optional<Array>, bias) = std::nullopt;
+  /// Key/value heads (>= 1, dividing n_head) for grouped-query attention: qkv is then (B, T,
+  /// (n_head + 2 n_kv_head) hs) and query head h reads key/value head h / (n_head / n_kv_head).
+  /// Unset (default): n_head, qkv in three equal parts.
+  TAPEGRAD_ARG(std::optional<std::int64_t>, n_kv_head) = std::nullopt;
 };
 
 namespace ops {
 
 /// qkv (B, T, 3C), queries, keys and values side by side, each with n_head heads of hs = C / n_head
 /// columns -> (B, T, C). Scores are (q k^T) * float(1 / sqrt(hs)) (+ bias); position i attends to
-/// j <= i.
+/// j <= i. With options.n_kv_head() = K: qkv (B, T, (n_head + 2K) hs) -> (B, T, n_head hs).
 /// attn_out, when given, receives the weights applied to the values, (B, n_head, T, T): the
 /// softmax (after dropout), zeros above the diagonal. Throws ShapeError when qkv is not (B, T, 3C)
-/// or C is not a multiple of n_head, or the bias is not (n_head, T, T); ValueError for n_head < 1 or
-/// a bad dropout probability.
+/// or C is not a multiple of n_head (with n_kv_head: qkv's width not a multiple of n_head + 2K),
+/// or the bias is not (n_head, T, T); ValueError for n_head < 1, an n_kv_head < 1 or not dividing
+/// n_head, or a bad dropout probability.
 Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
                              const CausalAttentionOptions& options = {}, Array* attn_out = nullptr);
 
