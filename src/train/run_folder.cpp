@@ -1,5 +1,5 @@
 // src/train/run_folder.cpp: the run's folder, checked and locked (run_folder.hpp).
-#include "run_folder.hpp"
+#include "tapegrad/train/run_folder.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/io/safetensors.hpp"
 
-namespace tapegrad::train::detail {
+namespace tapegrad::train {
 
 namespace fs = std::filesystem;
 
@@ -63,33 +63,15 @@ std::string cannot_write_into(const fs::path& dir) {
   return "";
 }
 
-}  // namespace
-
-RunFolder prepare_run_folder(const std::string& out, bool resume, bool lock) {
-  if (out.empty()) throw ValueError("--out: expected a folder name, got ''");
-  RunFolder f;
-  f.dir = out, f.last = f.dir / "last.safetensors", f.best = f.dir / "best.safetensors";
-  std::error_code error;
-  if (fs::exists(f.dir, error) && !fs::is_directory(f.dir, error))
-    throw ValueError("--out: '" + out + "' exists and is not a folder");
-  fs::create_directories(f.dir, error);
-  if (error) throw ValueError("--out: cannot create the folder '" + out + "': " + error.message());
-  if (lock) f.lock = std::make_unique<io::FolderLock>(out, "--out");
-  if (const std::string why = cannot_write_into(f.dir); !why.empty())
-    throw ValueError("--out: cannot write into the folder '" + out + "': " + why);
-  f.has_last = usable_checkpoint_path(f.last, resume ? "--resume" : "--out");
-  usable_checkpoint_path(f.best, "--out");
-  if (f.has_last && !resume) check_replaceable_last(f.last);
-  return f;
-}
-
+/// The validation loss best.safetensors holds (its note "best_val"), or infinity without one.
+/// A best file whose loss cannot be read is a ValueError: the run would replace it unknowingly.
 double best_val_on_disk(const fs::path& best) {
   if (!fs::exists(best)) return INFINITY;
   try {
     const io::SafetensorsFile f = io::load_safetensors(best.string());
     const auto v = f.metadata_value("progress.extra.best_val");
     if (!v) throw ValueError("it holds no note 'best_val'");
-    return best_val_from(*v, best.string());
+    return detail::best_val_from(*v, best.string());
   } catch (const std::exception& e) {
     throw ValueError("--out: '" + best.string() +
                      "' would be replaced by this run's best model, but its validation loss "
@@ -98,4 +80,25 @@ double best_val_on_disk(const fs::path& best) {
   }
 }
 
-}  // namespace tapegrad::train::detail
+}  // namespace
+
+RunFolder::RunFolder(const std::string& out, bool resume, bool lock) {
+  if (out.empty()) throw ValueError("--out: expected a folder name, got ''");
+  RunFolder& f = *this;
+  f.dir = out, f.last = f.dir / "last.safetensors", f.best = f.dir / "best.safetensors";
+  std::error_code error;
+  if (fs::exists(f.dir, error) && !fs::is_directory(f.dir, error))
+    throw ValueError("--out: '" + out + "' exists and is not a folder");
+  fs::create_directories(f.dir, error);
+  if (error) throw ValueError("--out: cannot create the folder '" + out + "': " + error.message());
+  if (lock) lock_ = std::make_unique<io::FolderLock>(out, "--out");
+  if (const std::string why = cannot_write_into(f.dir); !why.empty())
+    throw ValueError("--out: cannot write into the folder '" + out + "': " + why);
+  f.has_last = usable_checkpoint_path(f.last, resume ? "--resume" : "--out");
+  usable_checkpoint_path(f.best, "--out");
+  if (f.has_last && !resume) check_replaceable_last(f.last);
+  best_on_disk = best_val_on_disk(f.best);  // never replaced by a worse model
+}
+
+
+}  // namespace tapegrad::train

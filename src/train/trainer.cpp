@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "history.hpp"
-#include "run_folder.hpp"
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/autograd/profiler.hpp"
 #include "tapegrad/core/autocast.hpp"
@@ -25,6 +24,7 @@
 #include "tapegrad/optim/clip_grad.hpp"
 #include "tapegrad/train/pictures.hpp"
 #include "tapegrad/train/progress.hpp"
+#include "tapegrad/train/run_folder.hpp"
 #include "tapegrad/train/stop_signals.hpp"
 #ifdef TAPEGRAD_TRAIN_MPI
 #include "tapegrad/distributed/collectives.hpp"
@@ -76,8 +76,7 @@ struct Trainer::Impl {
   optim::Optimizer& optimizer;
   optim::LambdaLR* schedule;
   io::TrainingCheckpoint checkpoint;
-  std::optional<detail::RunFolder> folder;
-  double best_on_disk = INFINITY;
+  std::unique_ptr<RunFolder> folder;
   std::map<std::string, std::string> notes;
   std::vector<std::string> tracked;  // the generators' names
   std::function<void(const Run&)> on_start;
@@ -271,12 +270,7 @@ static void resume_from(io::TrainingCheckpoint& checkpoint,
 
 // ---- the run -------------------------------------------------------------------------------------
 
-void Trainer::open_folder() {
-  Impl& t = *impl_;
-  if (t.folder || options_.out().empty()) return;
-  t.folder.emplace(detail::prepare_run_folder(options_.out(), options_.resume(), rank_ == 0));
-  t.best_on_disk = detail::best_val_on_disk(t.folder->best);  // never replaced by a worse model
-}
+void Trainer::use_folder(std::unique_ptr<RunFolder> folder) { impl_->folder = std::move(folder); }
 
 Run Trainer::fit(const Task& task, Batches& batches, const Validation& validation) {
   check<ValueError>(bool(task.loss), "Trainer::fit: the task has no loss");
@@ -287,9 +281,10 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   for (const auto& [name, generator] : batches.generators()) track(name, generator);
 
   // 1. The run's folder, locked and checked, and the loss its best.safetensors holds.
-  open_folder();
-  const detail::RunFolder* folder = t.folder ? &*t.folder : nullptr;
-  run.best_val = t.best_on_disk;
+  if (!t.folder && !o.out().empty())
+    t.folder = std::make_unique<RunFolder>(o.out(), o.resume(), /*lock=*/rank_ == 0);
+  const RunFolder* folder = t.folder.get();
+  run.best_val = folder ? folder->best_on_disk : INFINITY;
   // 2. Resume: every rank reads the checkpoint, so that every rank continues from one state.
   if (o.resume() && folder && folder->has_last) {
     resume_from(t.checkpoint, t.notes, run, batches, folder->last);

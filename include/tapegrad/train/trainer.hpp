@@ -57,6 +57,8 @@
 
 namespace tapegrad::train {
 
+class RunFolder;
+
 /// Where a run's training batches come from: next() is called grad_accum times per step. What a
 /// resumed run needs to read the same batches is saved with every checkpoint: the generators the
 /// source draws from (generators(), tracked by name) and its position() (e.g. batches read).
@@ -168,11 +170,10 @@ class Trainer {
   /// program's own report of it. Without one, the trainer prints a line.
   Trainer& on_validation(std::function<void(std::int64_t, double, double)> callback);
 
-  /// Creates, checks and locks the run's folder (out()), and reads the loss its
-  /// best.safetensors holds. fit() does it first; a program calls it before a long preparation
-  /// (reading a corpus) so that a folder another run holds, or one that cannot be written, is
-  /// refused before that work. Idempotent.
-  void open_folder();
+  /// The run's folder, opened (checked and locked) by the caller before a long preparation
+  /// (reading a corpus), so that a folder another run holds is refused before that work; without
+  /// one, fit() opens options().out() itself.
+  void use_folder(std::unique_ptr<RunFolder> folder);
 
   /// Trains to options().steps() (or stop_after(), or a stop signal). Validates before the first
   /// step of a new run. Returns the run's record; Run::stopped_by says whether a signal ended it.

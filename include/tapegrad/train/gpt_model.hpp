@@ -1,0 +1,81 @@
+// include/tapegrad/train/gpt_model.hpp
+//
+// The GPT the training programs build, described so that any program can rebuild it:
+//
+//   * its bounds, counted from its sizes before anything is allocated: a config outside them is
+//     refused with the figure, instead of a build that runs for minutes or ends in bad_alloc;
+//   * its description in a checkpoint: the notes "gpt.*" (its sizes, its parts BY NAME, its
+//     tokenizer as text), written into every checkpoint of a run and read back, every note
+//     checked, by gpt --resume, gpt_sample, gpt_eval and a learner's own program;
+//   * loading it back from a checkpoint, or from a Hugging Face GPT-2 folder.
+//
+// A part a learner registered (transformer/gpt_parts.hpp: an attention, an MLP, a norm) is stored
+// under its name: the program that reads the checkpoint must have registered the same name, and
+// one that has not is refused, naming the part and how to register it. A part given only as a
+// factory (GPTConfig::make_attention) has no name: such a model is refused at the first save.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "tapegrad/data/tokenizer.hpp"
+#include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/nn/module.hpp"
+#include "tapegrad/transformer/gpt.hpp"
+
+namespace tapegrad::train {
+
+/// Each size's range, for the flags of the programs and the notes they read back.
+struct GPTLimits {
+  static constexpr std::int64_t kMaxLayers = 1000, kMaxHeads = 1024, kMaxWidth = 65536,
+                                kMaxBlockSize = 65536, kMaxVocab = 1'114'112;  // every code point
+  /// nanoGPT's GPT-2 small has 124 M parameters: more is not a model for a CPU program.
+  static constexpr double kMaxParameters = 200e6;
+  /// The share of the memory this process may use (tapegrad::machine_memory_bytes) that one
+  /// training step may hold; the rest is left for the data, the program and the system.
+  static constexpr double kTrainingShareOfMemory = 0.8;
+};
+
+/// The parameters of a GPT of config `c`, the tied token table once, the position table included:
+/// GPT::num_params(false) of the model once built, for the built-in parts (a learner's part is
+/// counted as the built-in one of its kind: the estimate bounds, it does not report).
+double parameter_count(const nn::transformer::GPTConfig& c);
+/// About the bytes one training step of `batch` windows of c.block_size() holds: 16 per parameter
+/// (weight, gradient, AdamW's two moments) and 4 per activation kept for backward.
+double training_bytes(const nn::transformer::GPTConfig& c, std::int64_t batch);
+/// ValueError naming the figure when the model has more than GPTLimits::kMaxParameters
+/// parameters (`what` says where the config came from: "the flags", a file).
+void check_parameter_count(const nn::transformer::GPTConfig& c, const std::string& what);
+/// ValueError naming the estimate, the machine's memory and the flags that lower it when a
+/// training step would hold more than GPTLimits::kTrainingShareOfMemory of the memory this
+/// process may use.
+void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch);
+
+/// The notes that describe the model: its config (its parts by name) and its tokenizer (its
+/// name, and itself as text, so that nothing else is needed to read a prompt). ValueError for a
+/// config whose part was given as a factory only: it has no name a checkpoint can store.
+std::map<std::string, std::string> model_notes(const nn::transformer::GPTConfig& c,
+                                               const data::Tokenizer& tokenizer);
+
+/// The note `progress.extra.<key>` of a checkpoint, or, for the notes added after the first
+/// files were written (gpt.norm, gpt.mlp, gpt.attention, ...), the value those files were made
+/// with; CheckpointError naming the file when it is absent.
+std::string note_or_default(const io::SafetensorsFile& f, const std::string& key,
+                            const std::string& path);
+
+/// The config and tokenizer a checkpoint of a GPT run was trained with, every note checked
+/// (CheckpointError naming the file and the note; ValueError naming a part this program has not
+/// registered) and the model's size bounded, before anything is allocated.
+std::pair<nn::transformer::GPTConfig, data::Tokenizer> read_model_notes(
+    const io::SafetensorsFile& f, const std::string& path);
+
+/// The --pos choices of the programs: the library's positions (learned, sinusoidal, rope, none)
+/// and "alibi", which is position "none" with ALiBi's attention (transformer/alibi.hpp).
+nn::transformer::GPTConfig with_position(nn::transformer::GPTConfig c, const std::string& pos);
+/// The --pos choice a config was made with ("alibi" for position none with ALiBi's attention).
+std::string position_name(const nn::transformer::GPTConfig& c);
+
+}  // namespace tapegrad::train

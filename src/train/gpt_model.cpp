@@ -1,0 +1,277 @@
+// src/train/gpt_model.cpp: the GPT's bounds and its description in a checkpoint
+// (train/gpt_model.hpp).
+//
+// Read back, every note is parsed strictly ("1abc" is not 1) and checked against the range the
+// flags of gpt allow; the tokenizer must read back; the parts must be registered in this program;
+// and the notes must fit the tensors beside them (the token table is vocabulary x n_embd, there
+// are n_layer blocks, a learned position table is block_size x n_embd) before a model is built
+// from them. The library checks the file itself (its checksums; io/checkpoint.hpp).
+#include "tapegrad/train/gpt_model.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "tapegrad/core/errors.hpp"
+#include "tapegrad/core/memory.hpp"
+#include "tapegrad/transformer/gpt_parts.hpp"
+
+namespace tapegrad::train {
+
+namespace tt = nn::transformer;
+
+// ---- bounds --------------------------------------------------------------------------------------
+
+double parameter_count(const tt::GPTConfig& c) {
+  const double V = double(c.vocab_size()), T = double(c.block_size()), C = double(c.n_embd()),
+               L = double(c.n_layer());
+  const double norm = c.norm() == "rmsnorm" ? C : 2 * C;       // weight (and LayerNorm's bias)
+  const double attention = (3 * C * C + 3 * C) + (C * C + C);  // c_attn, c_proj
+  const double hidden = std::max(1.0, std::floor(2 * (4 * C) / 3));                // SwiGLU's width
+  const double mlp = c.mlp() == "swiglu" ? 3 * C * hidden + 2 * hidden + C         // w1, w3, w2
+                                         : (4 * C * C + 4 * C) + (4 * C * C + C);  // c_fc, c_proj
+  const double positions = c.position() == "learned" ? T * C : 0.0;
+  return V * C + positions + L * (2 * norm + attention + mlp) + norm;
+}
+
+// Per position about 18 values of width C and 2 attention rows of length T per head in each
+// block, and 3 of width V for the logits and their softmax.
+double training_bytes(const tt::GPTConfig& c, std::int64_t batch) {
+  const double T = double(c.block_size()), C = double(c.n_embd()), H = double(c.n_head()),
+               V = double(c.vocab_size()), L = double(c.n_layer());
+  const double per_position = L * (18 * C + 2 * H * T) + 3 * V + 4 * C;
+  return 16 * parameter_count(c) + 4 * double(batch) * T * per_position;
+}
+
+namespace {
+std::string figure(double x) {
+  std::ostringstream os;
+  os.precision(3);
+  os << x;
+  return os.str();
+}
+}  // namespace
+
+void check_parameter_count(const tt::GPTConfig& c, const std::string& what) {
+  const double n = parameter_count(c);
+  if (n > GPTLimits::kMaxParameters)
+    throw ValueError(what + " describe a GPT of " + figure(n) + " parameters, more than the " +
+                     figure(GPTLimits::kMaxParameters) + " this program builds (n_layer " +
+                     std::to_string(c.n_layer()) + ", n_embd " + std::to_string(c.n_embd()) +
+                     ", vocabulary " + std::to_string(c.vocab_size()) + ")");
+}
+
+void check_training_memory(const tt::GPTConfig& c, std::int64_t batch) {
+  const double bytes = training_bytes(c, batch);
+  const double memory = double(machine_memory_bytes());
+  const double allowed = GPTLimits::kTrainingShareOfMemory * memory;
+  if (bytes > allowed)
+    throw ValueError(
+        "--batch-size, --block-size, --n-layer, --n-embd: a training step would hold about " +
+        memory_text(bytes) + " (weights, gradients, AdamW's moments and activations), more than " +
+        "the " + memory_text(allowed) + " it may take (" +
+        figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
+        " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
+        "the batch with K times smaller steps), --block-size, --n-layer or --n-embd");
+}
+
+// ---- positions -----------------------------------------------------------------------------------
+
+tt::GPTConfig with_position(tt::GPTConfig c, const std::string& pos) {
+  if (pos == "alibi") return c.position("none").attention("alibi");
+  return c.position(pos);
+}
+
+std::string position_name(const tt::GPTConfig& c) {
+  return c.position() == "none" && c.attention() == "alibi" && !c.make_attention() ? "alibi"
+                                                                                   : c.position();
+}
+
+// ---- the notes -----------------------------------------------------------------------------------
+
+std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
+                                               const data::Tokenizer& tokenizer) {
+  for (const auto& [given, part] : {std::pair{bool(c.make_attention()), "attention"},
+                                    std::pair{bool(c.make_mlp()), "mlp"},
+                                    std::pair{bool(c.make_norm()), "norm"}})
+    check<ValueError>(!given, "the GPT's ", part,
+                      " was given as a factory (GPTConfig::make_", part,
+                      "), which has no name a checkpoint can store; register it by name "
+                      "(tapegrad::nn::transformer::register_", part,
+                      ") and give the name to GPTConfig::", part, " instead");
+  return {{"gpt.tokenizer", tokenizer.name()},
+          {"gpt.vocab", tokenizer.to_text()},
+          {"gpt.block_size", std::to_string(c.block_size())},
+          {"gpt.n_layer", std::to_string(c.n_layer())},
+          {"gpt.n_head", std::to_string(c.n_head())},
+          {"gpt.n_embd", std::to_string(c.n_embd())},
+          {"gpt.dropout", py_float(c.dropout())},
+          {"gpt.position", position_name(c)},
+          {"gpt.attention", c.attention()},
+          {"gpt.norm", c.norm()},
+          {"gpt.mlp", c.mlp()},
+          {"gpt.gelu", c.gelu()},
+          {"gpt.norm_eps", py_float(c.norm_eps())}};
+}
+
+namespace {
+
+std::string note(const io::SafetensorsFile& f, const std::string& key, const std::string& path) {
+  const auto v = f.metadata_value("progress.extra." + key);
+  if (!v)
+    throw CheckpointError("'" + path + "' holds no note '" + key + "': not a checkpoint of a GPT run",
+                          "InvalidCheckpoint");
+  return *v;
+}
+
+/// A note that does not hold what it should: CheckpointError naming the file, the note and the text.
+[[noreturn]] void bad_note(const std::string& path, const std::string& key,
+                           const std::string& expected, const std::string& text) {
+  throw CheckpointError("'" + path + "': the note '" + key + "': expected " + expected +
+                            ", got '" + text.substr(0, 40) + "'",
+                        "InvalidCheckpoint");
+}
+
+std::int64_t integer_note(const io::SafetensorsFile& f, const std::string& key,
+                          const std::string& path, std::int64_t low, std::int64_t high) {
+  const std::string text = note(f, key, path);
+  std::int64_t v = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || v < low ||
+      v > high)
+    bad_note(path, key, "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]",
+             text);
+  return v;
+}
+
+double number_note(const io::SafetensorsFile& f, const std::string& key, const std::string& path,
+                   const std::string& text, bool (*ok)(double), const std::string& expected) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ||
+      end != text.c_str() + text.size() || errno == ERANGE || !ok(v))
+    bad_note(path, key, expected, text);
+  (void)f;
+  return v;
+}
+
+std::string choice_note(const io::SafetensorsFile& f, const std::string& key,
+                        const std::string& path, const std::vector<std::string>& choices) {
+  const std::string text = note_or_default(f, key, path);
+  std::string list;
+  for (const std::string& c : choices) {
+    if (text == c) return text;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  bad_note(path, key, "one of " + list, text);
+}
+
+/// A part's name, which this program must have registered: a checkpoint of a learner's model is
+/// read by a program that registered the learner's parts (ValueError naming the part otherwise).
+std::string part_note(const io::SafetensorsFile& f, const std::string& key,
+                      const std::string& path,
+                      void (*lookup)(const std::string& name, const std::string& where)) {
+  const std::string name = note_or_default(f, key, path);
+  lookup(name, "'" + path + "': its model's " + key.substr(4));
+  return name;
+}
+
+/// The config's notes against the tensors they describe, before anything is allocated.
+void check_notes_fit_tensors(const tt::GPTConfig& c, const io::SafetensorsFile& f,
+                             const std::string& path) {
+  auto shape_of = [&](const std::string& name) -> std::string {
+    if (!f.contains(name)) return "none";
+    std::string s = "(";
+    for (std::size_t d : f.record(name).shape) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
+    return s + ")";
+  };
+  auto expect = [&](const std::string& name, const std::string& shape, const std::string& notes) {
+    if (shape_of(name) != shape)
+      throw CheckpointError("'" + path + "': the notes " + notes + " say '" + name + "' is " +
+                                shape + ", the file holds " + shape_of(name),
+                            "InvalidCheckpoint");
+  };
+  const std::string C = std::to_string(c.n_embd());
+  expect("model.lm_head.weight", "(" + std::to_string(c.vocab_size()) + ", " + C + ")",
+         "gpt.vocab and gpt.n_embd");
+  // Blocks 0 .. n_layer - 1 hold tensors, block n_layer none (whatever the parts' own names).
+  const auto holds_block = [&](std::int64_t i) {
+    const std::string prefix = "model.transformer.h." + std::to_string(i) + ".";
+    for (const io::TensorRecord& r : f.tensors())
+      if (r.name.starts_with(prefix)) return true;
+    return false;
+  };
+  if (!holds_block(c.n_layer() - 1) || holds_block(c.n_layer()))
+    throw CheckpointError("'" + path + "': the notes gpt.n_layer say " +
+                              std::to_string(c.n_layer()) + " blocks, the file holds " +
+                              (holds_block(c.n_layer()) ? "more" : "fewer"),
+                          "InvalidCheckpoint");
+  if (c.position() == "learned")
+    expect("model.transformer.wpe.weight", "(" + std::to_string(c.block_size()) + ", " + C + ")",
+           "gpt.block_size and gpt.n_embd");
+}
+
+}  // namespace
+
+std::string note_or_default(const io::SafetensorsFile& f, const std::string& key,
+                            const std::string& path) {
+  const auto v = f.metadata_value("progress.extra." + key);
+  if (v) return *v;
+  if (key == "gpt.norm") return "layernorm";
+  if (key == "gpt.mlp") return "gelu";
+  if (key == "gpt.attention") return "causal";
+  if (key == "gpt.tokenizer") return "char";
+  if (key == "gpt.norm_eps") return py_float(1e-5);
+  if (key == "gpt.train_block_size") return note(f, "gpt.block_size", path);  // (were equal)
+  if (key == "gpt.data_format") return "fortunes";  // --data was read as fortunes only
+  return note(f, key, path);
+}
+
+std::pair<tt::GPTConfig, data::Tokenizer> read_model_notes(const io::SafetensorsFile& f,
+                                                           const std::string& path) {
+  const std::string name = choice_note(f, "gpt.tokenizer", path, {"char", "bpe", "gpt2"});
+  std::optional<data::Tokenizer> tokenizer;
+  try {
+    tokenizer =
+        data::Tokenizer::from_text(name, note(f, "gpt.vocab", path), "the note 'gpt.vocab'");
+  } catch (const ValueError& e) {
+    throw CheckpointError("'" + path + "': the note 'gpt.vocab': " + e.what(),
+                          "InvalidCheckpoint");
+  }
+  tt::GPTConfig c(tokenizer->vocab_size(),
+                  integer_note(f, "gpt.block_size", path, 1, GPTLimits::kMaxBlockSize));
+  c = with_position(c, choice_note(f, "gpt.position", path,
+                                   {"learned", "sinusoidal", "rope", "none", "alibi"}));
+  if (f.metadata_value("progress.extra.gpt.attention"))  // (older files: "alibi" said it all)
+    c.attention(part_note(f, "gpt.attention", path, [](const std::string& n, const std::string& w) {
+      tt::registered_attention(n, w);
+    }));
+  c.n_layer(integer_note(f, "gpt.n_layer", path, 1, GPTLimits::kMaxLayers))
+      .n_head(integer_note(f, "gpt.n_head", path, 1, GPTLimits::kMaxHeads))
+      .n_embd(integer_note(f, "gpt.n_embd", path, 1, GPTLimits::kMaxWidth))
+      .norm(part_note(f, "gpt.norm", path,
+                      [](const std::string& n, const std::string& w) { tt::registered_norm(n, w); }))
+      .mlp(part_note(f, "gpt.mlp", path,
+                     [](const std::string& n, const std::string& w) { tt::registered_mlp(n, w); }))
+      .gelu(choice_note(f, "gpt.gelu", path, {"none", "tanh"}));
+  c.dropout(number_note(f, "gpt.dropout", path, note(f, "gpt.dropout", path),
+                        [](double p) { return p >= 0 && p <= 1; }, "a number in [0, 1]"));
+  c.norm_eps(number_note(f, "gpt.norm_eps", path, note_or_default(f, "gpt.norm_eps", path),
+                         [](double e) { return e > 0 && e < 1; }, "a number in (0, 1)"));
+  try {
+    tt::validate(c);  // n_embd a multiple of n_head, an even head size with rope, ...
+  } catch (const ValueError& e) {
+    throw CheckpointError("'" + path + "': its notes: " + e.what(), "InvalidCheckpoint");
+  }
+  check_parameter_count(c, "'" + path + "': its notes");
+  check_notes_fit_tensors(c, f, path);
+  return {c, std::move(*tokenizer)};
+}
+
+}  // namespace tapegrad::train
