@@ -11,7 +11,9 @@
 
 #include "history.hpp"
 #include "tapegrad/core/errors.hpp"
+#include "tapegrad/core/atomic_file.hpp"
 #include "tapegrad/io/safetensors.hpp"
+#include "tapegrad/train/pictures.hpp"
 
 namespace tapegrad::train {
 
@@ -53,14 +55,22 @@ void check_replaceable_last(const fs::path& last) {
             << "' is replaced at the first save (--resume continues that run instead)\n";
 }
 
-/// Whether a file can be created in `dir`: the reason why not (the system's words), or "".
-std::string cannot_write_into(const fs::path& dir) {
-  const fs::path probe = dir / (".tapegrad-write-check-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+/// The files an earlier run left in `dir` that this one replaces at its end: what cannot be (a
+/// FIFO, a folder, a link to some other file) is refused now, before training, by the writer's own
+/// checks (a temporary made and removed).
+void check_replaceable_outputs(const fs::path& dir, bool (*is_output)(const std::string&)) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_output(name) || name.ends_with(".safetensors")) continue;  // (checked below)
+    try {
+      AtomicFile probe(it->path().string(), "--out", name.ends_with(".png") ? &kPngFormat : nullptr);
+    } catch (const std::exception& e) {
+      throw ValueError("--out: '" + it->path().string() +
+                       "' would be replaced by this run's, but cannot be (" + e.what() +
+                       "); move it away or choose another --out");
+    }
+  }
 }
 
 /// The validation loss best.safetensors holds (its note "best_val"), or infinity without one.
@@ -82,7 +92,12 @@ double best_val_on_disk(const fs::path& best) {
 
 }  // namespace
 
-RunFolder::RunFolder(const std::string& out, bool resume, bool lock) {
+bool RunFolder::trainer_output(const std::string& name) {
+  return name == "loss.dat" || name == "val.dat" || name == "plots.gp" || name == "loss.png";
+}
+
+RunFolder::RunFolder(const std::string& out, bool resume, bool lock,
+                     bool (*is_output)(const std::string& name)) {
   if (out.empty()) throw ValueError("--out: expected a folder name, got ''");
   RunFolder& f = *this;
   f.dir = out, f.last = f.dir / "last.safetensors", f.best = f.dir / "best.safetensors";
@@ -92,8 +107,12 @@ RunFolder::RunFolder(const std::string& out, bool resume, bool lock) {
   fs::create_directories(f.dir, error);
   if (error) throw ValueError("--out: cannot create the folder '" + out + "': " + error.message());
   if (lock) lock_ = std::make_unique<io::FolderLock>(out, "--out");
-  if (const std::string why = cannot_write_into(f.dir); !why.empty())
-    throw ValueError("--out: cannot write into the folder '" + out + "': " + why);
+  try {  // a temporary made and removed by the writer every save uses
+    AtomicFile probe((f.dir / ".write-check").string(), "--out");
+  } catch (const std::exception& e) {
+    throw ValueError("--out: cannot write into the folder '" + out + "' (" + e.what() + ")");
+  }
+  check_replaceable_outputs(f.dir, is_output);
   f.has_last = usable_checkpoint_path(f.last, resume ? "--resume" : "--out");
   usable_checkpoint_path(f.best, "--out");
   if (f.has_last && !resume) check_replaceable_last(f.last);

@@ -40,6 +40,21 @@ Session::Session(int& argc, char**& argv) : impl_(std::make_unique<Impl>()) {
 
 Session::~Session() = default;
 
+int Session::run(const std::string& program, const std::function<int()>& body) {
+#ifdef TAPEGRAD_TRAIN_MPI
+  if (world_ > 1) {
+    try {
+      return body();
+    } catch (const std::exception& e) {
+      distributed::abort(program + ": " + e.what(), 2);
+    }
+  }
+#else
+  (void)program;
+#endif
+  return body();
+}
+
 bool Session::has_mpi() {
 #ifdef TAPEGRAD_TRAIN_MPI
   return true;

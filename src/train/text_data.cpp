@@ -65,7 +65,7 @@ TextData load_token_file(const TextOptions& o, std::size_t T) {
   try {
     const std::string warning =
         data::check_token_file_tokenizer(*file, d.tokenizer, "--tokenizer " + o.tokenizer);
-    if (!warning.empty()) std::cerr << "warning: --tokens: " << warning << "\n";
+    if (!warning.empty()) d.warnings.push_back("--tokens: " + warning);
   } catch (const DataError& e) {
     throw DataError(std::string("--tokens: ") + e.what());
   }

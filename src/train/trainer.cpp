@@ -79,8 +79,8 @@ struct Trainer::Impl {
   std::unique_ptr<RunFolder> folder;
   std::map<std::string, std::string> notes;
   std::vector<std::string> tracked;  // the generators' names
+  NoteReader read_note;
   std::function<void(const Run&)> on_start;
-  std::function<void(std::int64_t, double, double)> on_validation;
 #ifdef TAPEGRAD_TRAIN_MPI
   std::optional<distributed::DistributedDataParallel> ddp;
 #endif
@@ -116,8 +116,9 @@ Trainer& Trainer::track(const std::string& name, std::shared_ptr<Generator> gene
   return *this;
 }
 
-Trainer& Trainer::notes(std::map<std::string, std::string> notes) {
+Trainer& Trainer::notes(std::map<std::string, std::string> notes, NoteReader read) {
   impl_->notes = std::move(notes);
+  impl_->read_note = std::move(read);
   return *this;
 }
 
@@ -126,10 +127,6 @@ Trainer& Trainer::on_start(std::function<void(const Run&)> callback) {
   return *this;
 }
 
-Trainer& Trainer::on_validation(std::function<void(std::int64_t, double, double)> callback) {
-  impl_->on_validation = std::move(callback);
-  return *this;
-}
 
 // ---- validation ----------------------------------------------------------------------------------
 
@@ -238,13 +235,14 @@ void show_progress(const Run& run, const TrainerOptions& o, const Console& con, 
 // Restores the tracked state and the run's record from `path`, every part checked: the notes must
 // describe this model, the history must fit the step.
 static void resume_from(io::TrainingCheckpoint& checkpoint,
-                        const std::map<std::string, std::string>& model_notes, Run& run,
-                        Batches& batches, const fs::path& path) {
+                        const std::map<std::string, std::string>& model_notes,
+                        const Trainer::NoteReader& read_note, Run& run, Batches& batches,
+                        const fs::path& path) {
   const std::string p = path.string();
   const io::SafetensorsFile f = io::load_safetensors(p);
   for (const auto& [key, value] : model_notes) {
-    const auto saved = f.metadata_value("progress.extra." + key);
-    if (!saved || *saved != value)
+    const std::string saved = read_note ? read_note(f, key, p) : note(f, key, p);
+    if (saved != value)
       throw ValueError("--resume: the run in '" + p + "' was made with another " +
                        (key.find('.') != std::string::npos ? key.substr(key.find('.') + 1) : key) +
                        (key.ends_with("vocab") ? " (other text or another tokenizer)" : "") +
@@ -287,7 +285,7 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   run.best_val = folder ? folder->best_on_disk : INFINITY;
   // 2. Resume: every rank reads the checkpoint, so that every rank continues from one state.
   if (o.resume() && folder && folder->has_last) {
-    resume_from(t.checkpoint, t.notes, run, batches, folder->last);
+    resume_from(t.checkpoint, t.notes, t.read_note, run, batches, folder->last);
     run.saved_step = run.step;
   } else if (o.resume()) {
     std::cout << "no " << (folder ? folder->last.string() : std::string("checkpoint (no --out)"))
@@ -313,11 +311,11 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   if (run.step == 0 && rank_ == 0) {
     const auto [nats, bits] = validation_loss(t.model, task, validation);
     run.val_history.emplace_back(0, float(nats));
-    if (t.on_validation)
-      t.on_validation(0, nats, bits);
-    else
-      std::cout << "step 0: validation loss " << fixed(nats, 4)
-                << (std::isnan(bits) ? "" : ", " + fixed(bits, 4) + " bits per byte") << std::endl;
+    const std::int64_t V = validation.num_classes;
+    std::cout << "step 0: validation loss " << fixed(nats, 4)
+              << (V > 0 ? " (ln " + std::to_string(V) + " = " + fixed(std::log(double(V)), 4) + ")"
+                        : std::string())
+              << (std::isnan(bits) ? "" : ", " + fixed(bits, 4) + " bits per byte") << std::endl;
   }
   // 5. The steps, each validated and saved on its schedule. From here on a first Ctrl-C (or
   // SIGTERM) lets the current step finish and saves it; until here there is nothing to save, and

@@ -25,11 +25,18 @@ namespace tapegrad::train {
 
 class RunFolder {
  public:
+  /// The names of the files a run writes into its folder besides its checkpoints: the trainer's
+  /// loss.dat, val.dat, plots.gp and loss.png.
+  static bool trainer_output(const std::string& name);
+
   /// Creates `out` if needed, locks it when `lock` (refused at once when another run holds it;
   /// under mpirun rank 0 alone writes, and locks), and checks that a checkpoint can be written
-  /// into it and that what is there can be replaced: ValueError or CheckpointError naming --out
-  /// (or --resume) and saying why not. Reads the loss best.safetensors holds.
-  RunFolder(const std::string& out, bool resume, bool lock);
+  /// into it and that what is there can be replaced: the checkpoints, and every file an earlier
+  /// run left there that `is_output` names (a FIFO, a folder or a link to another kind of file
+  /// where a picture goes is refused now, not after the training). ValueError or CheckpointError
+  /// naming --out (or --resume) and saying why not. Reads the loss best.safetensors holds.
+  RunFolder(const std::string& out, bool resume, bool lock,
+            bool (*is_output)(const std::string& name) = trainer_output);
 
   std::filesystem::path dir, last, best;
   bool has_last = false;   ///< OUT/last.safetensors exists (a regular file)

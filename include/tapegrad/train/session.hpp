@@ -4,9 +4,11 @@
 //
 //     int main(int argc, char** argv) {
 //       train::Session session(argc, argv);   // MPI under mpirun, rank 0's console
-//       ...
-//       train::Run run = trainer.fit(task, batches, validation);
-//       return run.stopped_by ? 128 + run.stopped_by : 0;
+//       return session.run("train", [&] {
+//         ...
+//         train::Run run = trainer.fit(task, batches, validation);
+//         return run.stopped_by ? 128 + run.stopped_by : 0;
+//       });
 //     }
 //
 //   * MPI, when mpirun started the program (distributed::Environment), and nothing when it runs
@@ -19,7 +21,9 @@
 // ends the program at once, as usual.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 namespace tapegrad::train {
 
@@ -37,6 +41,10 @@ class Session {
   bool in_place() const { return in_place_; }
   /// Whether this build of tapegrad can train on several processes (it found MPI).
   static bool has_mpi();
+  /// Runs the program's body. On several ranks an error on one must end them all and say why:
+  /// an exception is printed as "PROGRAM: <what>" and the whole job ends (MPI_Abort, exit 2).
+  /// On one process the exception goes on to the caller (examples' checked_main prints it).
+  int run(const std::string& program, const std::function<int()>& body);
 
  private:
   struct Impl;

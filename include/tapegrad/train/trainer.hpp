@@ -51,6 +51,7 @@
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/core/tensor.hpp"
 #include "tapegrad/data/windows.hpp"
+#include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/nn/module.hpp"
 #include "tapegrad/optim/lr_scheduler.hpp"
 #include "tapegrad/optim/optimizer.hpp"
@@ -91,6 +92,9 @@ struct Validation {
   std::vector<data::Batch> batches;
   /// Targets equal to it are not scored (a language model's <unk>, or PyTorch's -100).
   std::int64_t ignore_index = -100;
+  /// The classes a target is one of (a vocabulary's size), or 0: the line before training then
+  /// shows ln(num_classes), the loss of a uniform guess, beside the loss.
+  std::int64_t num_classes = 0;
   /// The bytes of text a target token stands for, when the data knows them: the validation loss
   /// is then also given in bits per byte, comparable across tokenizers. Null: nats only.
   std::function<std::size_t(std::int64_t)> bytes_of = nullptr;
@@ -159,16 +163,19 @@ class Trainer {
   /// Tracks a generator the model draws from (its initialisation and dropout: "model"), saved
   /// and restored by name. The batches' generators are tracked through Batches::generators().
   Trainer& track(const std::string& name, std::shared_ptr<Generator> generator);
+  /// How a resumed run reads a note of the checkpoint it continues: the note's text, or for a
+  /// note the file lacks, the value its writer meant by leaving it out (notes added to a format
+  /// later); CheckpointError when there is none.
+  using NoteReader = std::function<std::string(const io::SafetensorsFile& file,
+                                               const std::string& key, const std::string& path)>;
   /// Text that describes the model (its sizes and parts by name, its tokenizer), written into
-  /// every checkpoint; on resume, each must equal the checkpoint's, else the run is refused
-  /// naming the note (it was made with another model).
-  Trainer& notes(std::map<std::string, std::string> notes);
+  /// every checkpoint; on resume, each must equal the checkpoint's (as `read` reads it: by
+  /// default, the note itself), else the run is refused naming the note (it was made with
+  /// another model).
+  Trainer& notes(std::map<std::string, std::string> notes, NoteReader read = nullptr);
   /// Called once every rank holds its starting state (after a resume), before the first
   /// validation: a program's description of the run (Run::step says where it resumed).
   Trainer& on_start(std::function<void(const Run&)> callback);
-  /// Called on rank 0 after each validation with (step, nats per target, bits per byte): a
-  /// program's own report of it. Without one, the trainer prints a line.
-  Trainer& on_validation(std::function<void(std::int64_t, double, double)> callback);
 
   /// The run's folder, opened (checked and locked) by the caller before a long preparation
   /// (reading a corpus), so that a folder another run holds is refused before that work; without
