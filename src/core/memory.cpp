@@ -1,6 +1,7 @@
 // src/core/memory.cpp: the allocator policy of memory.hpp (glibc's mallopt; a no-op elsewhere).
 #include "tapegrad/core/memory.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,12 +53,24 @@ std::uint64_t cgroup_limit(const char* path) {
 }
 }  // namespace
 
+namespace {
+// A limit of this process (`ulimit -v`, `ulimit -d`): past it, allocations fail whatever the
+// machine has.
+std::uint64_t process_limit(int resource) {
+  rlimit limit{};
+  if (::getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return std::uint64_t(limit.rlim_cur);
+}
+}  // namespace
+
 std::uint64_t machine_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   std::uint64_t bytes = pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page)
                                               : UINT64_MAX;
   bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory.max"));
   bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+  bytes = std::min(bytes, process_limit(RLIMIT_AS));
+  bytes = std::min(bytes, process_limit(RLIMIT_DATA));
   return bytes;
 }
 

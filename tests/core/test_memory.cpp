@@ -89,4 +89,23 @@ TEST_SUITE("memory") {
     CHECK(faults_of_a_buffer(96) < 256);
   }
 #endif
+
+  TEST_CASE("the memory a process may use is at most its address-space and data limits") {
+    const std::uint64_t machine = machine_memory_bytes();
+    CHECK(machine > (std::uint64_t(64) << 20));  // a machine that runs these tests has more
+    // Each limit lowered to half of that for a moment, then given back (a soft limit may rise
+    // again to the hard one); nothing is allocated meanwhile.
+    for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+      CAPTURE(resource);
+      rlimit old{};
+      REQUIRE(getrlimit(resource, &old) == 0);
+      rlimit limited = old;
+      limited.rlim_cur = rlim_t(machine / 2);
+      if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur <= limited.rlim_cur) continue;
+      REQUIRE(setrlimit(resource, &limited) == 0);
+      const std::uint64_t limited_bytes = machine_memory_bytes();
+      REQUIRE(setrlimit(resource, &old) == 0);
+      CHECK(limited_bytes == machine / 2);
+    }
+  }
 }
