@@ -40,6 +40,12 @@ bool keeps_freed_memory();
 /// getrlimit), not a fixed figure.
 std::uint64_t machine_memory_bytes();
 
+/// The memory this process holds now, counted as machine_memory_bytes() limits it: its address
+/// space when its own limit (`ulimit -v`) is the one that binds, its data segment under
+/// `ulimit -d`, else its resident memory (/proc/self/statm; 0 where there is none). What a
+/// program subtracts from what it may use before it plans a large allocation.
+std::uint64_t process_memory_bytes();
+
 /// "about 6.8 GiB": a byte count for a message.
 std::string memory_text(double bytes);
 
