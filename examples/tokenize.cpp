@@ -394,12 +394,10 @@ void check_training_memory(const Settings& s, std::uintmax_t text_bytes) {
   throw DataError("--text: training a BPE on the " + std::to_string(text_bytes >> 20) +
                   " MiB of '" + s.text + "' needs about " + tapegrad::memory_text(need) +
                   " of memory (" + std::to_string(int(tokenize::kTrainingBytesPerByte)) +
-                  " bytes per byte of text), more than the " + tapegrad::memory_text(usable) +
-                  " this machine gives a run (" +
-                  std::to_string(int(tokenize::kUsableShare * 100)) + " % of " +
-                  tapegrad::memory_text(double(tapegrad::machine_memory_bytes())) +
-                  "); train on a part of the text, at most " + std::to_string(part >> 20) +
-                  " MiB (head -c " + std::to_string(part) + ")");
+                  " bytes per byte of text), more than the " +
+                  tapegrad::memory_text(std::max(0.0, usable)) + " this machine leaves a run (" +
+                  tokenize::usable_text() + "); train on a part of the text, at most " +
+                  std::to_string(part >> 20) + " MiB (head -c " + std::to_string(part) + ")");
 }
 
 /// A FlagError naming --train-bpe unless BytePairEncoding::load can read `bpe` back: a text can

@@ -1,6 +1,7 @@
 // examples/tokenize_memory.hpp: the memory examples/tokenize holds, counted from sizes before
 // anything is read or allocated, against what the machine gives the process
-// (tapegrad::machine_memory_bytes: its memory, or its container's or its own limit when lower).
+// (tapegrad::machine_memory_bytes: its memory, or its container's or its own limit when lower),
+// less what the process holds already (tapegrad::process_memory_bytes).
 // A text too large to train on is refused at once, with the figure and what to do, instead of a
 // run that the kernel kills halfway through training.
 //
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include <tapegrad/core/memory.hpp>
 
@@ -24,8 +26,9 @@ inline constexpr double kUsableShare = 0.8;
 /// What BytePairEncoding::train holds at its peak per byte of text: the text (1), its symbols as
 /// a doubly linked list (three 4-byte arrays: 12), each pair's list of places (4 bytes a place,
 /// and the spare room of vectors that grew: up to 8), and with GPT-2's pretokenizer its pieces (16
-/// bytes each, one per 4 or 5 bytes). Measured on the fortunes repeated to 50 MB (/usr/bin/time -v,
-/// the maximum resident size over the text's size): 23.4 with --pretokenizer none, 24.1 with gpt2.
+/// bytes each, one per 4 or 5 bytes). Measured (/usr/bin/time -v, the largest resident size over
+/// the text's size): 21.0 with --pretokenizer none and 22.4 with gpt2 on the fortunes repeated to
+/// 50 MB, 23.1 on 20 MB of random bytes.
 inline constexpr double kTrainingBytesPerByte = 28;
 /// What encoding a block holds per byte of it: BytePairEncoding::encode's linked list (12) and its
 /// heap of pending merges (8 a place, up to twice that while it grows), and the ids (4 a token).
@@ -35,8 +38,19 @@ inline constexpr double kBaseBytes = 64.0 * (1 << 20);
 /// The text encoded (or decoded) at a time, when it can be cut there.
 inline constexpr std::uintmax_t kBlockBytes = std::uintmax_t(16) << 20;
 
-/// The memory this run may plan to use, in bytes.
-inline double usable_bytes() { return kUsableShare * double(tapegrad::machine_memory_bytes()); }
+/// The memory this run may still plan to use, in bytes: kUsableShare of what the machine gives
+/// the process, less what the process holds already.
+inline double usable_bytes() {
+  return kUsableShare * double(tapegrad::machine_memory_bytes()) -
+         double(tapegrad::process_memory_bytes());
+}
+
+/// "80 % of 23.54 GiB, less the 41.20 MiB this process holds": where usable_bytes() comes from.
+inline std::string usable_text() {
+  return std::to_string(int(kUsableShare * 100)) + " % of " +
+         tapegrad::memory_text(double(tapegrad::machine_memory_bytes())) + ", less the " +
+         tapegrad::memory_text(double(tapegrad::process_memory_bytes())) + " this process holds";
+}
 
 /// About the bytes --train-bpe holds for a text of `text_bytes`.
 inline double training_bytes(std::uintmax_t text_bytes) {

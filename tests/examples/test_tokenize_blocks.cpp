@@ -154,7 +154,11 @@ TEST_SUITE("examples.tokenize_blocks") {
       CHECK(largest <= size + 1);
     }
     CHECK(tokenize::largest_training_text(10.0) == 0);
-    CHECK(tokenize::usable_bytes() ==
-          doctest::Approx(0.8 * double(tapegrad::machine_memory_bytes())));
+    // 80 % of what the machine gives, less what this process holds already.
+    const double share = 0.8 * double(tapegrad::machine_memory_bytes()),
+                 held = double(tapegrad::process_memory_bytes());
+    CHECK(held > 0);
+    CHECK(tokenize::usable_bytes() < share);
+    CHECK(tokenize::usable_bytes() == doctest::Approx(share - held).epsilon(0.01));
   }
 }
