@@ -1,11 +1,17 @@
 // examples/text_blocks.hpp: how examples/tokenize encodes a text of any size in a few blocks'
 // memory, with the ids of the whole text at once. A text is cut where a cut cannot change the ids
-// (Cuts), read a block at a time (for_each_block), and a BPE without pretokenizer encodes each
-// distinct piece between two cuts once (PieceCache). tests/examples/test_tokenize_blocks.cpp
+// (Cuts), read a block at a time (TextFile, for_each_block), and a BPE without pretokenizer
+// encodes each distinct piece between two cuts once (PieceCache). tests/examples/test_tokenize_blocks.cpp
 // checks the ids against BytePairEncoding::encode of the whole text, with blocks of a few bytes.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -103,7 +109,8 @@ class PieceCache {
       start = at;
       auto it = seen_.find(piece);
       if (it == seen_.end()) {
-        if (seen_.size() >= kMaxPieces) clear();  // a text that hardly repeats: memory stays bounded
+        if (seen_.size() >= kMaxPieces)
+          clear();  // a text that hardly repeats: memory stays bounded
         const std::vector<std::uint32_t> ids = encode_piece(piece);
         const std::string_view key = pieces_.emplace_back(piece);  // (a deque: it stays put)
         it = seen_.emplace(key, std::pair{ids_.size(), ids.size()}).first;
@@ -133,14 +140,63 @@ class PieceCache {
 inline std::function<std::vector<std::uint32_t>(std::string_view, SpecialTokens)> cached_encode(
     std::shared_ptr<const BytePairEncoding> bpe) {
   if (bpe->pretokenizer() == Pretokenizer::gpt2)
-    return [bpe](std::string_view text, SpecialTokens special) { return bpe->encode(text, special); };
+    return
+        [bpe](std::string_view text, SpecialTokens special) { return bpe->encode(text, special); };
   auto cache = std::make_shared<PieceCache>(Cuts::between_bytes(*bpe));
   return [bpe, cache](std::string_view text, SpecialTokens special) {
     std::vector<std::uint32_t> ids;
-    cache->encode(text, [&](std::string_view piece) { return bpe->encode(piece, special); }, ids);
+    cache->encode(
+        text, [&](std::string_view piece) { return bpe->encode(piece, special); }, ids);
     return ids;
   };
 }
+
+/// A text file (--text), read a piece at a time. It is opened without waiting (a FIFO put at the
+/// name since it was checked would block an ordinary open for ever) and checked once more, on the
+/// open file, to be a regular file. A file that ends before the size it had when opened was cut while
+/// it was read: a DataError, rather than the ids of a part of it.
+class TextFile {
+ public:
+  TextFile(const std::string& flag, const std::string& path) : flag_(flag), path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0)
+      throw tapegrad::DataError(flag + ": cannot read '" + path + "': " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw tapegrad::DataError(flag + ": '" + path +
+                                "' is not a regular file (a FIFO, a device or a " + "socket); " +
+                                flag + " expects a file");
+    }
+    size_ = std::uintmax_t(st.st_size);
+  }
+  ~TextFile() { ::close(fd_); }
+  TextFile(const TextFile&) = delete;
+  TextFile& operator=(const TextFile&) = delete;
+
+  /// Appends up to `n` bytes of the file to `to`; false at its end.
+  bool read_into(std::string& to, std::size_t n) {
+    const std::size_t had = to.size();
+    to.resize(had + n);
+    ssize_t got = 0;
+    do got = ::read(fd_, to.data() + had, n);
+    while (got < 0 && errno == EINTR);
+    if (got < 0)
+      throw tapegrad::DataError(flag_ + ": cannot read '" + path_ + "': " + std::strerror(errno));
+    to.resize(had + std::size_t(got));
+    read_ += std::uintmax_t(got);
+    if (got == 0 && read_ < size_)
+      throw tapegrad::DataError(flag_ + ": '" + path_ + "' ended at byte " + std::to_string(read_) +
+                                " while it was read, though it held " + std::to_string(size_) +
+                                " bytes when opened: it was cut meanwhile (nothing was written)");
+    return got > 0;
+  }
+
+ private:
+  std::string flag_, path_;
+  int fd_ = -1;
+  std::uintmax_t size_ = 0, read_ = 0;  ///< the size when opened, the bytes read so far
+};
 
 /// Calls `block(text, offset)` on consecutive blocks of a text, each cut where `cuts` allows, so
 /// that encoding them one after the other gives the ids of the whole text. `more(carry, n)`
@@ -151,8 +207,8 @@ inline void for_each_block(const std::function<bool(std::string&, std::size_t)>&
                            const Cuts& cuts, std::size_t block_bytes, std::uintmax_t max_block,
                            const std::string& what,
                            const std::function<void(std::string_view, std::uintmax_t)>& block) {
-  const std::size_t step =
-      std::size_t(std::max<std::uintmax_t>(1, std::min<std::uintmax_t>(block_bytes, max_block / 2)));
+  const std::size_t step = std::size_t(
+      std::max<std::uintmax_t>(1, std::min<std::uintmax_t>(block_bytes, max_block / 2)));
   std::string carry;
   std::uintmax_t offset = 0;
   std::size_t searched = 0;  // carry[0, searched) holds no cut

@@ -73,6 +73,7 @@ using tapegrad::io::NamedFile;
 using tokenize::cached_encode;
 using tokenize::Cuts;
 using tokenize::for_each_block;
+using tokenize::TextFile;
 
 /// The most text this program trains on, or encodes at once when it cannot cut it into blocks.
 constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t(1) << 30;
@@ -219,42 +220,6 @@ std::string read_input_file(const std::string& flag, const std::string& path) {
   return tapegrad::io::read_file(path, flag, kMaxInputBytes);
 }
 
-/// --text, read a piece at a time. It is opened without waiting (a FIFO put at the name since
-/// check_input_file would block an ordinary open for ever) and checked once more, on the open
-/// file, to be a regular file.
-class TextFile {
- public:
-  TextFile(const std::string& flag, const std::string& path) : flag_(flag), path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0) throw DataError(flag + ": cannot read '" + path + "': " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw DataError(flag + ": '" + path + "' is not a regular file (a FIFO, a device or a " +
-                      "socket); " + flag + " expects a file");
-    }
-  }
-  ~TextFile() { ::close(fd_); }
-  TextFile(const TextFile&) = delete;
-  TextFile& operator=(const TextFile&) = delete;
-
-  /// Appends up to `n` bytes of the file to `to`; false at its end.
-  bool read_into(std::string& to, std::size_t n) {
-    const std::size_t had = to.size();
-    to.resize(had + n);
-    ssize_t got = 0;
-    do got = ::read(fd_, to.data() + had, n);
-    while (got < 0 && errno == EINTR);
-    if (got < 0) throw DataError(flag_ + ": cannot read '" + path_ + "': " + std::strerror(errno));
-    to.resize(had + std::size_t(got));
-    return got > 0;
-  }
-
- private:
-  std::string flag_, path_;
-  int fd_ = -1;
-};
-
 /// The tokenizer of --bpe or --gpt2, as the things this program needs of it.
 struct Tokenizer {
   std::function<std::vector<std::uint32_t>(std::string_view, SpecialTokens)> encode;
@@ -268,6 +233,7 @@ struct Tokenizer {
 
 /// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
 Tokenizer load_tokenizer(const Settings& s) {
+  if (s.has_bpe) check_input_file("--bpe", s.bpe);  // (its messages name the flag already)
   try {
     if (s.has_gpt2) {
       auto t = std::make_shared<const GPT2Tokenizer>(GPT2Tokenizer::load(s.gpt2));
@@ -280,9 +246,9 @@ Tokenizer load_tokenizer(const Settings& s) {
           Cuts::gpt2_pieces(),
           t->bpe().special_tokens()};
     }
-    check_input_file("--bpe", s.bpe);
     auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
-    return {cached_encode(t), [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
+    return {cached_encode(t),
+            [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
             [t](std::uint32_t id) -> const std::string& { return t->bytes_of(id); },
             t->vocab_size(),
             "bpe",
@@ -305,8 +271,8 @@ std::vector<NamedFile> tokenizer_files(const Settings& s) {
 
 /// A text the tokenizer refuses (invalid UTF-8 for GPT-2's pieces, a special token's text without
 /// --special) is a DataError naming --text and the file. `text` starts at byte `offset` of it.
-std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s,
-                                       std::string_view text, std::uintmax_t offset = 0) {
+std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s, std::string_view text,
+                                       std::uintmax_t offset = 0) {
   if (s.special == SpecialTokens::refuse)
     for (const std::string& token : t.special_tokens)
       if (const std::size_t at = text.find(token); at != std::string::npos)
@@ -423,10 +389,15 @@ void check_loadable(const BytePairEncoding& bpe, const Settings& s) {
 }
 
 int train(const Settings& s) {
-  check_training_memory(s, check_input_file("--text", s.text));
+  const std::uintmax_t size = check_input_file("--text", s.text);
+  check_training_memory(s, size);
   const std::string target = check_output_file(s, {{"--text", s.text}});
   const std::string text = read_input_file("--text", s.text);
   if (text.empty()) throw DataError("--text: '" + s.text + "' is empty: nothing to train on");
+  if (text.size() < size)
+    throw DataError("--text: '" + s.text + "' held " + std::to_string(size) + " bytes, but only " +
+                    std::to_string(text.size()) +
+                    " could be read: it was cut meanwhile (nothing was trained)");
   BytePairEncoding bpe;
   try {
     bpe = BytePairEncoding::train(text, std::size_t(s.vocab_size), s.pretokenizer);
@@ -462,17 +433,17 @@ int train(const Settings& s) {
       s.pretokenizer == Pretokenizer::gpt2 ? Cuts::gpt2_pieces() : Cuts::between_bytes(*shared);
   std::size_t read = 0;
   std::uintmax_t tokens = 0;
-  for_each_block(
-      [&](std::string& carry, std::size_t n) {
-        const std::size_t take = std::min(n, text.size() - read);
-        carry.append(text, read, take);
-        read += take;
-        return take > 0;
-      },
-      cuts, tokenize::kBlockBytes, max_block_bytes(), "--text: '" + s.text + "'",
-      [&](std::string_view block, std::uintmax_t) {
-        tokens += encode(block, SpecialTokens::ordinary).size();
-      });
+  const auto more = [&](std::string& carry, std::size_t n) {
+    const std::size_t take = std::min(n, text.size() - read);
+    carry.append(text, read, take);
+    read += take;
+    return take > 0;
+  };
+  const auto count_block = [&](std::string_view block, std::uintmax_t) {
+    tokens += encode(block, SpecialTokens::ordinary).size();
+  };
+  for_each_block(more, cuts, tokenize::kBlockBytes, max_block_bytes(), "--text: '" + s.text + "'",
+                 count_block);
   print_compression(text.size(), tokens);
   return 0;
 }
@@ -494,24 +465,24 @@ int encode(const Settings& s) {
   TextFile in("--text", s.text);
   std::uintmax_t bytes = 0, count = 0;
   std::string line;
-  for_each_block(
-      [&](std::string& carry, std::size_t n) { return in.read_into(carry, n); }, tokenizer.cuts,
-      tokenize::kBlockBytes, max_block_bytes(), "--text: '" + s.text + "'",
-      [&](std::string_view text, std::uintmax_t offset) {
-        const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text, offset);
-        bytes += text.size();
-        if (writer) {
-          writer->append(ids);
-        } else {
-          line.clear();
-          for (std::size_t i = 0; i < ids.size(); ++i) {
-            if (count + i > 0) line += ' ';
-            line += std::to_string(ids[i]);
-          }
-          write_output(line);
-        }
-        count += ids.size();
-      });
+  const auto more = [&](std::string& carry, std::size_t n) { return in.read_into(carry, n); };
+  const auto encode_block = [&](std::string_view text, std::uintmax_t offset) {
+    const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text, offset);
+    bytes += text.size();
+    if (writer) {
+      writer->append(ids);
+    } else {
+      line.clear();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (count + i > 0) line += ' ';
+        line += std::to_string(ids[i]);
+      }
+      write_output(line);
+    }
+    count += ids.size();
+  };
+  for_each_block(more, tokenizer.cuts, tokenize::kBlockBytes, max_block_bytes(),
+                 "--text: '" + s.text + "'", encode_block);
   if (writer) {
     writer->close();
     std::cerr << "tokenize: " << writer->count() << " ids of " << tokenizer.name << " ("

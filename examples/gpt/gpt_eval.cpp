@@ -27,6 +27,8 @@
 // passes only (not the load, not the tokenizing).
 //
 // Exit status 0; 2 for bad flags, a bad model or text, with one line saying which.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,11 +87,36 @@ Settings parse_settings(int argc, char** argv) {
   return s;
 }
 
-// The text of --text, checked before it is read: a regular file (a FIFO would block the read),
-// at most kMaxTextBytes.
+/// What tokenizing a text holds per byte of it, at most: the text, its ids (8 bytes each, up to
+/// one a byte) and BytePairEncoding::encode's lists of a piece (up to 28 bytes a byte when the
+/// text is one piece: a BPE without pretokenizer, or GPT-2's on "!!!!..."). Measured with
+/// GPT-2's tokenizer on 32 MiB: 31 bytes a byte for "!!!!...", 8 for the fortunes.
+constexpr double kTokenizingBytesPerByte = 32;
+
+// The text of --text, checked before it is read: a regular file (a FIFO would block the read), at
+// most kMaxTextBytes, and small enough for its tokenizing to fit in memory (counted at its
+// worst, from its size).
 std::string read_text(const std::string& path) {
-  return io::read_file(path, "--text (gpt_eval scores at most 256 MiB: take a part)",
-                       kMaxTextBytes);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const auto size = std::uintmax_t(st.st_size);
+    if (size > kMaxTextBytes)
+      throw DataError("--text: '" + path + "' holds " + std::to_string(size >> 20) +
+                      " MiB, more than the " + std::to_string(kMaxTextBytes >> 20) +
+                      " MiB gpt_eval scores (at thousands of tokens a second, that is hours): "
+                      "score a part of it");
+    const double need = kTokenizingBytesPerByte * double(size), usable = gpt::usable_memory_bytes();
+    if (need > usable)
+      throw DataError("--text: tokenizing the " + std::to_string(size >> 20) + " MiB of '" + path +
+                      "' may need up to " + memory_text(need) + " (" +
+                      std::to_string(int(kTokenizingBytesPerByte)) +
+                      " bytes per byte of text), more than the " +
+                      memory_text(std::max(0.0, usable)) + " this machine leaves the run (" +
+                      gpt::usable_memory_text() + "): score a part of it, at most " +
+                      std::to_string(std::uintmax_t(usable / kTokenizingBytesPerByte) >> 20) +
+                      " MiB");
+  }
+  return io::read_file(path, "--text", kMaxTextBytes);  // (and what stat could not tell)
 }
 
 struct Score {
@@ -160,7 +187,8 @@ void check_scoring_memory(const tt::GPT& model, const Settings& s, std::size_t W
      << memory_text(std::max(0.0, usable)) << " this machine leaves the run ("
      << gpt::usable_memory_text() << "); ";
   if (fits >= 2)
-    os << "give --window " << fits << " or less" << (batch > 1 ? " (or a smaller --batch-size)" : "");
+    os << "give --window " << fits << " or less"
+       << (batch > 1 ? " (or a smaller --batch-size)" : "");
   else
     os << "no window fits in the memory left";
   throw examples::FlagError(os.str());

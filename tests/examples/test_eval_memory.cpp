@@ -95,8 +95,9 @@ TEST_SUITE("examples.gpt2") {
     const ProgramOutput refused = run_limited(TAPEGRAD_GPT_EVAL, args, kLimit, dir);
     INFO(refused.text);
     CHECK(refused.status == 2);
-    CHECK(has(refused.text, "(the default: the model's context, 1048576 positions, or the text's "
-                            "tokens when fewer): scoring 1 window of "));
+    CHECK(has(refused.text,
+              "(the default: the model's context, 1048576 positions, or the text's "
+              "tokens when fewer): scoring 1 window of "));
     CHECK(has(refused.text, "needs about "));
     CHECK(has(refused.text, "this machine leaves the run (80 % of 512.00 MiB, less the "));
     CHECK(!has(refused.text, "gpt_eval result:"));
@@ -104,14 +105,16 @@ TEST_SUITE("examples.gpt2") {
     // The window it names runs within the same limit.
     std::smatch m;
     REQUIRE(std::regex_search(refused.text, m, std::regex("give --window ([0-9]+) or less")));
-    const ProgramOutput fits = run_limited(TAPEGRAD_GPT_EVAL, args + " --window " + m[1].str(),
-                                           kLimit, dir);
+    const ProgramOutput fits =
+        run_limited(TAPEGRAD_GPT_EVAL, args + " --window " + m[1].str(), kLimit, dir);
     INFO(fits.text);
     CHECK(fits.status == 0);
     CHECK(has(fits.text, "gpt_eval result: loss="));
   }
 
-  TEST_CASE("gpt_sample bounds a 2^20 context: --no-cache refused by --tokens, --compare's pass skipped") {
+  TEST_CASE(
+      "gpt_sample bounds a 2^20 context: --no-cache refused by --tokens, --compare's pass "
+      "skipped") {
     const std::string files = tapegrad::testing::gpt2_folder();
     if (files.empty()) return;
     const fs::path dir = tapegrad::testing::fresh_folder("gpt2_programs", "sample_memory");
@@ -120,8 +123,9 @@ TEST_SUITE("examples.gpt2") {
         TAPEGRAD_GPT_SAMPLE, "--model " + q(model) + " --no-cache --tokens 100000", kLimit, dir);
     INFO(refused.text);
     CHECK(refused.status == 2);
-    CHECK(has(refused.text, "gpt_sample: --tokens 100000: sampling without the cache runs the model "
-                            "on up to 100001 positions for every new token, which needs about "));
+    CHECK(has(refused.text,
+              "gpt_sample: --tokens 100000: sampling without the cache runs the model "
+              "on up to 100001 positions for every new token, which needs about "));
     CHECK(has(refused.text, "or fewer"));
     CHECK(!has(refused.text, "out of memory"));
 
@@ -129,13 +133,15 @@ TEST_SUITE("examples.gpt2") {
                       kLimit, dir)
               .status == 0);
 
-    const ProgramOutput compared = run_limited(
-        TAPEGRAD_GPT_SAMPLE, "--model " + q(model) + " --tokens 10 --compare --seed 1", kLimit, dir);
+    const ProgramOutput compared =
+        run_limited(TAPEGRAD_GPT_SAMPLE, "--model " + q(model) + " --tokens 10 --compare --seed 1",
+                    kLimit, dir);
     INFO(compared.text);
     CHECK(compared.status == 0);
     CHECK(has(compared.text, "the same tokens"));
-    CHECK(has(compared.text, "one pass over a full context of 1048576 tokens: not timed, it would "
-                             "need about "));
+    CHECK(has(compared.text,
+              "one pass over a full context of 1048576 tokens: not timed, it would "
+              "need about "));
 
     // Eight blocks: a cache of 2 x 8 x 2^20 x 8 floats (512 MiB), allocated at once.
     const fs::path deep = long_context_gpt2(dir, files, 8);
@@ -143,9 +149,10 @@ TEST_SUITE("examples.gpt2") {
         run_limited(TAPEGRAD_GPT_SAMPLE, "--model " + q(deep) + " --tokens 20", kLimit, dir);
     INFO(cached.text);
     CHECK(cached.status == 2);
-    CHECK(has(cached.text, "gpt_sample: --model: the cache of keys and values of this model's "
-                           "context, 1048576 positions (2 x 8 layers x 1048576 x 8 floats, "
-                           "allocated at once), needs about 512."));
+    CHECK(has(cached.text,
+              "gpt_sample: --model: the cache of keys and values of this model's "
+              "context, 1048576 positions (2 x 8 layers x 1048576 x 8 floats, "
+              "allocated at once), needs about 512."));
     CHECK(has(cached.text, "sample with --no-cache, which needs about "));
     CHECK(!has(cached.text, "out of memory"));
     const ProgramOutput uncached = run_limited(

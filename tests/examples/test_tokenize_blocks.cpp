@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 
 #include "../../examples/text_blocks.hpp"
 #include "../../examples/tokenize_memory.hpp"
+#include "../test_files.hpp"
 
 namespace {
 
@@ -27,8 +30,8 @@ using tapegrad::data::SpecialTokens;
 // Words that repeat, a few bytes that do not (some not UTF-8 for the BPE without pretokenizer),
 // spaces and line ends of both kinds, and a special token's text now and then.
 std::string mixed_text(bool utf8) {
-  const char* words[] = {"the ", "cat ", "sat ", "on\n", "mat.\r\n", "Übermäßig ", "  ", "aaaa",
-                         "<|eot|>"};
+  const char* words[] = {"the ",       "cat ", "sat ", "on\n",   "mat.\r\n",
+                         "Übermäßig ", "  ",   "aaaa", "<|eot|>"};
   std::string text;
   std::uint64_t x = 12345;
   for (int i = 0; i < 3000; ++i) {
@@ -118,8 +121,8 @@ TEST_SUITE("examples.tokenize_blocks") {
   }
 
   TEST_CASE("a text with no place to cut is refused past the most a block may hold") {
-    const auto bpe =
-        std::make_shared<const BytePairEncoding>(BytePairEncoding::train(std::string(64, 'a'), 260));
+    const auto bpe = std::make_shared<const BytePairEncoding>(
+        BytePairEncoding::train(std::string(64, 'a'), 260));
     const std::string text(5000, 'a');
     std::size_t read = 0;
     const auto more = [&](std::string& carry, std::size_t n) {
@@ -128,11 +131,11 @@ TEST_SUITE("examples.tokenize_blocks") {
       read += take;
       return take > 0;
     };
-    CHECK_THROWS_WITH_AS(tokenize::for_each_block(more, tokenize::Cuts::between_bytes(*bpe), 100,
-                                                  1000, "--text: 'a.txt'",
-                                                  [](std::string_view, std::uintmax_t) {}),
-                         doctest::Contains("--text: 'a.txt' has no place to cut it into blocks"),
-                         tapegrad::DataError);
+    CHECK_THROWS_WITH_AS(
+        tokenize::for_each_block(more, tokenize::Cuts::between_bytes(*bpe), 100, 1000,
+                                 "--text: 'a.txt'", [](std::string_view, std::uintmax_t) {}),
+        doctest::Contains("--text: 'a.txt' has no place to cut it into blocks"),
+        tapegrad::DataError);
     read = 0;
     std::size_t blocks = 0;  // within the bound, it is one block
     tokenize::for_each_block(more, tokenize::Cuts::between_bytes(*bpe), 100, 5000, "t",
@@ -143,13 +146,43 @@ TEST_SUITE("examples.tokenize_blocks") {
     CHECK(blocks == 1);
   }
 
+  TEST_CASE("a text file cut while it is read is refused, one that grows is read to its end") {
+    const auto dir = tapegrad::testing::fresh_folder("tokenize", "text_file");
+    const std::string path = (dir / "t.txt").string();
+    std::ofstream(path, std::ios::binary) << std::string(1000, 'x');
+    std::string carry;
+    {
+      tokenize::TextFile in("--text", path);
+      CHECK(in.read_into(carry, 400));
+      std::filesystem::resize_file(path, 500);  // cut by someone else meanwhile
+      CHECK(in.read_into(carry, 400));          // bytes 400 .. 500
+      const std::string message = "--text: '" + path +
+                                  "' ended at byte 500 while it was read, though it held 1000 "
+                                  "bytes when opened";
+      CHECK_THROWS_WITH_AS(in.read_into(carry, 400), doctest::Contains(message.c_str()),
+                           tapegrad::DataError);
+    }
+    carry.clear();
+    {
+      tokenize::TextFile in("--text", path);
+      std::ofstream(path, std::ios::binary | std::ios::app) << "more";
+      while (in.read_into(carry, 64)) {
+      }
+      CHECK(carry == std::string(500, 'x') + "more");
+    }
+    CHECK_THROWS_WITH_AS(tokenize::TextFile("--text", "/dev/null"),
+                         doctest::Contains("--text: '/dev/null' is not a regular file"),
+                         tapegrad::DataError);
+  }
+
   TEST_CASE("training's memory is counted from the text's size against the machine's") {
     const double GiB = double(1 << 30);
     CHECK(tokenize::training_bytes(std::uintmax_t(1) << 30) ==
           doctest::Approx(28 * GiB + 64.0 * (1 << 20)));
-    for (const std::uintmax_t size : {std::uintmax_t(0), std::uintmax_t(1) << 20,
-                                      std::uintmax_t(700) << 20}) {
-      const std::uintmax_t largest = tokenize::largest_training_text(tokenize::training_bytes(size));
+    for (const std::uintmax_t size :
+         {std::uintmax_t(0), std::uintmax_t(1) << 20, std::uintmax_t(700) << 20}) {
+      const std::uintmax_t largest =
+          tokenize::largest_training_text(tokenize::training_bytes(size));
       CHECK(largest + 1 >= size);
       CHECK(largest <= size + 1);
     }

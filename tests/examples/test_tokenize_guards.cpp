@@ -67,7 +67,8 @@ void check_refused(const ProgramOutput& out, const std::string& part) {
 
 std::string small_text() {
   std::string text;
-  for (int i = 0; i < 40; ++i) text += "the cat sat on the mat; the hat on the cat. " + std::to_string(i % 7) + "\n";
+  for (int i = 0; i < 40; ++i)
+    text += "the cat sat on the mat; the hat on the cat. " + std::to_string(i % 7) + "\n";
   return text;
 }
 
@@ -140,7 +141,8 @@ TEST_SUITE("examples.tokenize") {
     if (files.empty()) return;
     const fs::path gpt2 = dir / "gpt2";
     fs::create_directories(gpt2);
-    for (const char* name : {"encoder.json", "vocab.bpe"}) fs::copy_file(fs::path(files) / name, gpt2 / name);
+    for (const char* name : {"encoder.json", "vocab.bpe"})
+      fs::copy_file(fs::path(files) / name, gpt2 / name);
     tapegrad::testing::copy_gpt2_tokenizer(files, gpt2);  // vocab.json and merges.txt
     for (const char* name : {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt"}) {
       CAPTURE(name);
@@ -155,7 +157,8 @@ TEST_SUITE("examples.tokenize") {
               .status == 0);
   }
 
-  TEST_CASE("an --out folder where nothing can be written is named, with the reason, before training") {
+  TEST_CASE(
+      "an --out folder where nothing can be written is named, with the reason, before training") {
     const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "read_only");
     std::ofstream(dir / "t.txt") << small_text();
     REQUIRE(tokenize("--train-bpe 280 --text " + q(dir / "t.txt") + " --out " + q(dir / "m.bpe"))
@@ -168,12 +171,12 @@ TEST_SUITE("examples.tokenize") {
       return;
     }
     const std::string reason = ::geteuid() == 0 ? "Operation not permitted" : "Permission denied";
-    const std::string folder = "cannot create a temporary file in its folder '" +
-                               (dir / "locked").string() + "'";
+    const std::string folder =
+        "cannot create a temporary file in its folder '" + (dir / "locked").string() + "'";
     for (const std::string& args :
          {"--train-bpe 300 --text " + q(dir / "t.txt") + " --out " + q(dir / "locked" / "new.bpe"),
-          "--train-bpe 300 --text " + q(dir / "t.txt") + " --out " +
-              q(dir / "locked" / "old.bpe") + " --force",
+          "--train-bpe 300 --text " + q(dir / "t.txt") + " --out " + q(dir / "locked" / "old.bpe") +
+              " --force",
           "--bpe " + q(dir / "m.bpe") + " --text " + q(dir / "t.txt") + " --out " +
               q(dir / "locked" / "t.tokens")}) {
       CAPTURE(args);
@@ -192,10 +195,9 @@ TEST_SUITE("examples.tokenize") {
     std::ofstream(dir / "big.txt") << "x";
     fs::resize_file(dir / "big.txt", std::uintmax_t(1) << 30);
     const auto start = std::chrono::steady_clock::now();
-    const ProgramOutput out =
-        tokenize_limited("--train-bpe 300 --text " + q(dir / "big.txt") + " --out " +
-                             q(dir / "big.bpe"),
-                         1 << 20, "/dev/null", nullptr, dir);
+    const ProgramOutput out = tokenize_limited(
+        "--train-bpe 300 --text " + q(dir / "big.txt") + " --out " + q(dir / "big.bpe"), 1 << 20,
+        "/dev/null", nullptr, dir);
     check_refused(out, "--text: training a BPE on the 1024 MiB of '" + (dir / "big.txt").string() +
                            "' needs about 28.062 GiB of memory (28 bytes per byte of text), more "
                            "than the ");
@@ -222,6 +224,17 @@ TEST_SUITE("examples.tokenize") {
     CHECK(tapegrad::data::BytePairEncoding::load((dir / "a.bpe").string()).vocab_size() == 276);
   }
 
+  TEST_CASE("a --bpe that is not a regular file is named once, its flag first") {
+    const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "bpe_not_a_file");
+    std::ofstream(dir / "t.txt") << small_text();
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    for (const std::string& model : {(dir / "fifo").string(), std::string("/dev/null")}) {
+      const ProgramOutput out = tokenize("--bpe " + quoted(model) + " --text " + q(dir / "t.txt"));
+      check_refused(out, "tokenize: --bpe: '" + model + "' is not a regular file");
+      CHECK(!has(out.text, "--bpe: --bpe:"));
+    }
+  }
+
   TEST_CASE("--decode writes the text of ids that stand for more bytes than memory holds") {
     const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "decode_stream");
     std::ofstream(dir / "a.txt") << std::string(std::size_t(1) << 20, 'a');
@@ -233,9 +246,8 @@ TEST_SUITE("examples.tokenize") {
       for (int i = 0; i < 1100; ++i) ids << "275 ";
     }
     std::uintmax_t written = 0;
-    const ProgramOutput out =
-        tokenize_limited("--bpe " + q(dir / "a.bpe") + " --decode", 1 << 20,
-                         (dir / "ids.txt").string(), &written, dir);
+    const ProgramOutput out = tokenize_limited("--bpe " + q(dir / "a.bpe") + " --decode", 1 << 20,
+                                               (dir / "ids.txt").string(), &written, dir);
     INFO(out.text);
     CHECK(out.status == 0);
     CHECK(written == std::uintmax_t(1100) << 20);
