@@ -309,7 +309,9 @@ std::string check_output_file(const Settings& s, const std::vector<NamedFile>& i
       throw DataError("--out: '" + s.out + "' is a symbolic link to a file that does not exist");
     const fs::path folder = out.parent_path();
     if (!folder.empty() && !fs::is_directory(folder, ec))
-      throw DataError("--out: the folder '" + folder.string() + "' does not exist");
+      throw DataError(fs::exists(folder, ec)
+                          ? "--out: '" + folder.string() + "' is not a folder"
+                          : "--out: the folder '" + folder.string() + "' does not exist");
   } else {
     if (fs::is_directory(st))
       throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name");

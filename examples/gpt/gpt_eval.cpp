@@ -260,6 +260,8 @@ int run(int argc, char** argv) {
             << " perplexity=" << std::setprecision(3) << std::exp(loss)
             << " tokens_per_s=" << std::setprecision(1) << double(score.tokens) / score.seconds
             << " seconds=" << std::setprecision(3) << score.seconds << std::endl;
+  std::cout.flush();  // a result that could not be written (a full disk) is not a success
+  if (!std::cout) throw DataError("cannot write to standard output: the result is lost");
   return 0;
 }
 

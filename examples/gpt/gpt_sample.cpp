@@ -268,7 +268,10 @@ int run(int argc, char** argv) {
               << " tokens_per_s=" << double(s.tokens) / generating << std::defaultfloat
               << std::endl;
   }
-  return s.compare ? compare(*m.model, idx, out, s, seconds, m.unit(), memory_left) : 0;
+  const int status = s.compare ? compare(*m.model, idx, out, s, seconds, m.unit(), memory_left) : 0;
+  std::cout.flush();  // text that could not be written (a full disk) is not a success
+  if (!std::cout) throw DataError("cannot write to standard output: the text is lost");
+  return status;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // tests/examples/test_eval_inputs.cpp: gpt_eval and gpt_sample on inputs a hostile user tries,
 // each refused in one line that names the flag, the file and the reason, before anything is
 // loaded or allocated: a --text larger than gpt_eval scores, or whose tokenizing would not fit in
-// the memory the process may use (`ulimit -v` here), a FIFO, a symbolic link in a loop.
+// the memory the process may use (`ulimit -v` here), a FIFO, a symbolic link in a loop; and a
+// result that cannot be written (standard output on a full disk) is a failure, not exit 0.
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -11,6 +12,9 @@
 #include <fstream>
 #include <string>
 
+#include <tapegrad/tapegrad.hpp>
+
+#include "../gpt2_files.hpp"
 #include "run_program.hpp"
 
 #if defined(TAPEGRAD_GPT_EVAL) && defined(TAPEGRAD_GPT_SAMPLE)
@@ -31,6 +35,18 @@ void check_refused(const ProgramOutput& out, const std::string& program, const s
   CHECK(has(out.text, program + ": " + part));
   CHECK(!has(out.text, "out of memory"));
   CHECK(!has(out.text, "terminate called"));
+}
+
+// `program args >/dev/full`: what it said on standard error, and its exit status.
+ProgramOutput run_into_full_disk(const std::string& program, const std::string& args,
+                                 const fs::path& dir) {
+  const std::string command = quoted(program) + " " + args + " </dev/null >/dev/full 2>" +
+                              q(dir / "err.txt") + "; echo $? >" + q(dir / "status.txt");
+  REQUIRE(std::system(command.c_str()) == 0);
+  ProgramOutput out;
+  out.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+  out.text = bytes_of(dir / "err.txt");
+  return out;
 }
 
 }  // namespace
@@ -64,6 +80,24 @@ TEST_SUITE("examples.gpt_inputs") {
                   "--text: tokenizing the 200 MiB of '" + (dir / "big.txt").string() +
                       "' may need up to 6.25 GiB (32 bytes per byte of text), more than the ");
     CHECK(has(limited.text, "score a part of it, at most "));
+  }
+
+  TEST_CASE("a score or a sample that cannot be written to standard output is a failure") {
+    const std::string files = tapegrad::testing::gpt2_folder();
+    if (files.empty()) return;
+    const fs::path dir = tapegrad::testing::fresh_folder("gpt_inputs", "full_disk");
+    namespace tt = tapegrad::nn::transformer;
+    const tt::GPT model(tt::GPTConfig(50257, 16).n_layer(1).n_head(2).n_embd(8).gelu("tanh"),
+                        std::make_shared<tapegrad::Generator>(3));
+    const auto tokenizer = tapegrad::data::GPT2Tokenizer::load(files);
+    tapegrad::pretrained::save_gpt2(model, (dir / "gpt2").string(), &tokenizer);
+    std::ofstream(dir / "t.txt") << "a short text to score, in a few windows of sixteen tokens\n";
+    const ProgramOutput eval = run_into_full_disk(
+        TAPEGRAD_GPT_EVAL, "--model " + q(dir / "gpt2") + " --text " + q(dir / "t.txt"), dir);
+    check_refused(eval, "gpt_eval", "cannot write to standard output: the result is lost");
+    const ProgramOutput sample =
+        run_into_full_disk(TAPEGRAD_GPT_SAMPLE, "--model " + q(dir / "gpt2") + " --tokens 5", dir);
+    check_refused(sample, "gpt_sample", "cannot write to standard output: the text is lost");
   }
 
   TEST_CASE("a --model that is a symbolic link in a loop is named with the system's reason") {

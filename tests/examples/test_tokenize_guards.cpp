@@ -224,6 +224,17 @@ TEST_SUITE("examples.tokenize") {
     CHECK(tapegrad::data::BytePairEncoding::load((dir / "a.bpe").string()).vocab_size() == 276);
   }
 
+  TEST_CASE("an --out under a file that is not a folder is named as such") {
+    const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "out_under_a_file");
+    std::ofstream(dir / "t.txt") << small_text();
+    check_refused(tokenize("--train-bpe 270 --text " + q(dir / "t.txt") + " --out " +
+                           q(dir / "t.txt" / "m.bpe")),
+                  "tokenize: --out: '" + (dir / "t.txt").string() + "' is not a folder");
+    check_refused(tokenize("--train-bpe 270 --text " + q(dir / "t.txt") + " --out " +
+                           q(dir / "none" / "m.bpe")),
+                  "tokenize: --out: the folder '" + (dir / "none").string() + "' does not exist");
+  }
+
   TEST_CASE("a --bpe that is not a regular file is named once, its flag first") {
     const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "bpe_not_a_file");
     std::ofstream(dir / "t.txt") << small_text();
