@@ -144,6 +144,9 @@ TEST_SUITE("examples.tokenize_blocks") {
                                CHECK(block.size() == 5000);
                              });
     CHECK(blocks == 1);
+    // A piece longer than the cache keeps (no place to cut in 5,000 bytes) is encoded all the same.
+    const std::string piece = "b" + text + "b";
+    CHECK(tokenize::cached_encode(bpe)(piece, SpecialTokens::ordinary) == bpe->encode(piece));
   }
 
   TEST_CASE("a text file cut while it is read is refused, one that grows is read to its end") {
