@@ -12,37 +12,54 @@
 // refused unless --special allow (it becomes the token) or --special ordinary (it stays text).
 //
 // Training and encoding also say on standard error how much the tokens compress the text (bytes
-// per token). An existing --out is replaced only with --force, and never when it is a folder, a
-// device or a FIFO. Files are read only when they are regular files of at most 1 GiB (a --text
-// streamed into a token file has no limit): a FIFO with no writer would block the read for ever,
-// and /dev/zero never ends.
+// per token). Encoding and decoding go block by block, cut where the ids (or the text) stay those
+// of the whole, so their memory does not grow with the input; training holds the whole text and
+// about 28 bytes per byte of it, and a --text too large for the machine's memory is refused from
+// its size, before it is read (tokenize_memory.hpp).
+//
+// An existing --out is replaced only with --force, and never when it is a folder, a device, a
+// FIFO, or one of the files the run reads (--text, --bpe, --gpt2's files: compared by device and
+// inode, through any link), even with --force. --out's folder is checked to be writable before
+// anything is trained or encoded. Files are read only when they are regular files (a FIFO with no
+// writer would block the read for ever, and /dev/zero never ends), of at most 1 GiB to train on.
 //
 // Exit status: 0, or 2 with one line saying which flag or file is wrong.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include <tapegrad/core/atomic_file.hpp>
+#include <tapegrad/core/errors.hpp>
+#include <tapegrad/core/memory.hpp>
 #include <tapegrad/data/bpe.hpp>
 #include <tapegrad/data/gpt2_tokenizer.hpp>
 #include <tapegrad/data/token_file.hpp>
-#include <tapegrad/core/errors.hpp>
+#include <tapegrad/io/file_identity.hpp>
 #include <tapegrad/io/safetensors.hpp>
 
 #include "common/checked_main.hpp"
 #include "common/flag_checks.hpp"
+#include "text_blocks.hpp"
+#include "tokenize_memory.hpp"
 
 namespace {
 
@@ -52,8 +69,13 @@ using tapegrad::data::BytePairEncoding;
 using tapegrad::data::GPT2Tokenizer;
 using tapegrad::data::Pretokenizer;
 using tapegrad::data::SpecialTokens;
+using tapegrad::io::NamedFile;
+using tokenize::cached_encode;
+using tokenize::Cuts;
+using tokenize::for_each_block;
+using tokenize::TextFile;
 
-/// The most this program reads from one file, or from standard input.
+/// The most text this program trains on, or encodes at once when it cannot cut it into blocks.
 constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t(1) << 30;
 
 struct Settings {
@@ -165,10 +187,10 @@ Settings parse_settings(int argc, char** argv) {
   return s;
 }
 
-/// DataError naming `flag` and `path` unless `path` is a regular file (a symbolic link to one
-/// counts) of at most `max_bytes`.
-void check_input_file(const std::string& flag, const std::string& path,
-                      std::uintmax_t max_bytes = kMaxInputBytes) {
+/// The size of `path` in bytes, after a DataError naming `flag` and `path` unless it is a regular
+/// file (a symbolic link to one counts) of at most `max_bytes`.
+std::uintmax_t check_input_file(const std::string& flag, const std::string& path,
+                                std::uintmax_t max_bytes = kMaxInputBytes) {
   if (path.empty()) refuse(flag + ": expected a file name, got ''");
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -185,53 +207,54 @@ void check_input_file(const std::string& flag, const std::string& path,
   if (ec) throw DataError(flag + ": cannot read '" + path + "': " + ec.message());
   if (size > max_bytes)
     throw DataError(flag + ": '" + path + "' holds " + std::to_string(size >> 20) +
-                    " MiB, more than the " + std::to_string(kMaxInputBytes >> 20) +
+                    " MiB, more than the " + std::to_string(max_bytes >> 20) +
                     " MiB this program reads");
+  return size;
 }
 
 /// The bytes of a file checked by check_input_file. tapegrad::io::read_file refuses, once more,
-/// anything but a regular file (a FIFO put there since the check), without waiting on it.
+/// anything but a regular file (a FIFO put there since the check), without waiting on it, and a
+/// file that grew past the limit while it was read.
 std::string read_input_file(const std::string& flag, const std::string& path) {
   check_input_file(flag, path);
-  std::string bytes = tapegrad::io::read_file(path, flag);
-  if (bytes.size() > kMaxInputBytes)  // it grew while being read
-    throw DataError(flag + ": '" + path + "' holds more than the " +
-                    std::to_string(kMaxInputBytes >> 20) + " MiB this program reads");
-  return bytes;
+  return tapegrad::io::read_file(path, flag, kMaxInputBytes);
 }
 
-/// The tokenizer of --bpe or --gpt2, as the three things this program needs of it.
+/// The tokenizer of --bpe or --gpt2, as the things this program needs of it.
 struct Tokenizer {
   std::function<std::vector<std::uint32_t>(std::string_view, SpecialTokens)> encode;
   std::function<std::string(const std::vector<std::uint32_t>&)> decode;
+  std::function<const std::string&(std::uint32_t)> bytes_of;  ///< the bytes an id stands for
   std::size_t vocab_size = 0;
-  std::string name;          ///< "gpt2" or "bpe", as a token file names it
-  bool gpt2_pieces = false;  ///< it cuts text as GPT-2 does: see encode_to_token_file
+  std::string name;  ///< "gpt2" or "bpe", as a token file names it
+  Cuts cuts;         ///< where its text may be cut into blocks
   std::vector<std::string> special_tokens;
   std::uint64_t fingerprint = 0;  ///< tokenizer_fingerprint(), for a token file's header
 };
 
 /// The tokenizer of --bpe or --gpt2; its errors name the flag, the file and the line.
 Tokenizer load_tokenizer(const Settings& s) {
+  if (s.has_bpe) check_input_file("--bpe", s.bpe);  // (its messages name the flag already)
   try {
     if (s.has_gpt2) {
       auto t = std::make_shared<const GPT2Tokenizer>(GPT2Tokenizer::load(s.gpt2));
       return {
           [t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
           [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
+          [t](std::uint32_t id) -> const std::string& { return t->bytes_of(id); },
           t->vocab_size(),
           "gpt2",
-          true,
+          Cuts::gpt2_pieces(),
           t->bpe().special_tokens(),
           tapegrad::data::tokenizer_fingerprint(*t)};
     }
-    check_input_file("--bpe", s.bpe);
     auto t = std::make_shared<const BytePairEncoding>(BytePairEncoding::load(s.bpe));
-    return {[t](std::string_view text, SpecialTokens special) { return t->encode(text, special); },
+    return {cached_encode(t),
             [t](const std::vector<std::uint32_t>& ids) { return t->decode(ids); },
+            [t](std::uint32_t id) -> const std::string& { return t->bytes_of(id); },
             t->vocab_size(),
             "bpe",
-            t->pretokenizer() == Pretokenizer::gpt2,
+            t->pretokenizer() == Pretokenizer::gpt2 ? Cuts::gpt2_pieces() : Cuts::between_bytes(*t),
             t->special_tokens(),
             tapegrad::data::tokenizer_fingerprint(*t)};
   } catch (const DataError& e) {
@@ -239,10 +262,20 @@ Tokenizer load_tokenizer(const Settings& s) {
   }
 }
 
+/// The files of --bpe, or those of --gpt2's folder that GPT2Tokenizer::load reads: the inputs
+/// that --out must not replace.
+std::vector<NamedFile> tokenizer_files(const Settings& s) {
+  if (s.has_bpe) return {{"--bpe", s.bpe}};
+  std::vector<NamedFile> files;
+  for (const char* name : {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt"})
+    files.push_back({"--gpt2", (fs::path(s.gpt2) / name).string()});
+  return files;
+}
+
 /// A text the tokenizer refuses (invalid UTF-8 for GPT-2's pieces, a special token's text without
 /// --special) is a DataError naming --text and the file. `text` starts at byte `offset` of it.
-std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s,
-                                       const std::string& text, std::uintmax_t offset = 0) {
+std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s, std::string_view text,
+                                       std::uintmax_t offset = 0) {
   if (s.special == SpecialTokens::refuse)
     for (const std::string& token : t.special_tokens)
       if (const std::size_t at = text.find(token); at != std::string::npos)
@@ -259,37 +292,49 @@ std::vector<std::uint32_t> encode_text(const Tokenizer& t, const Settings& s,
   }
 }
 
-/// Refuses an --out that cannot or may not be replaced, before any training. Returns the file
-/// to write: `out` itself, or the regular file a symbolic link `out` names (the link stays).
-std::string check_output_file(const Settings& s) {
+/// The most text for_each_block encodes at once, in bytes.
+std::uintmax_t max_block_bytes() {
+  return std::min(kMaxInputBytes, tokenize::largest_encoding_block(tokenize::usable_bytes()));
+}
+
+/// Refuses an --out that cannot or may not be replaced, before any training: one that is one of
+/// `inputs` (the same file by device and inode, through any link, with or without --force), or
+/// that lies in a folder where it cannot be written (the system's reason is given). Returns the
+/// file to write: `out` itself, or the regular file a symbolic link `out` names (the link stays).
+std::string check_output_file(const Settings& s, const std::vector<NamedFile>& inputs) {
   if (s.out.empty()) refuse("--out: expected a file name, got ''");
   const fs::path out(s.out);
   std::error_code ec;
   const fs::file_status st = fs::status(out, ec);
+  std::string target = s.out;
   if (!fs::exists(st)) {
     if (fs::is_symlink(fs::symlink_status(out, ec)))
       throw DataError("--out: '" + s.out + "' is a symbolic link to a file that does not exist");
     const fs::path folder = out.parent_path();
     if (!folder.empty() && !fs::is_directory(folder, ec))
-      throw DataError("--out: the folder '" + folder.string() + "' does not exist");
-    return s.out;
+      throw DataError(fs::exists(folder, ec)
+                          ? "--out: '" + folder.string() + "' is not a folder"
+                          : "--out: the folder '" + folder.string() + "' does not exist");
+  } else {
+    if (fs::is_directory(st))
+      throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name");
+    if (!fs::is_regular_file(st))
+      throw DataError("--out: '" + s.out +
+                      "' exists and is not a regular file (a device, a FIFO or a socket); it is "
+                      "never replaced, even with --force");
+    tapegrad::io::check_outputs_spare_inputs({{"--out", s.out}}, inputs);
+    if (!s.force) throw DataError("--out: '" + s.out + "' exists; add --force to replace it");
+    if (fs::is_symlink(fs::symlink_status(out, ec))) target = fs::canonical(out).string();
   }
-  if (fs::is_directory(st))
-    throw DataError("--out: '" + s.out + "' is a folder; --out expects a file name");
-  if (!fs::is_regular_file(st))
-    throw DataError("--out: '" + s.out +
-                    "' exists and is not a regular file (a device, a FIFO or a socket); it is "
-                    "never replaced, even with --force");
-  if (fs::equivalent(out, fs::path(s.text), ec))
-    throw DataError("--out: '" + s.out +
-                    "' is the --text file; write the --out file under another name");
-  if (!s.force) throw DataError("--out: '" + s.out + "' exists; add --force to replace it");
-  std::cerr << "tokenize: replacing '" << s.out << "' (--force)\n";
-  return fs::is_symlink(fs::symlink_status(out, ec)) ? fs::canonical(out).string() : s.out;
+  // The writer's temporary, made and removed now: a folder it cannot write in (read-only, full,
+  // another user's) is named with the system's reason before minutes of training, not after.
+  { const tapegrad::AtomicFile probe(target, "--out"); }
+  if (fs::exists(st)) std::cerr << "tokenize: replacing '" << s.out << "' (--force)\n";
+  return target;
 }
 
 /// "1234 bytes in 500 tokens: 2.47 bytes per token", on standard error.
-void print_compression(std::size_t bytes, std::size_t tokens) {
+void print_compression(std::uintmax_t bytes, std::uintmax_t tokens) {
   std::cerr << "compression: " << bytes << " bytes in " << tokens << " tokens";
   if (tokens > 0) {
     char ratio[32];
@@ -299,16 +344,65 @@ void print_compression(std::size_t bytes, std::size_t tokens) {
   std::cerr << '\n';
 }
 
+/// Writes to standard output; a write that failed (a full disk, a closed pipe) is a DataError.
+void write_output(std::string_view bytes) {
+  std::cout.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!std::cout) throw DataError("cannot write to standard output");
+}
+
 /// Flushes standard output; a write that failed (a full disk, a closed pipe) is a DataError.
 void finish_output() {
   std::cout.flush();
   if (!std::cout) throw DataError("cannot write to standard output");
 }
 
+/// DataError naming --text unless training on `text_bytes` of text fits in the memory this
+/// machine gives the program: checked from the file's size, before a byte of it is read.
+void check_training_memory(const Settings& s, std::uintmax_t text_bytes) {
+  const double need = tokenize::training_bytes(text_bytes), usable = tokenize::usable_bytes();
+  if (need <= usable) return;
+  const std::uintmax_t part = tokenize::largest_training_text(usable);
+  throw DataError("--text: training a BPE on the " + std::to_string(text_bytes >> 20) +
+                  " MiB of '" + s.text + "' needs about " + tapegrad::memory_text(need) +
+                  " of memory (" + std::to_string(int(tokenize::kTrainingBytesPerByte)) +
+                  " bytes per byte of text), more than the " +
+                  tapegrad::memory_text(std::max(0.0, usable)) + " this machine leaves a run (" +
+                  tokenize::usable_text() + "); train on a part of the text, at most " +
+                  std::to_string(part >> 20) + " MiB (head -c " + std::to_string(part) + ")");
+}
+
+/// A FlagError naming --train-bpe unless BytePairEncoding::load can read `bpe` back: a text can
+/// make tokens longer than a BPE file may hold (each merge of "aaaa..." doubles a token; a text
+/// holding every pair of bytes once makes each merge one byte longer than the last). The message
+/// gives the largest --train-bpe that loads.
+void check_loadable(const BytePairEncoding& bpe, const Settings& s) {
+  std::uint64_t total = 256;  // the bytes' tokens, as load() counts
+  for (std::size_t k = 0; k < bpe.merges().size(); ++k) {
+    const std::uint64_t length = bpe.bytes_of(std::uint32_t(256 + k)).size();
+    total += length;
+    if (length > BytePairEncoding::kMaxTokenBytes || total > BytePairEncoding::kMaxVocabBytes)
+      refuse("--train-bpe " + std::to_string(s.vocab_size) + ": merge " + std::to_string(k) +
+             " of '" + s.text + "' makes a token of " + std::to_string(length) +
+             " bytes (the tokens hold " + std::to_string(total) +
+             " bytes so far), more than a BPE file may hold (" +
+             std::to_string(BytePairEncoding::kMaxTokenBytes >> 20) + " MiB a token, " +
+             std::to_string(BytePairEncoding::kMaxVocabBytes >> 20) +
+             " MiB in all), so the model could not be loaded; nothing was saved: give "
+             "--train-bpe " +
+             std::to_string(256 + k) + " or less");
+  }
+}
+
 int train(const Settings& s) {
+  const std::uintmax_t size = check_input_file("--text", s.text);
+  check_training_memory(s, size);
+  const std::string target = check_output_file(s, {{"--text", s.text}});
   const std::string text = read_input_file("--text", s.text);
   if (text.empty()) throw DataError("--text: '" + s.text + "' is empty: nothing to train on");
-  const std::string target = check_output_file(s);
+  if (text.size() < size)
+    throw DataError("--text: '" + s.text + "' held " + std::to_string(size) + " bytes, but only " +
+                    std::to_string(text.size()) +
+                    " could be read: it was cut meanwhile (nothing was trained)");
   BytePairEncoding bpe;
   try {
     bpe = BytePairEncoding::train(text, std::size_t(s.vocab_size), s.pretokenizer);
@@ -326,6 +420,7 @@ int train(const Settings& s) {
               << (s.pretokenizer == Pretokenizer::gpt2 ? "piece of the text" : "text")
               << " is one token): the model has " << 256 + bpe.merges().size()
               << " tokens before its special ones, not " << s.vocab_size << "\n";
+  check_loadable(bpe, s);
   try {
     bpe.save(target);
   } catch (const DataError& e) {
@@ -334,103 +429,97 @@ int train(const Settings& s) {
   std::cerr << "tokenize: a BPE of " << bpe.vocab_size() << " tokens (" << bpe.merges().size()
             << " merges";
   if (!s.special_tokens.empty()) std::cerr << ", " << s.special_tokens.size() << " special";
-  std::cerr << ") trained on '" << s.text << "', saved to '" << s.out << "'\n";
-  print_compression(text.size(), bpe.encode(text, SpecialTokens::ordinary).size());
-  return 0;
-}
-
-// --out FILE.tokens: the ids of --text as a token file. A tokenizer that cuts text as GPT-2 does
-// reads the text in blocks of 16 MiB, each cut before a line end that follows a character other
-// than a space: GPT-2's pattern always ends a piece there, so the ids are those of the whole text
-// at once, and a text of any size costs a few blocks of memory. Another BPE (its merges may
-// cross lines) reads the text whole, up to 1 GiB.
-int encode_to_token_file(const Settings& s, const Tokenizer& tokenizer) {
-  const std::string target = check_output_file(s);
-  tapegrad::data::TokenFileWriter writer(target, tokenizer.vocab_size, tokenizer.name,
-                                         tokenizer.fingerprint);
-  std::uintmax_t bytes = 0;
-  const auto encode_block = [&](const std::string& text) {
-    writer.append(encode_text(tokenizer, s, text, bytes));
-    bytes += text.size();
+  std::cerr << ") trained on '" << s.text << "', saved to '" << s.out << "'" << std::endl;
+  // The compression line counts the text's tokens once more, block by block: the ids of the
+  // whole text, in a few blocks' memory rather than the whole text's.
+  const auto shared = std::make_shared<const BytePairEncoding>(std::move(bpe));
+  const auto encode = cached_encode(shared);
+  const Cuts cuts =
+      s.pretokenizer == Pretokenizer::gpt2 ? Cuts::gpt2_pieces() : Cuts::between_bytes(*shared);
+  std::size_t read = 0;
+  std::uintmax_t tokens = 0;
+  const auto more = [&](std::string& carry, std::size_t n) {
+    const std::size_t take = std::min(n, text.size() - read);
+    carry.append(text, read, take);
+    read += take;
+    return take > 0;
   };
-  if (!tokenizer.gpt2_pieces) {
-    encode_block(read_input_file("--text", s.text));
-  } else {
-    check_input_file("--text", s.text, std::numeric_limits<std::uintmax_t>::max());
-    std::ifstream in(s.text, std::ios::binary);
-    if (!in) throw DataError("--text: cannot read '" + s.text + "'");
-    constexpr std::size_t kBlock = std::size_t(16) << 20;
-    std::string carry;
-    std::vector<char> block(kBlock);
-    while (in.read(block.data(), std::streamsize(kBlock)), in.gcount() > 0) {
-      carry.append(block.data(), std::size_t(in.gcount()));
-      // The last line end ("\n", or "\r\n") after a character that is not a space.
-      std::size_t cut = carry.size();
-      for (std::size_t nl = carry.size(); nl > 0;) {
-        nl = carry.rfind('\n', nl - 1);
-        if (nl == std::string::npos) break;
-        cut = nl > 0 && carry[nl - 1] == '\r' ? nl - 1 : nl;
-        if (cut > 0 && tapegrad::data::gpt2_piece_ends_before(carry, cut)) break;
-        cut = std::string::npos;
-      }
-      if (cut == carry.size()) cut = std::string::npos;
-      if (cut == std::string::npos || cut == 0) {
-        if (carry.size() > kMaxInputBytes)
-          throw DataError("--text: '" + s.text +
-                          "' has no line end after a character other "
-                          "than a space in " +
-                          std::to_string(kMaxInputBytes >> 20) +
-                          " MiB, where the text could be cut into blocks");
-        continue;  // read on: the next block may have one
-      }
-      encode_block(carry.substr(0, cut));
-      carry.erase(0, cut);
-    }
-    if (in.bad()) throw DataError("--text: cannot read '" + s.text + "'");
-    encode_block(carry);
-  }
-  writer.close();
-  std::cerr << "tokenize: " << writer.count() << " ids of " << tokenizer.name << " ("
-            << tokenizer.vocab_size << " tokens) written to '" << s.out << "', "
-            << writer.bytes_per_id() << " bytes each\n";
-  print_compression(std::size_t(bytes), std::size_t(writer.count()));
+  const auto count_block = [&](std::string_view block, std::uintmax_t) {
+    tokens += encode(block, SpecialTokens::ordinary).size();
+  };
+  for_each_block(more, cuts, tokenize::kBlockBytes, max_block_bytes(), "--text: '" + s.text + "'",
+                 count_block);
+  print_compression(text.size(), tokens);
   return 0;
 }
 
+// --text is encoded block by block (for_each_block): a text of any size costs a few blocks of
+// memory, and its ids are those of the whole text at once. They go to --out, a token file, or to
+// standard output, on one line.
 int encode(const Settings& s) {
   const Tokenizer tokenizer = load_tokenizer(s);
-  if (s.has_out) return encode_to_token_file(s, tokenizer);
-  const std::string text = read_input_file("--text", s.text);
-  const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text);
+  // Ids on standard output, one line of them, are for a text of a reasonable size; a token file
+  // takes a text of any size.
+  check_input_file("--text", s.text,
+                   s.has_out ? std::numeric_limits<std::uintmax_t>::max() : kMaxInputBytes);
+  std::vector<NamedFile> inputs = tokenizer_files(s);
+  inputs.push_back({"--text", s.text});
+  const std::string target = s.has_out ? check_output_file(s, inputs) : std::string();
+  std::optional<tapegrad::data::TokenFileWriter> writer;
+  if (s.has_out)
+    writer.emplace(target, tokenizer.vocab_size, tokenizer.name, tokenizer.fingerprint);
+  TextFile in("--text", s.text);
+  std::uintmax_t bytes = 0, count = 0;
   std::string line;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) line += ' ';
-    line += std::to_string(ids[i]);
+  const auto more = [&](std::string& carry, std::size_t n) { return in.read_into(carry, n); };
+  const auto encode_block = [&](std::string_view text, std::uintmax_t offset) {
+    const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text, offset);
+    bytes += text.size();
+    if (writer) {
+      writer->append(ids);
+    } else {
+      line.clear();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (count + i > 0) line += ' ';
+        line += std::to_string(ids[i]);
+      }
+      write_output(line);
+    }
+    count += ids.size();
+  };
+  for_each_block(more, tokenizer.cuts, tokenize::kBlockBytes, max_block_bytes(),
+                 "--text: '" + s.text + "'", encode_block);
+  if (writer) {
+    writer->close();
+    std::cerr << "tokenize: " << writer->count() << " ids of " << tokenizer.name << " ("
+              << tokenizer.vocab_size << " tokens) written to '" << s.out << "', "
+              << writer->bytes_per_id() << " bytes each\n";
+  } else {
+    write_output("\n");
+    finish_output();
   }
-  line += '\n';
-  std::cout.write(line.data(), std::streamsize(line.size()));
-  finish_output();
-  print_compression(text.size(), ids.size());
+  print_compression(bytes, count);
   return 0;
 }
 
-/// The ids on standard input: decimal numbers below `vocab_size`, separated by whitespace. Any
-/// other byte is a DataError naming it and its offset, so /dev/zero is refused at its first byte.
-std::vector<std::uint32_t> read_ids(std::size_t vocab_size) {
+/// Reads decimal ids below `vocab_size`, separated by whitespace, from standard input, and hands
+/// them to `ids` in batches as they come. Any other byte is a DataError naming it and its offset,
+/// so /dev/zero is refused at its first byte.
+void read_ids(std::size_t vocab_size, const std::function<void(std::uint32_t)>& id_read) {
   const auto is_space = [](int c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
   };
-  std::vector<std::uint32_t> ids;
   std::string digits;  // of the id being read, at most 21 kept: enough to be out of range
-  std::uintmax_t offset = 0;
+  std::uintmax_t offset = 0, number = 0;
   const auto end_number = [&] {
     if (digits.empty()) return;
     std::uint64_t id = 0;
+    ++number;
     if (!flags::parse_integer(digits, id) || id >= vocab_size)
       throw DataError("standard input: id " + digits + (digits.size() > 20 ? "..." : "") +
-                      " (number " + std::to_string(ids.size() + 1) +
+                      " (number " + std::to_string(number) +
                       ") is not below the tokenizer's vocab_size " + std::to_string(vocab_size));
-    ids.push_back(std::uint32_t(id));
+    id_read(std::uint32_t(id));
     digits.clear();
   };
   char buffer[1 << 16];
@@ -449,22 +538,47 @@ std::vector<std::uint32_t> read_ids(std::size_t vocab_size) {
                         std::string(shown) + " at byte " + std::to_string(offset));
       }
     }
-    if (offset > kMaxInputBytes)
-      throw DataError("standard input: more than the " + std::to_string(kMaxInputBytes >> 20) +
-                      " MiB of ids this program reads");
   }
   if (std::ferror(stdin)) throw DataError("standard input: cannot read");
   end_number();
-  return ids;
 }
 
+// The ids' text is written as they are read, a batch at a time. A batch ends after a token whose
+// last byte is ASCII: a character is never cut between two batches there, so the text, invalid
+// UTF-8 replaced as decode() does it, is that of all the ids at once.
 int decode(const Settings& s) {
   const Tokenizer tokenizer = load_tokenizer(s);
   if (isatty(STDIN_FILENO))
     std::cerr << "tokenize: reading ids from standard input (end with Ctrl-D)\n";
-  const std::vector<std::uint32_t> ids = read_ids(tokenizer.vocab_size);
-  const std::string text = tokenizer.decode(ids);
-  std::cout.write(text.data(), std::streamsize(text.size()));
+  const std::uintmax_t max_batch = max_block_bytes();
+  std::vector<std::uint32_t> batch;
+  std::uintmax_t batch_bytes = 0, ascii_end = 0, written = 0;  // ascii_end: ids of a batch
+  const auto write_batch = [&](std::size_t n) {
+    const std::vector<std::uint32_t> ids(batch.begin(), batch.begin() + std::ptrdiff_t(n));
+    write_output(tokenizer.decode(ids));
+    batch.erase(batch.begin(), batch.begin() + std::ptrdiff_t(n));
+    batch_bytes = 0;
+    for (const std::uint32_t id : batch) batch_bytes += tokenizer.bytes_of(id).size();
+    ascii_end = 0;
+    written += n;
+  };
+  read_ids(tokenizer.vocab_size, [&](std::uint32_t id) {
+    const std::string& bytes = tokenizer.bytes_of(id);
+    batch.push_back(id);
+    batch_bytes += bytes.size();
+    if (!bytes.empty() && static_cast<unsigned char>(bytes.back()) < 0x80) ascii_end = batch.size();
+    if (batch_bytes < tokenize::kBlockBytes) return;
+    if (ascii_end > 0) return write_batch(std::size_t(ascii_end));
+    if (batch_bytes > max_batch)
+      throw DataError("standard input: ids " + std::to_string(written + 1) + " to " +
+                      std::to_string(written + batch.size()) + " stand for " +
+                      std::to_string(batch_bytes >> 20) +
+                      " MiB with no token ending in an ASCII byte, where the text could be cut, "
+                      "more than the " +
+                      std::to_string(max_batch >> 20) +
+                      " MiB this program decodes at once in the memory this machine gives it");
+  });
+  write_batch(batch.size());
   finish_output();
   return 0;
 }

@@ -7,11 +7,17 @@
 //
 // The text is tokenized with the model's own tokenizer (a special token's text, "<|endoftext|>",
 // is read as ordinary text), then cut into windows of --window tokens (default: the model's
-// context, n_positions): window k reads tokens [kW, kW + W) and predicts each next one, so every
-// token but the text's first is predicted once, from the 1 to W tokens of its window before it
-// (no window overlaps another; the last one may be shorter). Hugging Face's perplexity guide, with
-// a stride equal to the window, scores a window's first target too late by one: its figures
-// differ slightly. The model runs in eval mode, without recording.
+// context, n_positions, or the whole text when it is shorter): window k reads tokens
+// [kW, kW + W) and predicts each next one, so every token but the text's first is predicted once,
+// from the 1 to W tokens of its window before it (no window overlaps another; the last one may be
+// shorter). Hugging Face's perplexity guide, with a stride equal to the window, scores a window's
+// first target too late by one: its figures differ slightly. The model runs in eval mode, without
+// recording, and its logits are computed a few rows at a time.
+//
+// The memory of a pass is counted from the sizes before the first one (inference_memory.hpp): its
+// attention weights grow with the square of the window, so a model whose context is a million
+// positions would take terabytes for a long text. Above what the machine gives the run, it is
+// refused with the figure and the --window that fits.
 //
 // It prints what it loaded, the text's size in bytes and tokens, a line per window, and last:
 //     gpt_eval result: loss=<mean nats per predicted token> tokens=<predicted tokens>
@@ -21,12 +27,15 @@
 // passes only (not the load, not the tokenizing).
 //
 // Exit status 0; 2 for bad flags, a bad model or text, with one line saying which.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -35,6 +44,7 @@
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
+#include "inference_memory.hpp"
 #include "load_model.hpp"
 
 using namespace tapegrad;
@@ -77,11 +87,36 @@ Settings parse_settings(int argc, char** argv) {
   return s;
 }
 
-// The text of --text, checked before it is read: a regular file (a FIFO would block the read),
-// at most kMaxTextBytes.
+/// What tokenizing a text holds per byte of it, at most: the text, its ids (8 bytes each, up to
+/// one a byte) and BytePairEncoding::encode's lists of a piece (up to 28 bytes a byte when the
+/// text is one piece: a BPE without pretokenizer, or GPT-2's on "!!!!..."). Measured with
+/// GPT-2's tokenizer on 32 MiB: 31 bytes a byte for "!!!!...", 8 for the fortunes.
+constexpr double kTokenizingBytesPerByte = 32;
+
+// The text of --text, checked before it is read: a regular file (a FIFO would block the read), at
+// most kMaxTextBytes, and small enough for its tokenizing to fit in memory (counted at its
+// worst, from its size).
 std::string read_text(const std::string& path) {
-  return io::read_file(path, "--text (gpt_eval scores at most 256 MiB: take a part)",
-                       kMaxTextBytes);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const auto size = std::uintmax_t(st.st_size);
+    if (size > kMaxTextBytes)
+      throw DataError("--text: '" + path + "' holds " + std::to_string(size >> 20) +
+                      " MiB, more than the " + std::to_string(kMaxTextBytes >> 20) +
+                      " MiB gpt_eval scores (at thousands of tokens a second, that is hours): "
+                      "score a part of it");
+    const double need = kTokenizingBytesPerByte * double(size), usable = gpt::usable_memory_bytes();
+    if (need > usable)
+      throw DataError("--text: tokenizing the " + std::to_string(size >> 20) + " MiB of '" + path +
+                      "' may need up to " + memory_text(need) + " (" +
+                      std::to_string(int(kTokenizingBytesPerByte)) +
+                      " bytes per byte of text), more than the " +
+                      memory_text(std::max(0.0, usable)) + " this machine leaves the run (" +
+                      gpt::usable_memory_text() + "): score a part of it, at most " +
+                      std::to_string(std::uintmax_t(usable / kTokenizingBytesPerByte) >> 20) +
+                      " MiB");
+  }
+  return io::read_file(path, "--text", kMaxTextBytes);  // (and what stat could not tell)
 }
 
 struct Score {
@@ -92,7 +127,9 @@ struct Score {
 };
 
 // Windows [first, first + count) of length W (the last may be shorter), as one batch when they
-// are all full, scored into `score`.
+// are all full, scored into `score`. The logits are computed a few rows at a time
+// (gpt::logit_rows): all of them at once would take 200 kB per position for GPT-2's 50,257
+// tokens, most of the memory of a long window.
 void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
                    const std::vector<std::int64_t>& ids, std::size_t W,
                    const std::vector<std::size_t>& starts, Score& score) {
@@ -104,14 +141,57 @@ void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
       y(b, t) = ids[starts[b] + t + 1];
     }
   y.reshape({y.size()});
-  const std::int64_t ignore = tokenizer.ignore_index();
-  const auto t0 = std::chrono::steady_clock::now();
-  const Tensor logits = ops::reshape(model.forward(x), {-1, model.config().vocab_size()});
+  const std::int64_t ignore = tokenizer.ignore_index(), V = model.config().vocab_size();
   const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
-  score.nats += ops::cross_entropy(logits, y, options).item();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Tensor features = model.features(x);  // (B, T, C), after the last LayerNorm
+  const std::size_t C = features.shape()[2], rows = y.size(),
+                    chunk = std::size_t(gpt::logit_rows(V));
+  for (std::size_t r = 0; r < rows; r += chunk) {
+    const std::size_t n = std::min(chunk, rows - r);
+    Array part = Array::from_shape({1, n, C});
+    std::copy_n(features.data().data() + r * C, n * C, part.data());
+    IndexArray targets = IndexArray::from_shape({n});
+    std::copy_n(y.data() + r, n, targets.data());
+    const Tensor logits = ops::reshape(model.lm_head->forward(Tensor(std::move(part))), {-1, V});
+    score.nats += ops::cross_entropy(logits, targets, options).item();
+  }
   score.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::int64_t id : y)
     if (id != ignore) ++score.tokens, score.bytes += tokenizer.bytes_of(id);
+}
+
+// The memory of the forward passes, counted from the sizes before the first one
+// (inference_memory.hpp): the attention's weights grow with the square of the window, so a model
+// whose context is a million positions (config.json accepts 2^20) would score a text of 40,000
+// tokens in one window of 13 GB. Refused above what the machine gives the run, naming the
+// window that fits.
+void check_scoring_memory(const tt::GPT& model, const Settings& s, std::size_t W,
+                          std::size_t batch) {
+  const tt::GPTConfig& c = model.config();
+  const std::int64_t rows = gpt::logit_rows(c.vocab_size());
+  const double usable = gpt::usable_memory_bytes();
+  const double need = gpt::forward_bytes(c, double(batch), double(W), double(rows));
+  if (need <= usable) return;
+  const std::int64_t fits =
+      gpt::longest_window(c, std::int64_t(batch), std::int64_t(W), rows, usable);
+  std::ostringstream os;
+  os << "--window " << W;
+  if (s.window == 0)
+    os << " (the default: the model's context, " << c.block_size()
+       << " positions, or the text's tokens when fewer)";
+  os << ": scoring " << batch << " window" << (batch > 1 ? "s" : "") << " of " << W
+     << " tokens at once needs about " << memory_text(need) << " (the attention's weights, "
+     << batch << " x " << c.n_head() << " heads x " << W << " x " << W
+     << " floats, the activations and the logits), more than the "
+     << memory_text(std::max(0.0, usable)) << " this machine leaves the run ("
+     << gpt::usable_memory_text() << "); ";
+  if (fits >= 2)
+    os << "give --window " << fits << " or less"
+       << (batch > 1 ? " (or a smaller --batch-size)" : "");
+  else
+    os << "no window fits in the memory left";
+  throw examples::FlagError(os.str());
 }
 
 int run(int argc, char** argv) {
@@ -127,7 +207,6 @@ int run(int argc, char** argv) {
                               ": expected at most the "
                               "model's context, " +
                               std::to_string(context) + " tokens");
-  const std::size_t W = std::size_t(s.window > 0 ? s.window : context);
   std::cout << "gpt_eval: " << m.kind << " " << s.model << ": " << model.num_params(false)
             << " parameters, vocabulary " << model.config().vocab_size() << ", context " << context
             << ", tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
@@ -137,10 +216,16 @@ int run(int argc, char** argv) {
   if (ids.size() < 2)
     throw DataError("--text: '" + s.text + "' holds " + std::to_string(ids.size()) +
                     " token(s); scoring needs at least 2 (one to read, one to predict)");
+  // The windows: --window tokens, or the model's context; a text shorter than that is one window
+  // of its own length, which scores the same and allocates nothing longer than the text.
+  const std::size_t W =
+      s.window > 0 ? std::size_t(s.window) : std::min(std::size_t(context), ids.size() - 1);
   std::vector<std::size_t> starts;  // the windows' first tokens
   for (std::size_t at = 0; at + 1 < ids.size(); at += W) starts.push_back(at);
   if (s.max_windows > 0 && starts.size() > std::size_t(s.max_windows))
     starts.resize(std::size_t(s.max_windows));
+  check_scoring_memory(model, s, std::min(W, ids.size() - 1),
+                       std::min(starts.size(), std::size_t(s.batch_size)));
   std::cout << "gpt_eval: " << s.text << ": " << text.size() << " bytes, " << ids.size()
             << " tokens (" << std::setprecision(2) << double(text.size()) / double(ids.size())
             << " bytes per token); " << starts.size() << " window" << (starts.size() > 1 ? "s" : "")
@@ -175,6 +260,8 @@ int run(int argc, char** argv) {
             << " perplexity=" << std::setprecision(3) << std::exp(loss)
             << " tokens_per_s=" << std::setprecision(1) << double(score.tokens) / score.seconds
             << " seconds=" << std::setprecision(3) << score.seconds << std::endl;
+  std::cout.flush();  // a result that could not be written (a full disk) is not a success
+  if (!std::cout) throw DataError("cannot write to standard output: the result is lost");
   return 0;
 }
 

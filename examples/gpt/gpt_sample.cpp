@@ -19,6 +19,12 @@
 // same characters, and prints the speed of each, and the time of one pass over a full context
 // (what nanoGPT pays per character).
 //
+// The memory of sampling is counted from the sizes before anything runs (inference_memory.hpp):
+// the cache of keys and values (the whole context's, allocated at once), or without the cache the
+// passes over up to the prompt and --tokens positions. Above what the machine gives the run, it is
+// refused with the figure and the flag that lowers it; --compare's pass over a full context is
+// then not timed, and says so.
+//
 // Exit status: 0, or 1 when --compare finds a difference, 2 for bad flags or a bad checkpoint,
 // with one line saying which.
 #include <algorithm>
@@ -28,6 +34,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -35,6 +42,7 @@
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
+#include "inference_memory.hpp"
 #include "load_model.hpp"
 
 using namespace tapegrad;
@@ -135,17 +143,72 @@ double full_context_pass(tt::GPT& model, const IndexArray& text) {
   return passes[passes.size() / 2];
 }
 
+// The memory sampling holds, counted from the sizes before anything runs (inference_memory.hpp):
+// a context of a million positions (a GPT-2 config.json may say so) makes the cache of keys and
+// values, or the passes of sampling without it, larger than any machine. Refused above what the
+// machine gives the run, naming the flag that lowers it.
+void check_sampling_memory(const gpt::LoadedModel& m, const Settings& s, std::size_t prompt,
+                           bool cache) {
+  const tt::GPTConfig& c = m.model->config();
+  const double usable = gpt::usable_memory_bytes();
+  // The longest context a pass reads: the prompt and the new tokens, at most the model's context.
+  const std::int64_t block = c.block_size(),
+                     T = std::min<std::int64_t>(block, std::int64_t(prompt) + s.tokens);
+  const auto refuse = [&](const std::string& what, double need, const std::string& hint) {
+    std::ostringstream os;
+    os << what << " needs about " << memory_text(need) << ", more than the "
+       << memory_text(std::max(0.0, usable)) << " this machine leaves the run ("
+       << gpt::usable_memory_text() << "); " << hint;
+    throw examples::FlagError(os.str());
+  };
+  // Without the cache every token runs the whole context again; its logits, of the last position.
+  const double uncached = gpt::forward_bytes(c, 1, double(T), 1);
+  if (cache) {  // the prompt's pass, then one position at a time, beside the whole cache
+    const double need = gpt::cache_bytes(c, 1) + gpt::cached_pass_bytes(c, double(T));
+    if (need > usable)
+      refuse("--model: the cache of keys and values of this model's context, " +
+                 std::to_string(block) + " positions (2 x " + std::to_string(c.n_layer()) +
+                 " layers x " + std::to_string(block) + " x " + std::to_string(c.n_embd()) +
+                 " floats, allocated at once),",
+             need,
+             uncached <= usable && !s.compare
+                 ? "sample with --no-cache, which needs about " + memory_text(uncached)
+                 : std::string("this model's context does not fit in the memory left"));
+  }
+  if ((!cache || s.compare) && uncached > usable) {
+    const std::int64_t longest = gpt::longest_window(c, 1, T, 1, usable);
+    refuse("--tokens " + std::to_string(s.tokens) +
+               ": sampling without the cache runs the model on up to " + std::to_string(T) +
+               " positions for every new token, which",
+           uncached,
+           longest > std::int64_t(prompt)
+               ? "give --tokens " + std::to_string(longest - std::int64_t(prompt)) + " or fewer"
+               : std::string("give a shorter --prompt"));
+  }
+}
+
 // --compare: the same seed without the cache must give the same characters.
+// `memory_left`: what the run could still use before sampling (gpt::usable_memory_bytes).
 int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const Settings& s,
-            double cached_seconds, const std::string& unit) {
+            double cached_seconds, const std::string& unit, double memory_left) {
   double seconds = 0.0;
   const bool same = sample(model, idx, s, /*cache=*/false, seconds) == out;
   std::cout << s.tokens << " " << unit << " without the cache in " << speed(s.tokens, seconds, unit)
             << "; the cache is " << std::setprecision(1) << std::fixed
             << seconds / std::max(cached_seconds, 1e-9) << "x faster; "
             << (same ? "the same " : "DIFFERENT ") << unit << std::endl;
+  // (A context of a million positions would make this one pass take terabytes: not timed then.)
+  const tt::GPTConfig& c = model.config();
+  const double pass = gpt::forward_bytes(c, 1, double(c.block_size()), double(c.block_size()));
+  if (pass > memory_left) {
+    std::cout << "one pass over a full context of " << c.block_size() << " " << unit
+              << ": not timed, it would need about " << memory_text(pass) << ", more than the "
+              << memory_text(std::max(0.0, memory_left)) << " this machine leaves the run"
+              << std::endl;
+    return same ? 0 : 1;
+  }
   const double full = full_context_pass(model, out);
-  std::cout << "one pass over a full context of " << model.config().block_size() << " " << unit
+  std::cout << "one pass over a full context of " << c.block_size() << " " << unit
             << " (median of 30): " << full * 1e6 << " us, "
             << full / (std::max(cached_seconds, 1e-9) / double(std::max<std::int64_t>(s.tokens, 1)))
             << "x the cached cost per " << unit.substr(0, unit.size() - 1) << std::endl;
@@ -184,6 +247,8 @@ int run(int argc, char** argv) {
                 << std::endl;
   }
   const bool cache = (!s.no_cache || s.compare) && m.model->supports_cache();
+  check_sampling_memory(m, s, idx.size(), cache);
+  const double memory_left = gpt::usable_memory_bytes();  // (the heap keeps what sampling frees)
   // (a prompt longer than the context is cut by generate(): no pass of its own to time)
   const bool timed = cache && std::int64_t(idx.size()) <= m.model->config().block_size();
   const double prompt_seconds = timed ? prompt_pass(*m.model, idx) : 0.0;
@@ -203,7 +268,10 @@ int run(int argc, char** argv) {
               << " tokens_per_s=" << double(s.tokens) / generating << std::defaultfloat
               << std::endl;
   }
-  return s.compare ? compare(*m.model, idx, out, s, seconds, m.unit()) : 0;
+  const int status = s.compare ? compare(*m.model, idx, out, s, seconds, m.unit(), memory_left) : 0;
+  std::cout.flush();  // text that could not be written (a full disk) is not a success
+  if (!std::cout) throw DataError("cannot write to standard output: the text is lost");
+  return status;
 }
 
 }  // namespace

@@ -55,8 +55,10 @@ inline LoadedModel load_model(const std::string& path) {
   };
   std::error_code ec;
   if (!fs::exists(path, ec))
-    throw tapegrad::DataError("--model: '" + path + "': no such file or folder (expected a "
-                              "Hugging Face GPT-2 folder or a checkpoint written by gpt)");
+    throw tapegrad::DataError("--model: '" + path +
+                              "': " + (ec ? ec.message() : std::string("no such file or folder")) +
+                              " (expected a Hugging Face GPT-2 folder or a checkpoint written by "
+                              "gpt)");
   if (fs::is_directory(path, ec)) {
     tapegrad::pretrained::PretrainedGPT2 gpt2 = tapegrad::pretrained::load_gpt2(path);
     if (!gpt2.tokenizer)

@@ -1,6 +1,7 @@
 // src/core/memory.cpp: the allocator policy of memory.hpp (glibc's mallopt; a no-op elsewhere).
 #include "tapegrad/core/memory.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,13 +53,42 @@ std::uint64_t cgroup_limit(const char* path) {
 }
 }  // namespace
 
-std::uint64_t machine_memory_bytes() {
+namespace {
+// A limit of this process (`ulimit -v`, `ulimit -d`): past it, allocations fail whatever the
+// machine has.
+std::uint64_t process_limit(int resource) {
+  rlimit limit{};
+  if (::getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return std::uint64_t(limit.rlim_cur);
+}
+
+// The machine's memory, or its control group's limit when lower.
+std::uint64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   std::uint64_t bytes = pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page)
                                               : UINT64_MAX;
   bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory.max"));
   bytes = std::min(bytes, cgroup_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
   return bytes;
+}
+}  // namespace
+
+std::uint64_t machine_memory_bytes() {
+  return std::min({physical_memory_bytes(), process_limit(RLIMIT_AS), process_limit(RLIMIT_DATA)});
+}
+
+std::uint64_t process_memory_bytes() {
+  // /proc/self/statm: the address space, the resident pages, shared, text, (unused), data + stack.
+  std::ifstream in("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0, shared = 0, text = 0, lib = 0, data = 0;
+  if (!(in >> size >> resident >> shared >> text >> lib >> data)) return 0;
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  const std::uint64_t bytes = page > 0 ? std::uint64_t(page) : 4096;
+  const std::uint64_t physical = physical_memory_bytes(), as = process_limit(RLIMIT_AS),
+                      data_limit = process_limit(RLIMIT_DATA);
+  if (as <= physical && as <= data_limit) return size * bytes;  // `ulimit -v` binds
+  if (data_limit <= physical) return data * bytes;              // `ulimit -d` binds
+  return resident * bytes;
 }
 
 std::string memory_text(double bytes) {

@@ -8,8 +8,13 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tapegrad/core.hpp>
@@ -89,4 +94,52 @@ TEST_SUITE("memory") {
     CHECK(faults_of_a_buffer(96) < 256);
   }
 #endif
+
+  TEST_CASE("the memory a process may use is at most its address-space and data limits") {
+    const std::uint64_t machine = machine_memory_bytes();
+    CHECK(machine > (std::uint64_t(64) << 20));  // a machine that runs these tests has more
+    // Each limit lowered to half of that for a moment, then given back (a soft limit may rise
+    // again to the hard one); nothing is allocated meanwhile.
+    for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+      CAPTURE(resource);
+      rlimit old{};
+      REQUIRE(getrlimit(resource, &old) == 0);
+      rlimit limited = old;
+      limited.rlim_cur = rlim_t(machine / 2);
+      if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur <= limited.rlim_cur) continue;
+      REQUIRE(setrlimit(resource, &limited) == 0);
+      const std::uint64_t limited_bytes = machine_memory_bytes();
+      REQUIRE(setrlimit(resource, &old) == 0);
+      CHECK(limited_bytes == machine / 2);
+    }
+  }
+
+  TEST_CASE("the memory a process holds is its address space under ulimit -v, else its resident") {
+    const auto statm = [] {  // (address space, resident) in bytes
+      std::ifstream in("/proc/self/statm");
+      std::uint64_t size = 0, resident = 0;
+      in >> size >> resident;
+      return std::pair{size * 4096, resident * 4096};
+    };
+    if (sysconf(_SC_PAGE_SIZE) != 4096 || statm().first == 0) {
+      MESSAGE("skipped: no /proc/self/statm with 4 KiB pages here");
+      return;
+    }
+    rlimit old{};
+    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+    if (old.rlim_cur == RLIM_INFINITY) {
+      const std::uint64_t held = process_memory_bytes();
+      const auto [size, resident] = statm();
+      CHECK(held > 0);
+      CHECK(held < size);  // the resident part: far less than the address space of a test program
+      CHECK(double(held) == doctest::Approx(double(resident)).epsilon(0.05));
+    }
+    rlimit limited = old;
+    limited.rlim_cur = rlim_t(std::min<std::uint64_t>(machine_memory_bytes(), old.rlim_cur) / 2);
+    if (limited.rlim_cur <= statm().first) return;  // (a limit below what is held already)
+    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+    const std::uint64_t held = process_memory_bytes();
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    CHECK(double(held) == doctest::Approx(double(statm().first)).epsilon(0.05));
+  }
 }

@@ -144,7 +144,7 @@ TEST_SUITE("examples.tokenize") {
     check_refused(run("--out /dev/null --force"), "--out: '/dev/null' exists and is not a regular");
     check_refused(run("--out " + quoted(dir.string()) + " --force"), "is a folder");
     check_refused(run("--out " + quoted((dir / "text.txt").string()) + " --force"),
-                  "is the --text file");
+                  "is the file --text reads");
     check_refused(run("--out " + quoted((dir / "nowhere" / "m.bpe").string())),
                   "--out: the folder '" + (dir / "nowhere").string() + "' does not exist");
     check_refused(run("--out ''"), "--out: expected a file name");

@@ -34,10 +34,17 @@ void keep_freed_memory(bool keep);
 /// libraries other than glibc).
 bool keeps_freed_memory();
 
-/// The memory this process may use, in bytes: the machine's physical memory, or the limit of its
-/// control group (a container's memory.max, cgroup v2 or v1) when that is lower. Read from the
-/// system on every call (sysconf, /sys/fs/cgroup), not a fixed figure.
+/// The memory this process may use, in bytes: the machine's physical memory, or a lower limit: its
+/// control group's (a container's memory.max, cgroup v2 or v1), or its own address-space or data
+/// limit (`ulimit -v`, `ulimit -d`). Read from the system on every call (sysconf, /sys/fs/cgroup,
+/// getrlimit), not a fixed figure.
 std::uint64_t machine_memory_bytes();
+
+/// The memory this process holds now, counted as machine_memory_bytes() limits it: its address
+/// space when its own limit (`ulimit -v`) is the one that binds, its data segment under
+/// `ulimit -d`, else its resident memory (/proc/self/statm; 0 where there is none). What a
+/// program subtracts from what it may use before it plans a large allocation.
+std::uint64_t process_memory_bytes();
 
 /// "about 6.8 GiB": a byte count for a message.
 std::string memory_text(double bytes);
