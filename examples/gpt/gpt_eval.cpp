@@ -41,11 +41,11 @@
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
+#include <tapegrad/train.hpp>
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
 #include "inference_memory.hpp"
-#include "load_model.hpp"
 
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
@@ -73,7 +73,7 @@ Settings parse_settings(int argc, char** argv) {
       ->required();
   app.add_option("--text", s.text, "the UTF-8 text to score")->required();
   app.add_option("--window", s.window, "tokens per window (default: the model's context)")
-      ->check(flags::integer_in(2, gpt::Limits::kMaxBlockSize));
+      ->check(flags::integer_in(2, train::GPTLimits::kMaxBlockSize));
   app.add_option("--max-windows", s.max_windows, "score the first N windows only (0: all)")
       ->check(flags::integer_in(0, 1'000'000'000));
   app.add_option("--batch-size", s.batch_size, "windows per forward pass")
@@ -127,9 +127,8 @@ struct Score {
 };
 
 // Windows [first, first + count) of length W (the last may be shorter), as one batch when they
-// are all full, scored into `score`. The logits are computed a few rows at a time
-// (gpt::logit_rows): all of them at once would take 200 kB per position for GPT-2's 50,257
-// tokens, most of the memory of a long window.
+// are all full, scored into `score` (train::summed_loss: the logits a few rows at a time, as the
+// training's validation scores).
 void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
                    const std::vector<std::int64_t>& ids, std::size_t W,
                    const std::vector<std::size_t>& starts, Score& score) {
@@ -140,22 +139,9 @@ void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
       x(b, t) = ids[starts[b] + t];
       y(b, t) = ids[starts[b] + t + 1];
     }
-  y.reshape({y.size()});
-  const std::int64_t ignore = tokenizer.ignore_index(), V = model.config().vocab_size();
-  const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
+  const std::int64_t ignore = tokenizer.ignore_index();
   const auto t0 = std::chrono::steady_clock::now();
-  const Tensor features = model.features(x);  // (B, T, C), after the last LayerNorm
-  const std::size_t C = features.shape()[2], rows = y.size(),
-                    chunk = std::size_t(gpt::logit_rows(V));
-  for (std::size_t r = 0; r < rows; r += chunk) {
-    const std::size_t n = std::min(chunk, rows - r);
-    Array part = Array::from_shape({1, n, C});
-    std::copy_n(features.data().data() + r * C, n * C, part.data());
-    IndexArray targets = IndexArray::from_shape({n});
-    std::copy_n(y.data() + r, n, targets.data());
-    const Tensor logits = ops::reshape(model.lm_head->forward(Tensor(std::move(part))), {-1, V});
-    score.nats += ops::cross_entropy(logits, targets, options).item();
-  }
+  score.nats += train::summed_loss(model, x, y, ignore);
   score.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::int64_t id : y)
     if (id != ignore) ++score.tokens, score.bytes += tokenizer.bytes_of(id);
@@ -169,7 +155,7 @@ void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
 void check_scoring_memory(const tt::GPT& model, const Settings& s, std::size_t W,
                           std::size_t batch) {
   const tt::GPTConfig& c = model.config();
-  const std::int64_t rows = gpt::logit_rows(c.vocab_size());
+  const std::int64_t rows = train::logit_rows(c.vocab_size());
   const double usable = gpt::usable_memory_bytes();
   const double need = gpt::forward_bytes(c, double(batch), double(W), double(rows));
   if (need <= usable) return;
@@ -199,7 +185,7 @@ int run(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
   const std::string text = read_text(s.text);
-  gpt::LoadedModel m = gpt::load_model(s.model);
+  train::LoadedModel m = train::load_model(s.model);
   tt::GPT& model = *m.model;
   const std::int64_t context = model.config().block_size();
   if (s.window > context)

@@ -7,8 +7,8 @@
 //
 // --model is a checkpoint of examples/gpt, whose notes (sizes, positions, norm, MLP, vocabulary)
 // rebuild the model, each checked against its range and against the tensors' shapes before
-// anything is built (model_notes.hpp); or a Hugging Face GPT-2 folder (config.json,
-// model.safetensors, vocab.json, merges.txt; load_model.hpp). It samples with GPT::generate: a
+// anything is built (tapegrad/train/gpt_model.hpp); or a Hugging Face GPT-2 folder (config.json,
+// model.safetensors, vocab.json, merges.txt; train::load_model). It samples with GPT::generate: a
 // cache of keys and values, so each new token costs one position. Characters of the prompt that
 // a character vocabulary lacks become <unk>. It reports the prompt's pass and the generation
 // apart: the prompt is read in one pass (prompt tokens/s), then each new token costs one
@@ -39,11 +39,11 @@
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
+#include <tapegrad/train.hpp>
 
 #include "../common/checked_main.hpp"
 #include "../common/flag_checks.hpp"
 #include "inference_memory.hpp"
-#include "load_model.hpp"
 
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
@@ -81,7 +81,7 @@ Settings parse_settings(int argc, char** argv) {
                  "logits are divided by it; lower is more conservative")
       ->check(flags::number_in(0.01, 100));
   app.add_option("--top-k", s.top_k, "sample among the k most likely characters (0: all)")
-      ->check(flags::integer_in(0, gpt::Limits::kMaxVocab));
+      ->check(flags::integer_in(0, train::GPTLimits::kMaxVocab));
   app.add_option("--seed", s.seed, "seed of the sampling")->check(flags::unsigned_integer());
   app.add_option("--threads", s.threads, "threads of tapegrad's kernels")
       ->check(flags::integer_in(1, 256));
@@ -95,7 +95,7 @@ Settings parse_settings(int argc, char** argv) {
   return s;
 }
 
-IndexArray prompt_ids(const Settings& s, const gpt::LoadedModel& m) {
+IndexArray prompt_ids(const Settings& s, const train::LoadedModel& m) {
   const std::string prompt = s.prompt ? *s.prompt : m.kind == "gpt checkpoint" ? "%\n" : "\n";
   if (prompt.empty()) throw examples::FlagError("--prompt: expected at least one character");
   const std::vector<std::int64_t> ids = m.tokenizer.encode(prompt, "--prompt");
@@ -147,7 +147,7 @@ double full_context_pass(tt::GPT& model, const IndexArray& text) {
 // a context of a million positions (a GPT-2 config.json may say so) makes the cache of keys and
 // values, or the passes of sampling without it, larger than any machine. Refused above what the
 // machine gives the run, naming the flag that lowers it.
-void check_sampling_memory(const gpt::LoadedModel& m, const Settings& s, std::size_t prompt,
+void check_sampling_memory(const train::LoadedModel& m, const Settings& s, std::size_t prompt,
                            bool cache) {
   const tt::GPTConfig& c = m.model->config();
   const double usable = gpt::usable_memory_bytes();
@@ -233,7 +233,7 @@ int run(int argc, char** argv) {
   tapegrad::keep_freed_memory(true);  // each step reuses the buffers of the last (memory.hpp)
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
-  gpt::LoadedModel m = gpt::load_model(s.model);
+  train::LoadedModel m = train::load_model(s.model);
   const IndexArray idx = prompt_ids(s, m);
   std::optional<autocast::bf16> mixed;
   if (s.bf16) mixed.emplace();

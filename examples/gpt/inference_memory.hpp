@@ -47,11 +47,6 @@ inline std::string usable_memory_text() {
          tapegrad::memory_text(double(tapegrad::process_memory_bytes())) + " this process holds";
 }
 
-/// The logits gpt_eval computes at once: rows of `vocab` floats, about 16 MiB of them.
-inline std::int64_t logit_rows(std::int64_t vocab) {
-  return std::max<std::int64_t>(16, (std::int64_t(1) << 22) / std::max<std::int64_t>(vocab, 1));
-}
-
 /// About the bytes one forward pass of `batch` windows of `T` positions holds beyond the weights,
 /// its logits computed `rows` rows (of batch * T) at a time.
 inline double forward_bytes(const tt::GPTConfig& c, double batch, double T, double rows) {

@@ -8,7 +8,7 @@
 //     plots.gp                the gnuplot script that turns them into pe.png, loss.png, similarity.png
 //
 // Each file is written whole or not at all, and gnuplot runs without a shell, in the folder, with
-// its PNG streamed into the picture's file (examples/common/gnuplot.hpp). Without gnuplot the
+// its PNG streamed into the picture's file (tapegrad/train/pictures.hpp). Without gnuplot the
 // program still writes everything and says how to draw the pictures later.
 #pragma once
 
@@ -20,7 +20,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "../common/gnuplot.hpp"
+#include <tapegrad/train/pictures.hpp>
 #include "language.hpp"
 #include "measure.hpp"
 
@@ -47,13 +47,13 @@ inline std::string word_tics(const Language& lang) {
   if (lang.vocab() - 1 > 48) return "";
   std::string tics = "(";
   for (std::int64_t id = 1; id < lang.vocab(); ++id)
-    tics += (id > 1 ? ", " : "") + examples::gnuplot_string(lang.word(id)) + " " +
+    tics += (id > 1 ? ", " : "") + tapegrad::train::gnuplot_string(lang.word(id)) + " " +
             std::to_string(id - 1);
   return tics + ")";
 }
 
 /// The three pictures, each drawn from gnuplot's defaults by its own commands.
-inline std::vector<examples::Picture> pictures(const Language& lang, std::int64_t positions,
+inline std::vector<tapegrad::train::Picture> pictures(const Language& lang, std::int64_t positions,
                                                std::int64_t d_model) {
   const std::int64_t n = lang.vocab() - 1;
   const std::string tics = word_tics(lang);
@@ -123,17 +123,17 @@ inline void write_picture_data(const fs::path& dir, const Language& lang, const 
                                     "toy_training");
   write_matrix(dir / "similarity_before.dat", before);
   write_matrix(dir / "similarity_after.dat", after);
-  examples::write_plot_script(
+  tapegrad::train::write_plot_script(
       dir,
       "# Draws the pictures of toy_training from the data files in this folder: gnuplot plots.gp",
       pictures(lang, std::int64_t(positions), std::int64_t(D)));
 }
 
-/// Draws the pictures with gnuplot in `dir` (examples/common/gnuplot.hpp). Returns what to tell
+/// Draws the pictures with gnuplot in `dir` (tapegrad/train/pictures.hpp). Returns what to tell
 /// the reader: the pictures drawn, and why any was not.
 inline std::string draw_pictures(const fs::path& dir, const Language& lang, std::int64_t positions,
                                  std::int64_t d_model) {
-  const examples::Drawing d = examples::draw(dir, pictures(lang, positions, d_model));
+  const tapegrad::train::Drawing d = tapegrad::train::draw(dir, pictures(lang, positions, d_model));
   std::string text;
   for (std::size_t i = 0; i < d.drawn.size(); ++i)
     text += (i ? ", " + fs::path(d.drawn[i]).filename().string() : "pictures: " + d.drawn[i]);

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -19,6 +21,11 @@
 
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/core/memory.hpp"
+#include "tapegrad/io/checkpoint.hpp"
+#include "tapegrad/nn/skip_init.hpp"
+#include "tapegrad/ops/loss.hpp"
+#include "tapegrad/ops/shape.hpp"
+#include "tapegrad/pretrained/gpt2.hpp"
 #include "tapegrad/transformer/gpt_parts.hpp"
 
 namespace tapegrad::train {
@@ -272,6 +279,79 @@ std::pair<tt::GPTConfig, data::Tokenizer> read_model_notes(const io::Safetensors
   check_parameter_count(c, "'" + path + "': its notes");
   check_notes_fit_tensors(c, f, path);
   return {c, std::move(*tokenizer)};
+}
+
+// ---- loading and scoring -------------------------------------------------------------------------
+
+void check_finite(const nn::Module& model, const std::string& source) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    const Array& w = p.data();
+    const auto bad = std::find_if(w.begin(), w.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != w.end())
+      throw DataError(source + ": the parameter '" + name + "' holds " + std::to_string(*bad) +
+                      " at flat position " + std::to_string(bad - w.begin()) +
+                      ": the run that saved it diverged, or the file was edited");
+  }
+}
+
+LoadedModel load_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::error_code ec;
+  if (!fs::exists(path, ec))  // (ec: a reason other than absence, a loop of links say)
+    throw DataError("--model: '" + path + "': " +
+                    (ec ? ec.message() : std::string("no such file or folder")) +
+                    " (expected a Hugging Face GPT-2 folder or a checkpoint written by gpt)");
+  if (fs::is_directory(path, ec)) {
+    pretrained::PretrainedGPT2 gpt2 = pretrained::load_gpt2(path);
+    if (!gpt2.tokenizer)
+      throw DataError(path + " has no vocab.json and merges.txt: the model's tokenizer is needed "
+                      "to read and write text (copy GPT-2's two files into the folder)");
+    gpt2.model->eval();
+    return {gpt2.model, data::Tokenizer(std::move(*gpt2.tokenizer)), "Hugging Face GPT-2 folder",
+            seconds()};
+  }
+  const io::SafetensorsFile f = io::load_safetensors(path);
+  auto [config, tokenizer] = read_model_notes(f, path);
+  std::shared_ptr<tt::GPT> model;
+  {
+    nn::SkipInitGuard skip;  // io::load below writes every parameter (strict)
+    model = std::make_shared<tt::GPT>(config, std::make_shared<Generator>(0));
+  }
+  io::load(*model, f, path);  // the "model." part of the training checkpoint, strict
+  check_finite(*model, path);
+  model->eval();
+  return {model, std::move(tokenizer), "gpt checkpoint", seconds()};
+}
+
+std::int64_t logit_rows(std::int64_t vocab) {
+  return std::max<std::int64_t>(16, (std::int64_t(1) << 22) / std::max<std::int64_t>(vocab, 1));
+}
+
+double summed_loss(tt::GPT& model, const IndexArray& x, const IndexArray& y, std::int64_t ignore) {
+  const std::int64_t V = model.config().vocab_size();
+  const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
+  IndexArray targets_all = y;
+  targets_all.reshape({y.size()});
+  const std::size_t rows = targets_all.size(), chunk = std::size_t(logit_rows(V));
+  if (rows <= chunk)  // one pass: all the logits at once
+    return ops::cross_entropy(ops::reshape(model.forward(x), {-1, V}), targets_all, options).item();
+  const Tensor features = model.features(x);  // (B, T, C), after the last norm
+  const std::size_t C = features.shape()[2];
+  double total = 0.0;
+  for (std::size_t r = 0; r < rows; r += chunk) {
+    const std::size_t n = std::min(chunk, rows - r);
+    Array part = Array::from_shape({1, n, C});
+    std::copy_n(features.data().data() + r * C, n * C, part.data());
+    IndexArray targets = IndexArray::from_shape({n});
+    std::copy_n(targets_all.data() + r, n, targets.data());
+    const Tensor logits = ops::reshape(model.lm_head->forward(Tensor(std::move(part))), {-1, V});
+    total += ops::cross_entropy(logits, targets, options).item();
+  }
+  return total;
 }
 
 }  // namespace tapegrad::train

@@ -197,11 +197,7 @@ Task language_model_task(tt::GPT& model, std::int64_t ignore) {
   Task task;
   task.loss = [&model, ignore](const data::Batch& b) { return model.loss(b.x, b.y, ignore); };
   task.loss_sum = [&model, ignore](const data::Batch& b) {
-    IndexArray y = b.y;
-    y.reshape({y.size()});
-    const Tensor logits = ops::reshape(model.forward(b.x), {-1, model.config().vocab_size()});
-    const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
-    return ops::cross_entropy(logits, y, options).item();
+    return summed_loss(model, b.x, b.y, ignore);
   };
   return task;
 }
@@ -296,7 +292,9 @@ void print_sample(tt::GPT& model, const TextData& d, const GPTRunOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string unit = d.tokenizer.name() == "char" ? "characters" : "tokens";
   std::cout << "sample (temperature 0.8, top-k 200, " << o.sample_tokens << " " << unit << ", "
-            << fixed(double(o.sample_tokens) / seconds, 0) << " " << unit << "/s with the cache):\n"
+            << fixed(double(o.sample_tokens) / seconds, 0) << " " << unit << "/s "
+            << (model.supports_cache() ? "with the cache" : "without a cache: the attention keeps none")
+            << "):\n"
             << d.tokenizer.decode(out.data() + start.size(), out.size() - start.size()) << "\n";
 }
 

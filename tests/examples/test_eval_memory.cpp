@@ -17,6 +17,8 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include <tapegrad/train/gpt_model.hpp>
+
 #include "../../examples/gpt/inference_memory.hpp"
 #include "../fortune_corpus.hpp"
 #include "../gpt2_files.hpp"
@@ -68,8 +70,8 @@ TEST_SUITE("examples.gpt2") {
     const tt::GPTConfig c = tt::GPTConfig(50257, 1024).n_layer(12).n_head(12).n_embd(768);
     // (B, T) = (2, 1024): 12 x 2048 x 768 activations, 2 x 12 x 1024^2 attention weights, and
     // 83 rows of logits (16 MiB of them) with three arrays of their size in the cross entropy.
-    CHECK(gpt::logit_rows(50257) == 83);
-    CHECK(gpt::logit_rows(65) == 64527);
+    CHECK(tapegrad::train::logit_rows(50257) == 83);
+    CHECK(tapegrad::train::logit_rows(65) == 64527);
     CHECK(gpt::forward_bytes(c, 2, 1024, 83) ==
           doctest::Approx(4.0 * (12.0 * 2048 * 768 + 2.0 * 12 * 1024 * 1024 + 4.0 * 83 * 50257)));
     CHECK(gpt::cache_bytes(c, 1) == doctest::Approx(4.0 * 2 * 12 * 1024 * 768));

@@ -1,7 +1,7 @@
 // tests/examples/test_gpt_inputs.cpp: the GPT programs refuse bad input the way the library does:
 // one line naming the flag or the file and exit status 2, before any training, never an abort or
 // a segfault; and no run replaces a better best.safetensors. Each case here once crashed, hung or
-// went on silently. The checkpoint notes' checks (examples/gpt/model_notes.hpp) are also called
+// went on silently. The checkpoint notes' checks (tapegrad/train/gpt_model.hpp) are also called
 // directly, on a file held in memory, so that each check is seen on its own.
 #include <doctest/doctest.h>
 
@@ -16,8 +16,7 @@
 
 #include <tapegrad/tapegrad.hpp>
 
-#include "../../examples/gpt/model_notes.hpp"
-#include "../../examples/gpt/model_size.hpp"
+#include <tapegrad/train.hpp>
 #include "../fortune_corpus.hpp"
 #include "run_program.hpp"
 
@@ -52,14 +51,14 @@ struct TinyCheckpoint {
   tapegrad::io::SafetensorsFile file() {
     tapegrad::optim::AdamW opt(model.parameters());
     tapegrad::io::TrainingCheckpoint ckpt(model, opt);
-    std::map<std::string, std::string> notes = gpt::model_notes(config, tokenizer);
+    std::map<std::string, std::string> notes = tapegrad::train::model_notes(config, tokenizer);
     return ckpt.to_file({0, 0, notes});
   }
 };
 
 std::string refusal(tapegrad::io::SafetensorsFile f) {
   try {
-    gpt::read_model_notes(f, "x.safetensors");
+    tapegrad::train::read_model_notes(f, "x.safetensors");
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -79,7 +78,7 @@ TEST_SUITE("examples.gpt_inputs") {
               tt::GPTConfig(11, 6).n_layer(2).n_head(2).n_embd(12).position(pos).norm(norm).mlp(
                   mlp);
           const tt::GPT model(c);
-          CHECK_MESSAGE(gpt::parameter_count(c) == double(model.num_params(false)), pos, norm, mlp);
+          CHECK_MESSAGE(tapegrad::train::parameter_count(c) == double(model.num_params(false)), pos, norm, mlp);
         }
   }
 
@@ -119,9 +118,9 @@ TEST_SUITE("examples.gpt_inputs") {
     tapegrad::optim::AdamW opt(model.parameters());
     tapegrad::io::TrainingCheckpoint ckpt(model, opt);
     const auto file = [&] {
-      return ckpt.to_file({0, 0, gpt::model_notes(bpe_config, bpe_tokenizer)});
+      return ckpt.to_file({0, 0, tapegrad::train::model_notes(bpe_config, bpe_tokenizer)});
     };
-    const auto [config, tokenizer] = gpt::read_model_notes(file(), "x.safetensors");
+    const auto [config, tokenizer] = tapegrad::train::read_model_notes(file(), "x.safetensors");
     CHECK(tokenizer.name() == "bpe");
     CHECK(config.vocab_size() == 257);
     CHECK(tokenizer.encode("ab ab", "text") == std::vector<std::int64_t>{256, ' ', 256});

@@ -21,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "tapegrad/core/tensor.hpp"
 #include "tapegrad/data/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/nn/module.hpp"
@@ -71,6 +72,37 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
 /// registered) and the model's size bounded, before anything is allocated.
 std::pair<nn::transformer::GPTConfig, data::Tokenizer> read_model_notes(
     const io::SafetensorsFile& f, const std::string& path);
+
+/// A GPT and its tokenizer, loaded to sample or score (gpt_sample, gpt_eval), in eval mode.
+struct LoadedModel {
+  std::shared_ptr<nn::transformer::GPT> model;
+  data::Tokenizer tokenizer;
+  std::string kind;      ///< "Hugging Face GPT-2 folder" or "gpt checkpoint"
+  double seconds = 0.0;  ///< the time the load took
+  std::string unit() const { return tokenizer.name() == "char" ? "characters" : "tokens"; }
+};
+
+/// The model at `path`: a folder holding a Hugging Face GPT-2 (config.json, model.safetensors,
+/// vocab.json, merges.txt: OpenAI's, or one exported by gpt --export-hf), or a checkpoint written
+/// by a GPT run (best.safetensors, last.safetensors), whose notes give the config and the
+/// tokenizer. Every check runs before the model is built, its weights must be finite, and it
+/// comes back in eval mode. DataError or CheckpointError naming --model and the file.
+LoadedModel load_model(const std::string& path);
+
+/// DataError naming the parameter, its value and its position when one holds NaN or an infinity:
+/// io::load takes any float (a safetensors file may hold Inf on purpose), so a diverged run's
+/// checkpoint would otherwise load and sample NaN logits.
+void check_finite(const nn::Module& model, const std::string& source);
+
+/// The logits a scoring pass computes at once: rows of `vocab` floats, about 16 MiB of them.
+std::int64_t logit_rows(std::int64_t vocab);
+
+/// The cross-entropy of the model's next-token predictions for x (B, T) against y (B, T), SUMMED
+/// over the targets not equal to `ignore` (eval mode is the caller's): the features once, then
+/// the logits at most logit_rows(vocab) rows at a time, so that a long window of a large
+/// vocabulary never holds all its logits. What validation and gpt_eval score with.
+double summed_loss(nn::transformer::GPT& model, const IndexArray& x, const IndexArray& y,
+                   std::int64_t ignore);
 
 /// The --pos choices of the programs: the library's positions (learned, sinusoidal, rope, none)
 /// and "alibi", which is position "none" with ALiBi's attention (transformer/alibi.hpp).

@@ -285,6 +285,35 @@ TEST_SUITE("distributed.launch") {
   }
 #endif
 
+  TEST_CASE("the GPT on 2 ranks of B windows takes the steps of 1 rank with 2 B windows") {
+    // Both draw the same 2 B window starts each step (the ranks draw the job's batch alike and
+    // take their halves), so the averaged gradients are the large batch's, up to the order of
+    // the sums. Without dropout nothing else differs.
+    const fs::path dir = scratch("gpt_ranks_batch");
+    const std::vector<std::string> args{"--data", corpus(dir).string(), "--steps", "12",
+                                        "--eval-every", "12", "--sample-tokens", "0",
+                                        "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
+                                        "--block-size", "16", "--warmup", "3",
+                                        "--eval-windows", "16", "--quiet"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), args.begin(), args.end());
+      return more;
+    };
+    const Finished two = launch(2, with({"--batch-size", "4", "--out", (dir / "two").string()}),
+                                dir / "two.log", 120, TAPEGRAD_GPT);
+    INFO(two.output);
+    REQUIRE(two.exit_code == 0);
+    const Finished one = launch(1, with({"--batch-size", "8", "--out", (dir / "one").string()}),
+                                dir / "one.log", 120, TAPEGRAD_GPT);
+    INFO(one.output);
+    REQUIRE(one.exit_code == 0);
+    const nn::StateDict a = weights(dir / "two" / "last.safetensors"),
+                        b = weights(dir / "one" / "last.safetensors");
+    REQUIRE(a.size() == b.size());
+    for (const auto& [key, value] : a)
+      CHECK_MESSAGE(tapegrad::testing::all_close(value, b.at(key), 1e-5, 1e-4), key);
+  }
+
   TEST_CASE("a rank that stops answering ends the job after the timeout, saying so") {
     const fs::path dir = scratch("stopped");
     std::vector<std::string> args = run_args(dir, "final.safetensors");
