@@ -83,7 +83,7 @@ TEST_SUITE("examples.gpt") {
       CHECK_MESSAGE(fs::exists(dir / "run" / name), name);
   }
 
-  TEST_CASE("--pos alibi trains the attention of examples/gpt/alibi.hpp, and its checkpoint samples "
+  TEST_CASE("--pos alibi trains the library's ALiBi attention, and its checkpoint samples "
             "and resumes as ALiBi") {
     const fs::path dir = folder("alibi");
     const std::string data = "--data '" + tiny_corpus(dir).string() + "'" + kTiny +

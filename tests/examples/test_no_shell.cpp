@@ -1,7 +1,7 @@
 // tests/examples/test_no_shell.cpp: no program of the project builds a shell command line. A path
 // or a text that a user gives, pasted into a command for /bin/sh, becomes shell syntax
 // (`--out "x'; touch INJECTED; '"` once ran touch); programs start other programs with an
-// argument vector (examples/common/child_process.hpp). This reads every source file of the
+// argument vector (src/train/child_process.cpp). This reads every source file of the
 // library and the examples and names each line that calls the shell, or could.
 #include <doctest/doctest.h>
 
