@@ -128,6 +128,7 @@ Settings parse_settings(int argc, char** argv) {
   Settings s;
   CLI::App app("The Annotated Transformer's copy task: train, then greedy-decode 0 1 2 ... 9");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("--epochs", s.epochs, "training epochs")->check(integer_in(1, 100'000));
   app.add_option("--batches", s.batches, "training batches per epoch")
       ->check(integer_in(1, 1'000'000));

@@ -67,6 +67,7 @@ Settings parse_settings(int argc, char** argv) {
   Settings s;
   CLI::App app("Score a text with a GPT: loss per token, bits per byte, perplexity");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("--model", s.model,
                  "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
                  "merges.txt) or a checkpoint written by gpt")
@@ -194,7 +195,8 @@ int run(int argc, char** argv) {
                               "model's context, " +
                               std::to_string(context) + " tokens");
   std::cout << "gpt_eval: " << m.kind << " " << s.model << ": " << model.num_params(false)
-            << " parameters, vocabulary " << model.config().vocab_size() << ", context " << context
+            << " parameters (position table included), vocabulary " << model.config().vocab_size()
+            << ", context " << context
             << ", tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
             << std::setprecision(2) << m.seconds << " s" << std::endl;
 

@@ -68,6 +68,7 @@ Settings parse_settings(int argc, char** argv) {
   Settings s;
   CLI::App app("Generate text with a GPT trained by examples/gpt");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("--model,--checkpoint", s.model,
                  "a checkpoint written by gpt (best.safetensors or last.safetensors), or a "
                  "Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
@@ -258,7 +259,8 @@ int run(int argc, char** argv) {
             << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
   std::cout << "gpt_sample: " << m.kind << " " << s.model << ", " << m.model->num_params(false)
-            << " parameters, tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
+            << " parameters (position table included), tokenizer " << m.tokenizer.name()
+            << "; loaded in " << std::fixed
             << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
   if (timed) {  // the generation apart from the prompt's pass, which generate() made first
     const double generating = std::max(seconds - prompt_seconds, 1e-9);
