@@ -168,7 +168,7 @@ train::GPTRunOptions parse_options(int argc, char** argv) {
       "fortunes). Its last line, \"gpt result: ...\", gives seconds= (the training steps alone) "
       "and wall_seconds= (the whole run: data, validations, checkpoints, pictures, sample)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
-  app.option_defaults()->always_capture_default();                                // --help shows them
+  app.option_defaults()->always_capture_default();  // --help shows them
   add_model_flags(app, o);
   add_training_flags(app, o);
   add_run_flags(app, o);
@@ -188,7 +188,7 @@ train::GPTRunOptions parse_options(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   return examples::checked_main("gpt", [&] {
-    keep_freed_memory(true);  // a training process reuses its freed buffers (memory.hpp)
+    keep_freed_memory(true);             // a training process reuses its freed buffers (memory.hpp)
     train::Session session(argc, argv);  // MPI under mpirun; rank 0 speaks for the job
     return session.run("gpt", [&] { return train::run_gpt(parse_options(argc, argv), session); });
   });

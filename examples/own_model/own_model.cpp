@@ -23,10 +23,13 @@ namespace tt = tapegrad::nn::transformer;
 class MultiQueryAttention : public tt::BlockAttention {
  public:
   MultiQueryAttention(const tt::GPTConfig& c, std::shared_ptr<Generator> g)
-      : qkv(register_module("qkv", linear(c.n_embd(), c.n_embd() + 2 * c.n_embd() / c.n_head(), g))),
+      : qkv(register_module("qkv",
+                            linear(c.n_embd(), c.n_embd() + 2 * c.n_embd() / c.n_head(), g))),
         c_proj(register_module("c_proj", linear(c.n_embd(), c.n_embd(), g))),
-        attn_dropout(register_module("attn_dropout", std::make_shared<nn::Dropout>(c.dropout(), g))),
-        resid_dropout(register_module("resid_dropout", std::make_shared<nn::Dropout>(c.dropout(), g))),
+        attn_dropout(
+            register_module("attn_dropout", std::make_shared<nn::Dropout>(c.dropout(), g))),
+        resid_dropout(
+            register_module("resid_dropout", std::make_shared<nn::Dropout>(c.dropout(), g))),
         n_head(c.n_head()) {}
 
   Tensor forward(const Tensor& x, Array* attention) override {
@@ -60,12 +63,18 @@ train::GPTRunOptions options(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     const bool has_value = i + 1 < argc;
-    if (flag == "--resume") o.resume = true;
-    else if (flag == "--quiet") o.quiet = true;
-    else if (flag == "--steps" && has_value) o.steps = std::atoll(argv[++i]);
-    else if (flag == "--out" && has_value) o.out = argv[++i];
-    else if (flag == "--data" && has_value) o.text.data.push_back(argv[++i]);
-    else throw ValueError(flag + ": expected --steps N, --out DIR, --data FILE, --resume or --quiet");
+    if (flag == "--resume")
+      o.resume = true;
+    else if (flag == "--quiet")
+      o.quiet = true;
+    else if (flag == "--steps" && has_value)
+      o.steps = std::atoll(argv[++i]);
+    else if (flag == "--out" && has_value)
+      o.out = argv[++i];
+    else if (flag == "--data" && has_value)
+      o.text.data.push_back(argv[++i]);
+    else
+      throw ValueError(flag + ": expected --steps N, --out DIR, --data FILE, --resume or --quiet");
   }
   if (o.steps < 1) throw ValueError("--steps: expected a whole number >= 1");
   return o;

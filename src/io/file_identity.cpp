@@ -25,9 +25,9 @@ void check_outputs_spare_inputs(const std::vector<NamedFile>& outputs,
     if (!o) continue;
     for (const NamedFile& in : inputs)
       if (identity_of(in.path) == o)
-        fail<ValueError>(out.flag, ": '", out.path, "' is the file ", in.flag, " reads ('",
-                         in.path, "'); an output never replaces an input, not even with --force: ",
-                         "give ", out.flag, " another name");
+        fail<ValueError>(out.flag, ": '", out.path, "' is the file ", in.flag, " reads ('", in.path,
+                         "'); an output never replaces an input, not even with --force: ", "give ",
+                         out.flag, " another name");
   }
 }
 

@@ -27,8 +27,8 @@ long lock_holder(const struct stat& st) {
   std::ifstream locks("/proc/locks");
   std::string line;
   std::ostringstream want;
-  want << std::hex << std::setfill('0') << std::setw(2) << major(st.st_dev) << ':'
-       << std::setw(2) << minor(st.st_dev) << ':' << std::dec << st.st_ino;
+  want << std::hex << std::setfill('0') << std::setw(2) << major(st.st_dev) << ':' << std::setw(2)
+       << minor(st.st_dev) << ':' << std::dec << st.st_ino;
   while (std::getline(locks, line)) {
     std::istringstream fields(line);
     std::string number, kind, mode, access, pid, file;
@@ -56,9 +56,9 @@ FolderLock::FolderLock(const std::string& dir, std::string_view flag) : dir_(dir
   ::close(fd_);
   fd_ = -1;
   if (err != EWOULDBLOCK)
-    throw CheckpointError(std::string(flag) + ": cannot lock the folder '" + dir +
-                              "': " + std::strerror(err),
-                          "IoError");
+    throw CheckpointError(
+        std::string(flag) + ": cannot lock the folder '" + dir + "': " + std::strerror(err),
+        "IoError");
   throw CheckpointError(
       std::string(flag) + ": the folder '" + dir + "' is in use by another run (" +
           (holder > 0 ? "process " + std::to_string(holder) : std::string("another process")) +

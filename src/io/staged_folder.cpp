@@ -33,31 +33,28 @@ StagedFolder::StagedFolder(const std::string& target, const std::string& flag) :
   if (!p.has_filename()) p = p.parent_path();  // "dir/" is "dir"
   const std::string name = p.filename().string();
   if (target.empty() || name == "." || name == "..")
-    throw ValueError(flag + ": expected the name of a new folder, got '" + target +
-                               "'");
+    throw ValueError(flag + ": expected the name of a new folder, got '" + target + "'");
   target_ = p;
   parent_ = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(target_, ec);
   if (fs::is_symlink(st))
     throw ValueError(flag + ": '" + target + "' is a symbolic link; give the folder " +
-                               "itself (the export replaces the folder by its name)");
+                     "itself (the export replaces the folder by its name)");
   if (fs::exists(st) && !fs::is_directory(st))
     throw ValueError(flag + ": cannot make the folder '" + target +
-                               "': a file of that name is there; give a new folder's name");
+                     "': a file of that name is there; give a new folder's name");
   if (fs::exists(st)) check_empty(target);
   fs::create_directories(parent_, ec);
   if (!fs::exists(st)) {
     made_ = fs::create_directory(target_, ec);
-    if (ec)
-      throw ValueError(flag + ": cannot make the folder '" + target +
-                                 "': " + ec.message());
+    if (ec) throw ValueError(flag + ": cannot make the folder '" + target + "': " + ec.message());
   }
   lock_ = std::make_unique<FolderLock>(target_.string(), flag);
   check_empty(target);  // (filled between the check and the lock by a run that did not lock)
   if (::access(parent_.c_str(), W_OK) != 0)
     throw ValueError(flag + ": cannot write in '" + parent_.string() +
-                               "', where the export is written before it takes its name");
+                     "', where the export is written before it takes its name");
   prefix_ = atomic_temporary_prefix(name);
   remove_stale_staging();
 }
@@ -75,8 +72,8 @@ const std::filesystem::path& StagedFolder::staging() {
   std::filesystem::remove_all(s, ec);  // one of an earlier process that had our PID
   if (!std::filesystem::create_directory(s, ec))
     throw CheckpointError(flag_ + ": cannot make the folder '" + s.string() +
-                                        "' to write the export into: " + ec.message(),
-                                    "IoError");
+                              "' to write the export into: " + ec.message(),
+                          "IoError");
   staging_ = s;
   return staging_;
 }
@@ -85,9 +82,9 @@ void StagedFolder::commit() {
   const std::filesystem::path& s = staging();
   sync(s);
   if (::rename(s.c_str(), target_.c_str()) != 0)
-    throw CheckpointError(flag_ + ": cannot rename '" + s.string() + "' to '" +
-                                        target_.string() + "': " + std::strerror(errno),
-                                    "IoError");
+    throw CheckpointError(flag_ + ": cannot rename '" + s.string() + "' to '" + target_.string() +
+                              "': " + std::strerror(errno),
+                          "IoError");
   staging_.clear();
   committed_ = true;
   sync(parent_);
@@ -99,9 +96,7 @@ void StagedFolder::check_empty(const std::string& target) const {
   std::vector<std::string> names;
   for (fs::directory_iterator it(target_, ec), end; !ec && it != end; it.increment(ec))
     names.push_back(it->path().filename().string());
-  if (ec)
-    throw ValueError(flag_ + ": cannot read the folder '" + target +
-                               "': " + ec.message());
+  if (ec) throw ValueError(flag_ + ": cannot read the folder '" + target + "': " + ec.message());
   if (names.empty()) return;
   // A model's weights first (what matters most), then the rest by name.
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
@@ -112,8 +107,8 @@ void StagedFolder::check_empty(const std::string& target) const {
     shown += (i ? ", " : "") + names[i];
   if (names.size() > 3) shown += " and " + std::to_string(names.size() - 3) + " more";
   throw ValueError(flag_ + ": '" + target + "' already holds " + shown +
-                             "; an export goes into a new or empty folder: choose another, or "
-                             "move its files away (nothing is ever overwritten)");
+                   "; an export goes into a new or empty folder: choose another, or "
+                   "move its files away (nothing is ever overwritten)");
 }
 
 // Staging folders of this target whose process has ended (a run killed outright).

@@ -19,7 +19,6 @@ extern char** environ;
 
 namespace tapegrad::train::detail {
 
-
 std::string find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
   const std::string folders = path ? path : "";
@@ -50,8 +49,7 @@ struct Fd {
   }
 };
 
-[[noreturn]] void fail_to_start(const std::string& program, const std::string& what,
-                                       int err) {
+[[noreturn]] void fail_to_start(const std::string& program, const std::string& what, int err) {
   throw std::runtime_error("cannot run " + program + ": " + what + ": " + std::strerror(err));
 }
 
@@ -76,8 +74,8 @@ int memory_file(const std::string& program, std::string_view bytes) {
 }  // namespace
 
 ProgramRun run_program(const std::vector<std::string>& argv, const std::string& cwd,
-                              std::string_view input,
-                              const std::function<void(std::string_view)>& output) {
+                       std::string_view input,
+                       const std::function<void(std::string_view)>& output) {
   const std::string& program = argv.at(0);
   Fd in(memory_file(program, input));
   int out_pipe[2], err_pipe[2];

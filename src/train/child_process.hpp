@@ -40,7 +40,6 @@ struct ProgramRun {
 /// comes; waits for it to end. std::runtime_error when it cannot be started. If `output` throws,
 /// the program is killed and waited for before the exception goes on.
 ProgramRun run_program(const std::vector<std::string>& argv, const std::string& cwd,
-                       std::string_view input,
-                       const std::function<void(std::string_view)>& output);
+                       std::string_view input, const std::function<void(std::string_view)>& output);
 
 }  // namespace tapegrad::train::detail

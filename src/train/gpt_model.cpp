@@ -103,14 +103,13 @@ std::string position_name(const tt::GPTConfig& c) {
 
 std::map<std::string, std::string> model_notes(const tt::GPTConfig& c,
                                                const data::Tokenizer& tokenizer) {
-  for (const auto& [given, part] : {std::pair{bool(c.make_attention()), "attention"},
-                                    std::pair{bool(c.make_mlp()), "mlp"},
-                                    std::pair{bool(c.make_norm()), "norm"}})
-    check<ValueError>(!given, "the GPT's ", part,
-                      " was given as a factory (GPTConfig::make_", part,
+  for (const auto& [given, part] :
+       {std::pair{bool(c.make_attention()), "attention"}, std::pair{bool(c.make_mlp()), "mlp"},
+        std::pair{bool(c.make_norm()), "norm"}})
+    check<ValueError>(!given, "the GPT's ", part, " was given as a factory (GPTConfig::make_", part,
                       "), which has no name a checkpoint can store; register it by name "
-                      "(tapegrad::nn::transformer::register_", part,
-                      ") and give the name to GPTConfig::", part, " instead");
+                      "(tapegrad::nn::transformer::register_",
+                      part, ") and give the name to GPTConfig::", part, " instead");
   return {{"gpt.tokenizer", tokenizer.name()},
           {"gpt.vocab", tokenizer.to_text()},
           {"gpt.block_size", std::to_string(c.block_size())},
@@ -131,16 +130,17 @@ namespace {
 std::string note(const io::SafetensorsFile& f, const std::string& key, const std::string& path) {
   const auto v = f.metadata_value("progress.extra." + key);
   if (!v)
-    throw CheckpointError("'" + path + "' holds no note '" + key + "': not a checkpoint of a GPT run",
-                          "InvalidCheckpoint");
+    throw CheckpointError(
+        "'" + path + "' holds no note '" + key + "': not a checkpoint of a GPT run",
+        "InvalidCheckpoint");
   return *v;
 }
 
 /// A note that does not hold what it should: CheckpointError naming the file, the note and the text.
 [[noreturn]] void bad_note(const std::string& path, const std::string& key,
                            const std::string& expected, const std::string& text) {
-  throw CheckpointError("'" + path + "': the note '" + key + "': expected " + expected +
-                            ", got '" + text.substr(0, 40) + "'",
+  throw CheckpointError("'" + path + "': the note '" + key + "': expected " + expected + ", got '" +
+                            text.substr(0, 40) + "'",
                         "InvalidCheckpoint");
 }
 
@@ -181,8 +181,7 @@ std::string choice_note(const io::SafetensorsFile& f, const std::string& key,
 
 /// A part's name, which this program must have registered: a checkpoint of a learner's model is
 /// read by a program that registered the learner's parts (ValueError naming the part otherwise).
-std::string part_note(const io::SafetensorsFile& f, const std::string& key,
-                      const std::string& path,
+std::string part_note(const io::SafetensorsFile& f, const std::string& key, const std::string& path,
                       void (*lookup)(const std::string& name, const std::string& where)) {
   const std::string name = note_or_default(f, key, path);
   lookup(name, "'" + path + "': its model's " + key.substr(4));
@@ -248,13 +247,12 @@ std::pair<tt::GPTConfig, data::Tokenizer> read_model_notes(const io::Safetensors
     tokenizer =
         data::Tokenizer::from_text(name, note(f, "gpt.vocab", path), "the note 'gpt.vocab'");
   } catch (const ValueError& e) {
-    throw CheckpointError("'" + path + "': the note 'gpt.vocab': " + e.what(),
-                          "InvalidCheckpoint");
+    throw CheckpointError("'" + path + "': the note 'gpt.vocab': " + e.what(), "InvalidCheckpoint");
   }
   tt::GPTConfig c(tokenizer->vocab_size(),
                   integer_note(f, "gpt.block_size", path, 1, GPTLimits::kMaxBlockSize));
-  c = with_position(c, choice_note(f, "gpt.position", path,
-                                   {"learned", "sinusoidal", "rope", "none", "alibi"}));
+  c = with_position(
+      c, choice_note(f, "gpt.position", path, {"learned", "sinusoidal", "rope", "none", "alibi"}));
   if (f.metadata_value("progress.extra.gpt.attention"))  // (older files: "alibi" said it all)
     c.attention(part_note(f, "gpt.attention", path, [](const std::string& n, const std::string& w) {
       tt::registered_attention(n, w);
@@ -262,15 +260,18 @@ std::pair<tt::GPTConfig, data::Tokenizer> read_model_notes(const io::Safetensors
   c.n_layer(integer_note(f, "gpt.n_layer", path, 1, GPTLimits::kMaxLayers))
       .n_head(integer_note(f, "gpt.n_head", path, 1, GPTLimits::kMaxHeads))
       .n_embd(integer_note(f, "gpt.n_embd", path, 1, GPTLimits::kMaxWidth))
-      .norm(part_note(f, "gpt.norm", path,
-                      [](const std::string& n, const std::string& w) { tt::registered_norm(n, w); }))
+      .norm(
+          part_note(f, "gpt.norm", path,
+                    [](const std::string& n, const std::string& w) { tt::registered_norm(n, w); }))
       .mlp(part_note(f, "gpt.mlp", path,
                      [](const std::string& n, const std::string& w) { tt::registered_mlp(n, w); }))
       .gelu(choice_note(f, "gpt.gelu", path, {"none", "tanh"}));
-  c.dropout(number_note(f, "gpt.dropout", path, note(f, "gpt.dropout", path),
-                        [](double p) { return p >= 0 && p <= 1; }, "a number in [0, 1]"));
-  c.norm_eps(number_note(f, "gpt.norm_eps", path, note_or_default(f, "gpt.norm_eps", path),
-                         [](double e) { return e > 0 && e < 1; }, "a number in (0, 1)"));
+  c.dropout(number_note(
+      f, "gpt.dropout", path, note(f, "gpt.dropout", path),
+      [](double p) { return p >= 0 && p <= 1; }, "a number in [0, 1]"));
+  c.norm_eps(number_note(
+      f, "gpt.norm_eps", path, note_or_default(f, "gpt.norm_eps", path),
+      [](double e) { return e > 0 && e < 1; }, "a number in (0, 1)"));
   try {
     tt::validate(c);  // n_embd a multiple of n_head, an even head size with rope, ...
   } catch (const ValueError& e) {
@@ -302,13 +303,14 @@ LoadedModel load_model(const std::string& path) {
   };
   std::error_code ec;
   if (!fs::exists(path, ec))  // (ec: a reason other than absence, a loop of links say)
-    throw DataError("--model: '" + path + "': " +
-                    (ec ? ec.message() : std::string("no such file or folder")) +
+    throw DataError("--model: '" + path +
+                    "': " + (ec ? ec.message() : std::string("no such file or folder")) +
                     " (expected a Hugging Face GPT-2 folder or a checkpoint written by gpt)");
   if (fs::is_directory(path, ec)) {
     pretrained::PretrainedGPT2 gpt2 = pretrained::load_gpt2(path);
     if (!gpt2.tokenizer)
-      throw DataError(path + " has no vocab.json and merges.txt: the model's tokenizer is needed "
+      throw DataError(path +
+                      " has no vocab.json and merges.txt: the model's tokenizer is needed "
                       "to read and write text (copy GPT-2's two files into the folder)");
     gpt2.model->eval();
     return {gpt2.model, data::Tokenizer(std::move(*gpt2.tokenizer)), "Hugging Face GPT-2 folder",

@@ -65,7 +65,8 @@ std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
   const std::string weights = pretrained::gpt2_weights_path(o.init_from);
   const pretrained::GPT2Config c =
       pretrained::read_gpt2_config((fs::path(o.init_from) / "config.json").string());
-  if (o.block_size == 0) o.block_size = std::min<std::int64_t>(c.n_positions, GPTLimits::kMaxBlockSize);
+  if (o.block_size == 0)
+    o.block_size = std::min<std::int64_t>(c.n_positions, GPTLimits::kMaxBlockSize);
   check<ValueError>(o.block_size <= c.n_positions, "--block-size ", o.block_size,
                     ": expected at most the n_positions of ", o.init_from, " (", c.n_positions,
                     ")");
@@ -82,15 +83,17 @@ std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
 // against a second run, and written whole at the end (io/staged_folder.hpp).
 std::unique_ptr<io::StagedFolder> open_export(const GPTRunOptions& o) {
   if (o.export_hf.empty()) return nullptr;
-  check<ValueError>(o.pos == "learned" && o.norm == "layernorm" && o.mlp == "gelu" &&
-                        o.attention == "causal",
-                    "--export-hf: GPT-2's layout holds --pos learned --norm layernorm --mlp gelu "
-                    "only, got --pos ", o.pos, " --norm ", o.norm, " --mlp ", o.mlp,
-                    o.attention == "causal" ? "" : " --attention " + o.attention);
-  check<ValueError>(!io::same_file(o.export_hf, o.out) &&
-                        fs::path(o.export_hf).lexically_normal() != fs::path(o.out).lexically_normal(),
-                    "--export-hf: expected a folder other than --out ('", o.out,
-                    "'), which holds the checkpoints");
+  check<ValueError>(
+      o.pos == "learned" && o.norm == "layernorm" && o.mlp == "gelu" && o.attention == "causal",
+      "--export-hf: GPT-2's layout holds --pos learned --norm layernorm --mlp gelu "
+      "only, got --pos ",
+      o.pos, " --norm ", o.norm, " --mlp ", o.mlp,
+      o.attention == "causal" ? "" : " --attention " + o.attention);
+  check<ValueError>(
+      !io::same_file(o.export_hf, o.out) &&
+          fs::path(o.export_hf).lexically_normal() != fs::path(o.out).lexically_normal(),
+      "--export-hf: expected a folder other than --out ('", o.out,
+      "'), which holds the checkpoints");
   return std::make_unique<io::StagedFolder>(o.export_hf, "--export-hf");
 }
 
@@ -127,7 +130,8 @@ void check_no_output_replaces_an_input(const GPTRunOptions& o) {
     in.push_back({"--tokenizer", o.text.tokenizer.substr(10)});
   std::error_code ec;
   for (fs::directory_iterator it(o.out, ec), end; !ec && it != end; it.increment(ec))
-    if (is_run_output(it->path().filename().string())) out.push_back({"--out", it->path().string()});
+    if (is_run_output(it->path().filename().string()))
+      out.push_back({"--out", it->path().string()});
   if (!o.export_hf.empty()) out.push_back({"--export-hf", o.export_hf});
   io::check_outputs_spare_inputs(out, in);
 }
@@ -165,8 +169,8 @@ struct Model {
         gpt(build(config, model_gen, skip_init)),
         opt(optimizer_groups(o, *gpt)),
         sched(opt, schedule(o)) {}
-  static std::unique_ptr<tt::GPT> build(const tt::GPTConfig& config,
-                                        std::shared_ptr<Generator> gen, bool skip_init) {
+  static std::unique_ptr<tt::GPT> build(const tt::GPTConfig& config, std::shared_ptr<Generator> gen,
+                                        bool skip_init) {
     std::optional<nn::SkipInitGuard> skip;  // --init-from: every weight is read from the folder
     if (skip_init) skip.emplace();
     return std::make_unique<tt::GPT>(config, std::move(gen));
@@ -228,9 +232,8 @@ void describe(const tt::GPT& model, const Run& run, const TextData& d, const GPT
             << (o.attention == "causal" || o.pos == "alibi" ? "" : " attention=" + o.attention)
             << " norm=" << o.norm << " mlp=" << o.mlp << " gelu=" << o.gelu
             << " dropout=" << o.dropout << ", " << model.num_params(false)
-            << " parameters (position table included; "
-            << fixed(model.flops_per_token() / 1e6, 2) << " MFLOP per token); batch "
-            << o.batch_size
+            << " parameters (position table included; " << fixed(model.flops_per_token() / 1e6, 2)
+            << " MFLOP per token); batch " << o.batch_size
             << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "")
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : "")
             << (o.init_from.empty() ? "" : ", from " + o.init_from)
@@ -247,7 +250,8 @@ void draw_pictures(tt::GPT& model, const Run& run, const TextData& d, const GPTR
   const std::u32string line = attention_line(d, std::size_t(o.block_size));
   std::vector<Array> weights;
   std::vector<std::string> labels;  // each token's text, for the heatmaps' axes
-  std::vector<std::int64_t> enc = d.tokenizer.encode(data::encode_utf8(line), "the validation text");
+  std::vector<std::int64_t> enc =
+      d.tokenizer.encode(data::encode_utf8(line), "the validation text");
   enc.resize(std::min(enc.size(), std::size_t(o.block_size)));
   if (!enc.empty()) {
     autograd::NoGradGuard no_grad;
@@ -255,22 +259,24 @@ void draw_pictures(tt::GPT& model, const Run& run, const TextData& d, const GPTR
     IndexArray ids = IndexArray::from_shape({1, enc.size()});
     std::copy(enc.begin(), enc.end(), ids.begin());
     model.features(ids, &weights);
-    for (const std::int64_t id : enc) labels.push_back(detail::tic_label(d.tokenizer.decode(&id, 1)));
+    for (const std::int64_t id : enc)
+      labels.push_back(detail::tic_label(d.tokenizer.decode(&id, 1)));
   }
   write_loss_data(dir, run.train_losses, run.val_history);
   detail::write_attention_data(dir, weights);
-  std::vector<Picture> pictures = {loss_picture(
-      "GPT on " +
-          std::string(d.format == "tokens" ? "your tokens"
-                      : o.text.data.empty() ? "the fortunes"
-                                            : "your text") +
-          ": " + std::to_string(o.n_layer) + " layers, width " + std::to_string(o.n_embd) + ", " +
-          o.pos + " positions",
-      d.tokenizer.name() == "char" ? "character" : "token")};
+  std::vector<Picture> pictures = {
+      loss_picture("GPT on " +
+                       std::string(d.format == "tokens"  ? "your tokens"
+                                   : o.text.data.empty() ? "the fortunes"
+                                                         : "your text") +
+                       ": " + std::to_string(o.n_layer) + " layers, width " +
+                       std::to_string(o.n_embd) + ", " + o.pos + " positions",
+                   d.tokenizer.name() == "char" ? "character" : "token")};
   if (!weights.empty() && !labels.empty())
     pictures.push_back(detail::attention_picture(weights.size(), std::size_t(o.n_head), labels));
   write_plot_script(
-      dir, "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp",
+      dir,
+      "# Draws the pictures of examples/gpt from the data files in this folder: gnuplot plots.gp",
       pictures);
   report(draw(dir, pictures));
   if (!line.empty()) std::cout << "attention line: \"" << data::encode_utf8(line) << "\"\n";
@@ -293,7 +299,8 @@ void print_sample(tt::GPT& model, const TextData& d, const GPTRunOptions& o) {
   const std::string unit = d.tokenizer.name() == "char" ? "characters" : "tokens";
   std::cout << "sample (temperature 0.8, top-k 200, " << o.sample_tokens << " " << unit << ", "
             << fixed(double(o.sample_tokens) / seconds, 0) << " " << unit << "/s "
-            << (model.supports_cache() ? "with the cache" : "without a cache: the attention keeps none")
+            << (model.supports_cache() ? "with the cache"
+                                       : "without a cache: the attention keeps none")
             << "):\n"
             << d.tokenizer.decode(out.data() + start.size(), out.size() - start.size()) << "\n";
 }
@@ -330,10 +337,11 @@ int report_result(const tt::GPT& model, const Run& run, const GPTRunOptions& o, 
             << " train_loss=" << fixed(run.train_losses.back(), 4)
             << " step_ms_median=" << fixed(median * 1e3, 3)
             << " tokens_per_s=" << fixed(median > 0 ? tokens / median : 0.0, 1)
-            << " ranks=" << con.world << " comm_exposed_ms=" << fixed(run.exposed_communication_ms, 3)
+            << " ranks=" << con.world
+            << " comm_exposed_ms=" << fixed(run.exposed_communication_ms, 3)
             << " flops_per_token=" << std::int64_t(model.flops_per_token())
-            << " seconds=" << fixed(run.train_seconds, 1) << " wall_seconds=" << fixed(wall_seconds, 1)
-            << std::endl;
+            << " seconds=" << fixed(run.train_seconds, 1)
+            << " wall_seconds=" << fixed(wall_seconds, 1) << std::endl;
   if (!(final_val < first_val)) {
     std::cerr << "the validation loss did not fall: " << first_val << " -> " << final_val << '\n';
     return 1;
@@ -353,8 +361,10 @@ void check_options(GPTRunOptions& o) {
     const bool ok = !n.empty() && n.size() <= 6 &&
                     n.find_first_not_of("0123456789") == std::string::npos &&
                     std::stoul(n) >= 257 && std::stoul(n) <= 65536;
-    check<ValueError>(ok, "--tokenizer: expected char, bpe:N with N in [257, 65536], "
-                      "bpe-model:FILE or gpt2:DIR, got '", t.tokenizer, "'");
+    check<ValueError>(ok,
+                      "--tokenizer: expected char, bpe:N with N in [257, 65536], "
+                      "bpe-model:FILE or gpt2:DIR, got '",
+                      t.tokenizer, "'");
   }
   check<ValueError>(t.tokens.empty() || t.data.empty(),
                     "--tokens and --data do not go together: train on one of them");
@@ -370,11 +380,14 @@ void check_options(GPTRunOptions& o) {
     check<ValueError>(o.pos != "rope" || (o.n_embd / o.n_head) % 2 == 0,
                       "--pos rope: expected an even head size --n-embd / --n-head, got ",
                       o.n_embd / o.n_head);
-    check<ValueError>(o.mlp == "gelu" || o.gelu == "none", "--gelu: it chooses the GELU of --mlp "
-                      "gelu; --mlp ", o.mlp, " has none");
+    check<ValueError>(o.mlp == "gelu" || o.gelu == "none",
+                      "--gelu: it chooses the GELU of --mlp "
+                      "gelu; --mlp ",
+                      o.mlp, " has none");
     check<ValueError>(o.pos != "alibi" || o.attention == "causal" || o.attention == "alibi",
                       "--pos alibi: ALiBi is an attention (its bias is the positions); it does "
-                      "not go with --attention ", o.attention);
+                      "not go with --attention ",
+                      o.attention);
   }
   if (o.warmup >= o.steps) {
     std::cout << "note: --warmup " << o.warmup << " is not shorter than the run (--steps "
@@ -404,14 +417,15 @@ int run_gpt(GPTRunOptions o, const Session& session) {
   const TextData text = load_text(o.text, std::size_t(o.block_size));
   for (const std::string& w : text.warnings) std::cerr << "gpt: warning: " << w << "\n";
   const auto T = std::size_t(o.block_size), B = std::size_t(o.batch_size);
-  Validation validation = validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
+  Validation validation =
+      validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
   validation.num_classes = text.tokenizer.vocab_size();
   // 4. The model (its memory bounded first; with --init-from its weights read from the folder),
   //    its optimizer and schedule.
   const tt::GPTConfig config = model_config(o, text.tokenizer, init);
   tt::validate(config);
-  check_parameter_count(config, init ? "--init-from " + o.init_from
-                                     : "--n-layer, --n-embd and the vocabulary");
+  check_parameter_count(
+      config, init ? "--init-from " + o.init_from : "--n-layer, --n-embd and the vocabulary");
   tt::GPTConfig windows = config;  // what a step holds: windows of --block-size tokens
   windows.block_size(o.block_size);
   check_training_memory(windows, o.batch_size);
@@ -441,8 +455,8 @@ int run_gpt(GPTRunOptions o, const Session& session) {
   trainer.use_folder(std::move(folder));
   trainer.on_start([&](const Run& run) { describe(*m.gpt, run, text, o, con, o.eval_every); });
   RandomWindows batches(text.train, T, B, m.data_gen, con.rank, con.world, "data");
-  const Run run = trainer.fit(language_model_task(*m.gpt, text.tokenizer.ignore_index()),
-                              batches, validation);
+  const Run run =
+      trainer.fit(language_model_task(*m.gpt, text.tokenizer.ignore_index()), batches, validation);
   if (run.stopped_by != 0) return StopSignals::exit_status(run.stopped_by);
   if (o.stop_after > 0 && o.stop_after < o.steps) return 0;
   if (con.rank != 0) return 0;  // rank 0 alone draws, samples and reports

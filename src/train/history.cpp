@@ -66,9 +66,9 @@ double best_val_from(const std::string& text, const std::string& path) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !(v >= 0))
-    throw CheckpointError(
-        "'" + path + "': the note 'best_val': expected a loss >= 0, got '" + text.substr(0, 40) + "'",
-        "InvalidCheckpoint");
+    throw CheckpointError("'" + path + "': the note 'best_val': expected a loss >= 0, got '" +
+                              text.substr(0, 40) + "'",
+                          "InvalidCheckpoint");
   return v;
 }
 

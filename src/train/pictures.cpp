@@ -9,8 +9,6 @@
 
 namespace tapegrad::train {
 
-
-
 std::string gnuplot_string(std::string_view text) {
   std::string q = "'";
   for (const char c : text) q += c == '\'' ? std::string("''") : std::string(1, c);
@@ -30,11 +28,10 @@ std::string plot_script(const std::string& comment, const std::vector<Picture>& 
 }
 
 void write_plot_script(const std::filesystem::path& dir, const std::string& comment,
-                              const std::vector<Picture>& pictures) {
+                       const std::vector<Picture>& pictures) {
   AtomicFile::write_whole((dir / "plots.gp").string(), plot_script(comment, pictures),
-                                    "the plot script");
+                          "the plot script");
 }
-
 
 Drawing draw(const std::filesystem::path& dir, const std::vector<Picture>& pictures) {
   Drawing d;
@@ -51,10 +48,10 @@ Drawing draw(const std::filesystem::path& dir, const std::vector<Picture>& pictu
       std::string first;  // the first bytes, to check that they are a PNG
       const detail::ProgramRun run =
           detail::run_program({gnuplot}, dir.string(), p.terminal + "\nset output\n" + p.commands,
-                      [&](std::string_view bytes) {
-                        if (first.size() < 8) first += bytes.substr(0, 8 - first.size());
-                        out.write(bytes);
-                      });
+                              [&](std::string_view bytes) {
+                                if (first.size() < 8) first += bytes.substr(0, 8 - first.size());
+                                out.write(bytes);
+                              });
       if (!run.ok() || !is_png(first, 1)) {
         const std::string why = run.signal  ? "stopped by signal " + std::to_string(run.signal)
                                 : !run.ok() ? "exit status " + std::to_string(run.exit_status)
@@ -74,9 +71,8 @@ Drawing draw(const std::filesystem::path& dir, const std::vector<Picture>& pictu
   return d;
 }
 
-
 void write_loss_data(const std::filesystem::path& dir, const std::vector<float>& train,
-                            const std::vector<std::pair<std::int64_t, float>>& val) {
+                     const std::vector<std::pair<std::int64_t, float>>& val) {
   std::ostringstream t, v;
   t.precision(6), v.precision(6);
   for (std::size_t k = 0; k < train.size(); ++k) t << k + 1 << ' ' << train[k] << '\n';

@@ -64,7 +64,8 @@ void check_replaceable_outputs(const fs::path& dir, bool (*is_output)(const std:
     const std::string name = it->path().filename().string();
     if (!is_output(name) || name.ends_with(".safetensors")) continue;  // (checked below)
     try {
-      AtomicFile probe(it->path().string(), "--out", name.ends_with(".png") ? &kPngFormat : nullptr);
+      AtomicFile probe(it->path().string(), "--out",
+                       name.ends_with(".png") ? &kPngFormat : nullptr);
     } catch (const std::exception& e) {
       throw ValueError("--out: '" + it->path().string() +
                        "' would be replaced by this run's, but cannot be (" + e.what() +
@@ -118,6 +119,5 @@ RunFolder::RunFolder(const std::string& out, bool resume, bool lock,
   if (f.has_last && !resume) check_replaceable_last(f.last);
   best_on_disk = best_val_on_disk(f.best);  // never replaced by a worse model
 }
-
 
 }  // namespace tapegrad::train

@@ -35,10 +35,13 @@ void check_text_files(const std::vector<std::string>& files) {
     if (::stat(path.c_str(), &st) != 0)
       throw DataError("--data: cannot read '" + path + "': " + std::strerror(errno));
     if (S_ISDIR(st.st_mode))
-      throw DataError("--data: '" + path + "' is a folder; --data expects text files (every "
-                      "file in it: --data '" + path + "'/*)");
+      throw DataError("--data: '" + path +
+                      "' is a folder; --data expects text files (every "
+                      "file in it: --data '" +
+                      path + "'/*)");
     if (!S_ISREG(st.st_mode))
-      throw DataError("--data: '" + path + "' is not a regular file (a FIFO, a device or a "
+      throw DataError("--data: '" + path +
+                      "' is not a regular file (a FIFO, a device or a "
                       "socket); --data expects text files");
     total += std::uintmax_t(st.st_size);
     if (total > kMaxTextBytes)
@@ -152,7 +155,8 @@ data::Tokenizer make_tokenizer(const std::string& spec, const std::u32string& tr
       const std::string path = spec.substr(10);
       std::error_code ec;
       if (!fs::is_regular_file(path, ec))  // (a FIFO would block the read for ever)
-        throw DataError("'" + path + "' is not a regular file (a BPE saved by tokenize --train-bpe)");
+        throw DataError("'" + path +
+                        "' is not a regular file (a BPE saved by tokenize --train-bpe)");
       return data::Tokenizer(data::BytePairEncoding::load(path));
     }
   } catch (const DataError& e) {
@@ -162,8 +166,10 @@ data::Tokenizer make_tokenizer(const std::string& spec, const std::u32string& tr
   const bool bpe = spec.rfind("bpe:", 0) == 0 && spec.size() > 4 &&
                    spec.find_first_not_of("0123456789", 4) == std::string::npos &&
                    spec.size() <= 10 && (n = std::stoul(spec.substr(4))) >= 257 && n <= 65536;
-  check<ValueError>(bpe, "--tokenizer: expected char, bpe:N with N in [257, 65536], "
-                    "bpe-model:FILE or gpt2:DIR, got '", spec, "'");
+  check<ValueError>(bpe,
+                    "--tokenizer: expected char, bpe:N with N in [257, 65536], "
+                    "bpe-model:FILE or gpt2:DIR, got '",
+                    spec, "'");
   data::BytePairEncoding model =
       data::BytePairEncoding::train(data::encode_utf8(train_text), n, data::Pretokenizer::gpt2);
   if (model.vocab_size() < n)
@@ -195,7 +201,8 @@ Validation validation_windows(const TextData& d, std::size_t T, std::size_t coun
   Validation v = fixed_windows(d.val, T, count, B, split_seed + 1);
   v.ignore_index = d.tokenizer.ignore_index();
   std::vector<std::size_t> bytes(std::size_t(d.tokenizer.vocab_size()));
-  for (std::size_t id = 0; id < bytes.size(); ++id) bytes[id] = d.tokenizer.bytes_of(std::int64_t(id));
+  for (std::size_t id = 0; id < bytes.size(); ++id)
+    bytes[id] = d.tokenizer.bytes_of(std::int64_t(id));
   v.bytes_of = [bytes = std::move(bytes)](std::int64_t id) { return bytes[std::size_t(id)]; };
   return v;
 }

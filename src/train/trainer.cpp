@@ -48,10 +48,10 @@ double Run::median_step_seconds() const {
 // Why a run stops before its last step: a signal (Ctrl-C: SIGINT, or SIGTERM), or its data failing
 // (a token file that shrank or changed under it), on this rank or another.
 struct Halt {
-  int signal = 0;                // SIGINT or SIGTERM, or 0
-  bool data_failed = false;      // on some rank
-  std::exception_ptr error;      // this rank's DataError (null when it was another rank's)
-  bool agreed = true;            // every rank halts at this step
+  int signal = 0;            // SIGINT or SIGTERM, or 0
+  bool data_failed = false;  // on some rank
+  std::exception_ptr error;  // this rank's DataError (null when it was another rank's)
+  bool agreed = true;        // every rank halts at this step
   explicit operator bool() const { return signal != 0 || data_failed; }
 };
 
@@ -91,26 +91,24 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LambdaLR
     : impl_(std::make_unique<Impl>(model, optimizer, schedule)), options_(std::move(options)) {
   const TrainerOptions& o = options_;
   check<ValueError>(o.steps() >= 1, "Trainer: expected steps >= 1, got ", o.steps());
-  check<ValueError>(o.grad_accum() >= 1, "Trainer: expected grad_accum >= 1, got ",
-                    o.grad_accum());
-  check<ValueError>(o.eval_every() >= 1, "Trainer: expected eval_every >= 1, got ",
-                    o.eval_every());
+  check<ValueError>(o.grad_accum() >= 1, "Trainer: expected grad_accum >= 1, got ", o.grad_accum());
+  check<ValueError>(o.eval_every() >= 1, "Trainer: expected eval_every >= 1, got ", o.eval_every());
   check<ValueError>(o.clip() >= 0 && std::isfinite(o.clip()),
                     "Trainer: expected clip >= 0 (0: no clipping), got ", o.clip());
-  check<ValueError>(o.stop_after() >= 0, "Trainer: expected stop_after >= 0, got ",
-                    o.stop_after());
+  check<ValueError>(o.stop_after() >= 0, "Trainer: expected stop_after >= 0, got ", o.stop_after());
   check<ValueError>(o.profile() >= 0, "Trainer: expected profile >= 0, got ", o.profile());
 #ifdef TAPEGRAD_TRAIN_MPI
-  if (distributed::is_initialized()) rank_ = distributed::rank(), world_ = distributed::world_size();
+  if (distributed::is_initialized())
+    rank_ = distributed::rank(), world_ = distributed::world_size();
 #endif
 }
 
 Trainer::~Trainer() = default;
 
 Trainer& Trainer::track(const std::string& name, std::shared_ptr<Generator> generator) {
-  check<ValueError>(std::find(impl_->tracked.begin(), impl_->tracked.end(), name) ==
-                        impl_->tracked.end(),
-                    "Trainer::track: a generator named '", name, "' is tracked already");
+  check<ValueError>(
+      std::find(impl_->tracked.begin(), impl_->tracked.end(), name) == impl_->tracked.end(),
+      "Trainer::track: a generator named '", name, "' is tracked already");
   impl_->checkpoint.add_generator(name, std::move(generator));
   impl_->tracked.push_back(name);
   return *this;
@@ -126,7 +124,6 @@ Trainer& Trainer::on_start(std::function<void(const Run&)> callback) {
   impl_->on_start = std::move(callback);
   return *this;
 }
-
 
 // ---- validation ----------------------------------------------------------------------------------
 
@@ -354,7 +351,8 @@ void Trainer::Impl::start_data_parallel([[maybe_unused]] const TrainerOptions& o
                                         [[maybe_unused]] int rank, [[maybe_unused]] int world) {
 #ifdef TAPEGRAD_TRAIN_MPI
   if (!distributed::is_initialized()) return;
-  ddp.emplace(model, distributed::DistributedDataParallelOptions().check_in_sync(o.check_in_sync()));
+  ddp.emplace(model,
+              distributed::DistributedDataParallelOptions().check_in_sync(o.check_in_sync()));
   if (world > 1)
     for (const auto& [name, m] : model.named_modules())
       if (auto* d = dynamic_cast<nn::Dropout*>(m)) {
@@ -509,8 +507,9 @@ void Trainer::Impl::stop(Run& run, Batches& batches, const Halt& halt, const Con
                 << " holds it: continue with the same flags and --resume"
                 << (halt.data_failed ? ", once the data is whole again" : "") << std::endl;
     else
-      std::cout << why << " " << (run.step == 0 ? "before the first step" : "after step " +
-                                  std::to_string(run.step))
+      std::cout << why << " "
+                << (run.step == 0 ? "before the first step"
+                                  : "after step " + std::to_string(run.step))
                 << "; nothing was saved" << std::endl;
   }
 #ifdef TAPEGRAD_TRAIN_MPI
@@ -527,8 +526,8 @@ void Trainer::Impl::stop(Run& run, Batches& batches, const Halt& halt, const Con
 void Trainer::Impl::draw_loss_picture(const Run& run) {
   const std::vector<Picture> pictures = {loss_picture("the loss of the run", "target")};
   write_loss_data(folder->dir, run.train_losses, run.val_history);
-  write_plot_script(folder->dir, "# Draws the run's loss from loss.dat and val.dat: gnuplot plots.gp",
-                    pictures);
+  write_plot_script(folder->dir,
+                    "# Draws the run's loss from loss.dat and val.dat: gnuplot plots.gp", pictures);
   train::report(draw(folder->dir, pictures));
 }
 void Trainer::Impl::report_communication([[maybe_unused]] Run& run,

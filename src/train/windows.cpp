@@ -24,8 +24,8 @@ RandomWindows::RandomWindows(TokenStream tokens, std::size_t T, std::size_t B,
   check<ValueError>(tokens_.size() > T_, "RandomWindows: expected more than T = ", T_,
                     " ids for one window of T + 1, got ", tokens_.size());
   check<ValueError>(generator_ != nullptr, "RandomWindows: the generator is null");
-  check<ValueError>(world_ >= 1 && rank_ >= 0 && rank_ < world_, "RandomWindows: expected rank in [0, ",
-                    world_, "), got ", rank_);
+  check<ValueError>(world_ >= 1 && rank_ >= 0 && rank_ < world_,
+                    "RandomWindows: expected rank in [0, ", world_, "), got ", rank_);
 }
 
 data::Batch RandomWindows::next() {
@@ -36,8 +36,8 @@ data::Batch RandomWindows::next() {
   return tokens_.windows(mine, T_);
 }
 
-Validation fixed_windows(const TokenStream& tokens, std::size_t T, std::size_t count,
-                         std::size_t B, std::uint64_t seed) {
+Validation fixed_windows(const TokenStream& tokens, std::size_t T, std::size_t count, std::size_t B,
+                         std::uint64_t seed) {
   check<ValueError>(tokens.size() > T, "fixed_windows: expected more than T = ", T,
                     " ids for one window of T + 1, got ", tokens.size());
   Generator generator(seed);

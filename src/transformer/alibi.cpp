@@ -19,10 +19,10 @@ std::shared_ptr<Linear> linear(std::int64_t in, std::int64_t out,
 AlibiAttention::AlibiAttention(const GPTConfig& config, std::shared_ptr<Generator> generator)
     : c_attn(register_module("c_attn", linear(config.n_embd(), 3 * config.n_embd(), generator))),
       c_proj(register_module("c_proj", linear(config.n_embd(), config.n_embd(), generator))),
-      attn_dropout(register_module("attn_dropout",
-                                   std::make_shared<Dropout>(config.dropout(), generator))),
-      resid_dropout(register_module("resid_dropout",
-                                    std::make_shared<Dropout>(config.dropout(), generator))),
+      attn_dropout(
+          register_module("attn_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
+      resid_dropout(
+          register_module("resid_dropout", std::make_shared<Dropout>(config.dropout(), generator))),
       n_head(config.n_head()) {
   check<ValueError>(config.position() == "none",
                     "AlibiAttention: expected position \"none\" (ALiBi's bias is the model's "
@@ -32,7 +32,7 @@ AlibiAttention::AlibiAttention(const GPTConfig& config, std::shared_ptr<Generato
 
 Tensor AlibiAttention::forward(const Tensor& x, Array* attention) {
   autograd::ModuleScope scope(type_name(), path());  // errors and profiles name it
-  const Tensor qkv = c_attn->forward(x);              // (B, T, 3C): q | k | v
+  const Tensor qkv = c_attn->forward(x);             // (B, T, 3C): q | k | v
   auto options = CausalAttentionOptions()
                      .bias(bias(x.shape()[1]))
                      .dropout(attn_dropout->options().p())

@@ -25,8 +25,10 @@ class Registry {
         !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
         });
-    check<ValueError>(well_formed, function_, ": expected a name of 1 to 64 characters of "
-                      "[a-z0-9_-], got \"", name.substr(0, 80), "\"");
+    check<ValueError>(well_formed, function_,
+                      ": expected a name of 1 to 64 characters of "
+                      "[a-z0-9_-], got \"",
+                      name.substr(0, 80), "\"");
     check<ValueError>(factory != nullptr, function_, "(\"", name, "\"): the factory is null");
     std::lock_guard<std::mutex> lock(mutex_);
     check<ValueError>(factories_.count(name) == 0, function_, ": the ", kind_, " \"", name,
@@ -49,7 +51,8 @@ class Registry {
     std::string known;
     for (const auto& [n, factory] : factories_) known += (known.empty() ? "" : ", ") + n;
     fail<ValueError>(where, ": the ", kind_, " \"", name.substr(0, 80), "\" is not registered ",
-                     "in this program (registered: ", known, "); a program that builds a model "
+                     "in this program (registered: ", known,
+                     "); a program that builds a model "
                      "with a part of its own registers it first, by name, with ",
                      "tapegrad::nn::transformer::", function_, "(\"", name.substr(0, 80),
                      "\", factory) (docs/training.md)");
@@ -83,11 +86,10 @@ Registry<AttentionFactory>& attentions() {
 }
 
 Registry<ModuleFactory>& mlps() {
-  static Registry<ModuleFactory> r(
-      "mlp", "register_mlp",
-      {{"gelu", module_factory<MLP>()},
-       {"relu_squared", module_factory<MLP>()},
-       {"swiglu", module_factory<MLP>()}});
+  static Registry<ModuleFactory> r("mlp", "register_mlp",
+                                   {{"gelu", module_factory<MLP>()},
+                                    {"relu_squared", module_factory<MLP>()},
+                                    {"swiglu", module_factory<MLP>()}});
   return r;
 }
 

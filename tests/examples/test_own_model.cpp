@@ -21,11 +21,12 @@ TEST_SUITE("examples.own_model") {
     const fs::path dir = tapegrad::testing::fresh_folder("own_model", "mqa");
     std::ofstream(dir / "corpus.txt") << [] {
       std::string text;
-      for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
+      for (int i = 0; i < 300; ++i)
+        text += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
       return text;
     }();
-    const std::string common =
-        "--data " + quoted((dir / "corpus.txt").string()) + " --out " + quoted((dir / "run").string());
+    const std::string common = "--data " + quoted((dir / "corpus.txt").string()) + " --out " +
+                               quoted((dir / "run").string());
     const auto first = run_program(TAPEGRAD_OWN_MODEL, common + " --steps 30 --quiet");
     INFO(first.text);
     REQUIRE(first.status == 0);
@@ -40,12 +41,13 @@ TEST_SUITE("examples.own_model") {
     CHECK(has(resumed.text, "resumed at step 30"));
 
     // gpt_sample has not registered "mqa": it refuses the checkpoint and says how to register it.
-    const auto sample = run_program(TAPEGRAD_GPT_SAMPLE,
-                                    "--model " + quoted((dir / "run" / "best.safetensors").string()));
+    const auto sample = run_program(
+        TAPEGRAD_GPT_SAMPLE, "--model " + quoted((dir / "run" / "best.safetensors").string()));
     INFO(sample.text);
     CHECK(sample.status == 2);
-    CHECK(has(sample.text, "its model's attention: the attention \"mqa\" is not registered in this "
-                           "program (registered: alibi, causal)"));
+    CHECK(has(sample.text,
+              "its model's attention: the attention \"mqa\" is not registered in this "
+              "program (registered: alibi, causal)"));
     CHECK(has(sample.text, "register_attention(\"mqa\", factory)"));
     // So does gpt --resume of that folder, before it trains.
     const auto gpt = run_program(TAPEGRAD_GPT, common + " --steps 50 --resume --attention causal");

@@ -70,7 +70,11 @@ struct TinyRun {
 };
 
 train::TrainerOptions quiet(const std::filesystem::path& out, std::int64_t steps) {
-  return train::TrainerOptions().steps(steps).eval_every(4).out(out.string()).quiet(true)
+  return train::TrainerOptions()
+      .steps(steps)
+      .eval_every(4)
+      .out(out.string())
+      .quiet(true)
       .pictures(false);
 }
 
@@ -137,7 +141,8 @@ TEST_SUITE("train.trainer") {
                     pa[i].first);
   }
 
-  TEST_CASE("a stop signal finishes the step, saves it, and a resume ends on the uninterrupted bits") {
+  TEST_CASE(
+      "a stop signal finishes the step, saves it, and a resume ends on the uninterrupted bits") {
     const auto dir = fresh_folder("train", "stop_signal");
     TinyRun whole(quiet(dir / "whole", 9));
     whole.fit();
@@ -157,7 +162,8 @@ TEST_SUITE("train.trainer") {
     }
     CHECK(stopped->stopped_by == SIGINT);
     CHECK(stopped->step == 5);  // step 5 finished, then the run stopped
-    const io::SafetensorsFile last = io::load_safetensors((dir / "parts" / "last.safetensors").string());
+    const io::SafetensorsFile last =
+        io::load_safetensors((dir / "parts" / "last.safetensors").string());
     CHECK(*last.metadata_value("progress.step") == "5");
     train::StopSignals::clear();
     TinyRun second(quiet(dir / "parts", 9).resume(true));
@@ -176,14 +182,16 @@ TEST_SUITE("train.trainer") {
       CHECK_THROWS_WITH_AS(first.trainer.fit(first.task(), failing, first.validation),
                            doctest::Contains("'corpus.tokens' shrank"), DataError);
     }
-    const io::SafetensorsFile last = io::load_safetensors((dir / "parts" / "last.safetensors").string());
+    const io::SafetensorsFile last =
+        io::load_safetensors((dir / "parts" / "last.safetensors").string());
     CHECK(*last.metadata_value("progress.step") == "3");
     TinyRun second(quiet(dir / "parts", 8).grad_accum(2).resume(true));
     CHECK(second.fit().step == 8);
     CHECK(same_parameters(whole.model, second.model));
   }
 
-  TEST_CASE("a second run on a locked folder is refused at once, naming the folder and the process") {
+  TEST_CASE(
+      "a second run on a locked folder is refused at once, naming the folder and the process") {
     const auto dir = fresh_folder("train", "locked");
     io::FolderLock other(dir.string(), "--out");
     TinyRun run(quiet(dir, 4));
@@ -200,12 +208,12 @@ TEST_SUITE("train.trainer") {
     TinyRun(quiet(dir, 4)).fit();
     TinyRun other(quiet(dir, 8).resume(true));
     other.trainer.notes({{"test.model", "another"}});
-    CHECK_THROWS_WITH_AS(other.fit(),
-                         doctest::Contains(("--resume: the run in '" +
-                                            (dir / "last.safetensors").string() +
-                                            "' was made with another model")
-                                               .c_str()),
-                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        other.fit(),
+        doctest::Contains(("--resume: the run in '" + (dir / "last.safetensors").string() +
+                           "' was made with another model")
+                              .c_str()),
+        ValueError);
   }
 
   TEST_CASE("best.safetensors is replaced only by a lower validation loss, across runs") {

@@ -39,8 +39,8 @@ class RunFolder {
             bool (*is_output)(const std::string& name) = trainer_output);
 
   std::filesystem::path dir, last, best;
-  bool has_last = false;   ///< OUT/last.safetensors exists (a regular file)
-  double best_on_disk;     ///< the validation loss best.safetensors holds, or infinity
+  bool has_last = false;  ///< OUT/last.safetensors exists (a regular file)
+  double best_on_disk;    ///< the validation loss best.safetensors holds, or infinity
 
  private:
   std::unique_ptr<io::FolderLock> lock_;  ///< held for the whole run

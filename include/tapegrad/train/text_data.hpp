@@ -53,7 +53,7 @@ struct TextData {
   data::Tokenizer tokenizer{data::Vocabulary()};
   TokenStream train, val;
   std::size_t train_bytes = 0, val_bytes = 0;  ///< of UTF-8 text (0 for a token file)
-  std::vector<std::string> warnings;           ///< for the program to print (a version 1 token file)
+  std::vector<std::string> warnings;  ///< for the program to print (a version 1 token file)
 };
 
 /// The tokens of o.tokens or of the text files, each side holding more than one window of

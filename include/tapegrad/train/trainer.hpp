@@ -133,16 +133,16 @@ struct TrainerOptions {
 
 /// What a run did, and what its checkpoints record.
 struct Run {
-  std::int64_t step = 0;                                   ///< steps done (resumed ones included)
-  std::vector<float> train_losses;                         ///< one per step, from step 1
-  std::vector<std::pair<std::int64_t, float>> val_history; ///< (step, loss), from step 0
+  std::int64_t step = 0;                                    ///< steps done (resumed ones included)
+  std::vector<float> train_losses;                          ///< one per step, from step 1
+  std::vector<std::pair<std::int64_t, float>> val_history;  ///< (step, loss), from step 0
   double best_val = INFINITY;       ///< the validation loss best.safetensors holds
   double val_bits_per_byte = NAN;   ///< at the last validation (NaN without bytes_of)
   std::vector<float> step_seconds;  ///< this process's steps (not the resumed ones)
   double train_seconds = 0.0;       ///< the sum of step_seconds: steps only, no validation or save
-  int stopped_by = 0;               ///< the signal that stopped the run early (SIGINT, SIGTERM), or 0
-  std::int64_t saved_step = -1;     ///< the step OUT/last.safetensors holds, when this run knows it
-  std::vector<std::string> pictures;  ///< the pictures drawn in OUT (paths)
+  int stopped_by = 0;            ///< the signal that stopped the run early (SIGINT, SIGTERM), or 0
+  std::int64_t saved_step = -1;  ///< the step OUT/last.safetensors holds, when this run knows it
+  std::vector<std::string> pictures;      ///< the pictures drawn in OUT (paths)
   double exposed_communication_ms = 0.0;  ///< under mpirun: what backward waited for, per step
 
   /// The median step time in seconds, the first 10 steps (warming the caches) left out when
@@ -197,7 +197,7 @@ class Trainer {
   /// per byte (NaN without bytes_of), eval mode, nothing recorded; the model is left in training
   /// mode. What fit() reports; gpt_eval's score.
   static std::pair<double, double> validation_loss(nn::Module& model, const Task& task,
-                                                    const Validation& validation);
+                                                   const Validation& validation);
 
  private:
   struct Impl;  // trainer.cpp: the run's parts, in the order fit() calls them

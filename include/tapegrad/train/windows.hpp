@@ -59,7 +59,7 @@ class RandomWindows : public Batches {
 
 /// The fixed validation set: `count` windows at starts drawn once from Generator(seed), scored in
 /// batches of B. ValueError when the stream holds no window of T + 1 ids.
-Validation fixed_windows(const TokenStream& tokens, std::size_t T, std::size_t count,
-                         std::size_t B, std::uint64_t seed);
+Validation fixed_windows(const TokenStream& tokens, std::size_t T, std::size_t count, std::size_t B,
+                         std::uint64_t seed);
 
 }  // namespace tapegrad::train
