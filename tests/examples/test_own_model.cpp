@@ -27,7 +27,7 @@ TEST_SUITE("examples.own_model") {
     }();
     const std::string common = "--data " + quoted((dir / "corpus.txt").string()) + " --out " +
                                quoted((dir / "run").string());
-    const auto first = run_program(TAPEGRAD_OWN_MODEL, common + " --steps 30 --quiet");
+    const auto first = run_program(TAPEGRAD_OWN_MODEL, common + " --steps 8 --quiet");
     INFO(first.text);
     REQUIRE(first.status == 0);
     CHECK(has(first.text, "attention=mqa"));
@@ -35,10 +35,10 @@ TEST_SUITE("examples.own_model") {
     const auto file = tapegrad::io::load_safetensors((dir / "run" / "last.safetensors").string());
     CHECK(file.metadata_value("progress.extra.gpt.attention") == "mqa");
 
-    const auto resumed = run_program(TAPEGRAD_OWN_MODEL, common + " --steps 40 --resume --quiet");
+    const auto resumed = run_program(TAPEGRAD_OWN_MODEL, common + " --steps 10 --resume --quiet");
     INFO(resumed.text);
     CHECK(resumed.status == 0);
-    CHECK(has(resumed.text, "resumed at step 30"));
+    CHECK(has(resumed.text, "resumed at step 8"));
 
     // gpt_sample has not registered "mqa": it refuses the checkpoint and says how to register it.
     const auto sample = run_program(
@@ -50,7 +50,7 @@ TEST_SUITE("examples.own_model") {
               "program (registered: alibi, causal)"));
     CHECK(has(sample.text, "register_attention(\"mqa\", factory)"));
     // So does gpt --resume of that folder, before it trains.
-    const auto gpt = run_program(TAPEGRAD_GPT, common + " --steps 50 --resume --attention causal");
+    const auto gpt = run_program(TAPEGRAD_GPT, common + " --steps 12 --resume --attention causal");
     CHECK(gpt.status == 2);
   }
 }
