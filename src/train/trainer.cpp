@@ -144,7 +144,8 @@ std::pair<double, double> Trainer::validation_loss(nn::Module& model, const Task
     count += scored;
   }
   model.train();
-  if (count == 0) return {0.0, 0.0};
+  if (count == 0)  // nothing to score: no loss, and no checkpoint is ever "best" by it
+    return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
   const double nats = total / double(count);
   const double bits_per_byte = validation.bytes_of && bytes > 0
                                    ? total / std::log(2.0) / double(bytes)

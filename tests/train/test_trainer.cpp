@@ -5,6 +5,7 @@
 // range are refused, naming them.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -225,6 +226,17 @@ TEST_SUITE("train.trainer") {
     const train::Run w = worse.fit();
     CHECK(w.best_val < w.val_history.back().second);  // the earlier run's, from best.safetensors
     CHECK(testing::bytes_of(dir / "best.safetensors") == best);
+  }
+
+  TEST_CASE("a run without validation batches saves last.safetensors, and never a best") {
+    const auto dir = fresh_folder("train", "no_validation");
+    TinyRun run(quiet(dir, 6));
+    run.validation.batches.clear();
+    const train::Run r = run.fit();
+    CHECK(r.step == 6);
+    CHECK(std::isnan(r.val_history.back().second));
+    CHECK(std::filesystem::exists(dir / "last.safetensors"));
+    CHECK_FALSE(std::filesystem::exists(dir / "best.safetensors"));
   }
 
   TEST_CASE("options out of range are refused, naming them") {

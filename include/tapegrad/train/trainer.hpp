@@ -195,7 +195,8 @@ class Trainer {
 
   /// The mean validation loss of `validation` under `task`, in nats per scored target and bits
   /// per byte (NaN without bytes_of), eval mode, nothing recorded; the model is left in training
-  /// mode. What fit() reports; gpt_eval's score.
+  /// mode. Both NaN when no target is scored (no validation batches): such a run still saves
+  /// last.safetensors, and never a best.
   static std::pair<double, double> validation_loss(nn::Module& model, const Task& task,
                                                    const Validation& validation);
 
