@@ -45,6 +45,32 @@ inline ProgramOutput run_program(const std::string& program, const std::string& 
   return out;
 }
 
+/// Whether a program may run with its address space limited (`ulimit -v`). Under
+/// AddressSanitizer it cannot: its shadow memory reserves terabytes of address space as it
+/// starts. The programs are built with the same flags as the tests, so the test's own build says.
+inline bool address_space_can_be_limited() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return false;
+#else
+  return true;
+#endif
+#else
+  return true;
+#endif
+}
+
+/// Ends the test case here, with a message, when `ulimit -v` cannot be used (see above).
+#define TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED()                                  \
+  do {                                                                                      \
+    if (!tapegrad::testing::address_space_can_be_limited()) {                               \
+      MESSAGE("skipped: AddressSanitizer's shadow memory cannot start under ulimit -v");    \
+      return;                                                                               \
+    }                                                                                       \
+  } while (false)
+
 /// Shell quoting for one argument.
 inline std::string quoted(const std::string& text) {
   std::string q = "'";

@@ -67,6 +67,7 @@ TEST_SUITE("examples.gpt_inputs") {
         tapegrad::testing::run_program(TAPEGRAD_GPT_EVAL, "--text " + q(dir / "fifo") + model, 30),
         "gpt_eval", "--text: '" + (dir / "fifo").string() + "': expected a regular file");
 
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();
     // 200 MiB whose tokenizing could take 32 bytes a byte, under a limit of 2 GiB.
     fs::resize_file(dir / "big.txt", std::uintmax_t(200) << 20);
     const std::string command = "ulimit -v 2097152 && " + quoted(TAPEGRAD_GPT_EVAL) + " --text " +

@@ -88,6 +88,7 @@ TEST_SUITE("examples.gpt2") {
 
 #if defined(TAPEGRAD_GPT_EVAL) && defined(TAPEGRAD_GPT_SAMPLE)
   TEST_CASE("gpt_eval refuses a default window of a 2^20 context that memory cannot hold") {
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();
     const std::string files = tapegrad::testing::gpt2_folder();
     if (files.empty()) return;
     const fs::path dir = tapegrad::testing::fresh_folder("gpt2_programs", "eval_memory");
@@ -117,6 +118,7 @@ TEST_SUITE("examples.gpt2") {
   TEST_CASE(
       "gpt_sample bounds a 2^20 context: --no-cache refused by --tokens, --compare's pass "
       "skipped") {
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();
     const std::string files = tapegrad::testing::gpt2_folder();
     if (files.empty()) return;
     const fs::path dir = tapegrad::testing::fresh_folder("gpt2_programs", "sample_memory");
