@@ -6,6 +6,9 @@
 // through the BPE. A text repeats its words, so each distinct piece is merged once per call.
 #include "tapegrad/data/hf_tokenizer.hpp"
 
+#include <algorithm>
+#include <array>
+#include <functional>
 #include <limits>
 #include <queue>
 
@@ -79,9 +82,13 @@ std::vector<Segment> cut_added(const std::vector<Segment>& in, const Model& m, b
                                SpecialTokens special, std::string_view whole) {
   // Candidates by first byte, longest first: the first that matches is the longest.
   std::array<std::vector<const HFTokenizer::AddedToken*>, 256> by_first;
+  bool any = false;
   for (const auto& t : m.added)
-    if (t.normalized == normalized)
+    if (t.normalized == normalized) {
       by_first[static_cast<unsigned char>(t.content[0])].push_back(&t);
+      any = true;
+    }
+  if (!any) return in;
   for (auto& list : by_first)
     std::stable_sort(list.begin(), list.end(),
                      [](auto* a, auto* b) { return a->content.size() > b->content.size(); });
@@ -133,7 +140,12 @@ void pre_tokenize(const Model& m, std::size_t step, std::string_view piece, cons
   if (piece.empty()) return;
   if (step == m.steps.size()) return sink(piece);
   const Model::Step& s = m.steps[step];
-  const Sink next = [&](std::string_view p) { pre_tokenize(m, step + 1, p, sink); };
+  // The last step hands its pieces to `sink` itself: a std::function built per piece would cost
+  // an allocation each.
+  const Sink deeper = step + 1 == m.steps.size() ? Sink() : [&](std::string_view p) {
+    pre_tokenize(m, step + 1, p, sink);
+  };
+  const Sink& next = step + 1 == m.steps.size() ? sink : deeper;
   if (s.kind != Model::Step::Kind::byte_level) {  // Split, Digits: "Isolated"
     std::size_t done = 0;
     s.regex->for_each_match(piece, "HFTokenizer::encode", [&](std::size_t start, std::size_t end) {
@@ -214,6 +226,9 @@ void encode_piece(const Model& m, std::string_view piece, std::vector<std::uint3
 }  // namespace
 
 std::vector<std::uint32_t> HFTokenizer::encode(std::string_view text, SpecialTokens special) const {
+  check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(),
+                    "HFTokenizer::encode: expected a text shorter than 4 GiB, got ", text.size(),
+                    " bytes");
   const std::size_t bad = detail::first_invalid_utf8(text);
   if (bad != std::string_view::npos)
     fail<ValueError>("HFTokenizer::encode: the text is not valid UTF-8 at byte ", bad);
@@ -227,6 +242,7 @@ std::vector<std::uint32_t> HFTokenizer::encode(std::string_view text, SpecialTok
   detail::StringMap<std::pair<std::uint32_t, std::uint32_t>> seen;  // piece -> (at, n) in merged
   std::vector<std::uint32_t> merged;
   const Sink piece = [&](std::string_view p) {
+    if (p.empty()) return;  // the library drops empty pieces
     auto it = seen.find(p);
     if (it == seen.end()) {
       const auto at = std::uint32_t(merged.size());
