@@ -16,9 +16,6 @@
 #include "hf_tokenizer_model.hpp"
 #include "line_reader.hpp"
 #include "tapegrad/core/errors.hpp"
-#include "tapegrad/data/gpt2_tokenizer.hpp"
-#include "tapegrad/data/text.hpp"
-#include "utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -335,6 +332,28 @@ void number_tokens(const Fields& f, Model& m) {
   for (const auto& t : m.added) m.bytes[t.id] = t.content;  // an added token is its text
 }
 
+/// Whether `text` nests arrays and objects more than `limit` deep (brackets inside strings aside).
+bool nested_deeper_than(std::string_view text, std::size_t limit) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 std::string read_file(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -360,6 +379,12 @@ HFTokenizer HFTokenizer::load(const std::string& path) { return from_json(read_f
 
 HFTokenizer HFTokenizer::from_json(std::string_view text, const std::string& source) {
   const Fields f(source);
+  // A tokenizer.json nests 6 deep; a hostile one a million deep would overflow the stack of the
+  // recursive walks below (and of the JSON library's dump), so it is refused before parsing.
+  constexpr std::size_t kMaxDepth = 64;
+  if (nested_deeper_than(text, kMaxDepth))
+    fail<DataError>(kWho, ": ", source, ": expected JSON nested at most ", kMaxDepth,
+                    " deep (a tokenizer.json nests about 6), got deeper");
   json root;
   try {
     root = json::parse(text.begin(), text.end());

@@ -433,6 +433,18 @@ TEST_SUITE("data.hf_tokenizer") {
     }
     CHECK_THROWS_WITH_AS(HFTokenizer::from_json("{\"model\": ", "the/tokenizer.json"),
                          doctest::Contains("the/tokenizer.json: not valid JSON"), DataError);
+    // Nested a hundred thousand deep (written as text: the JSON library's own dump would recurse).
+    std::string deep_text = fixture_json("llama3_like").dump();
+    deep_text.insert(1, "\"x\": " + std::string(100000, '[') + std::string(100000, ']') + ",");
+    CHECK_THROWS_WITH_AS(HFTokenizer::from_json(deep_text, "the/tokenizer.json"),
+                         doctest::Contains("the/tokenizer.json: expected JSON nested at most 64 "
+                                           "deep (a tokenizer.json nests about 6), got deeper"),
+                         DataError);
+    json deep = fixture_json("llama3_like");
+    deep["post_processor"] = {{"type",
+                               "[[[[{{{{\\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                               "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}};
+    CHECK(tokenizer_of(deep).vocab_size() == 564);  // brackets in a string do not count
     CHECK_THROWS_WITH_AS(HFTokenizer::from_json("[1, 2]", "the/tokenizer.json"),
                          doctest::Contains("expected a JSON object (a tokenizer.json), got array"),
                          DataError);
