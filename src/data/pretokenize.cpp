@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "byte_level_pieces.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "utf8.hpp"
 
@@ -17,14 +18,19 @@ namespace tapegrad::data {
 
 namespace {
 
-// kGpt2Pattern with each \s written out as JavaScript's \s, so that the pieces are
-// gpt-3-encoder's. PCRE2's own \s (with PCRE2_UCP) would also match U+0085 and U+180E, and not
-// U+FEFF; Python's `regex` module, which OpenAI's encoder.py uses, matches U+0085 and not U+FEFF.
-#define TAPEGRAD_JS_SPACE R"(\t\n\x{0B}\f\r\p{Zs}\x{2028}\x{2029}\x{FEFF})"
+// kGpt2Pattern with each \s written out, in two spellings. JavaScript's \s (the Unicode space
+// separators, \t \n \v \f \r, U+2028, U+2029, U+FEFF) gives gpt-3-encoder's pieces, which
+// gpt2_pieces() is tested against. Oniguruma's Unicode \s (\t .. \r, U+0085 and the separators,
+// Z), which is Unicode's White_Space, gives the pieces of Hugging Face's ByteLevel pre-tokenizer,
+// which runs the same pattern with Oniguruma. PCRE2's own \s (with PCRE2_UCP) would also match
+// U+180E; Python's `regex` module, which OpenAI's encoder.py uses, matches Oniguruma's set.
+#define TAPEGRAD_GPT2_PATTERN(SPACE)                                                        \
+  R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" SPACE R"(\p{L}\p{N}]+)" R"(|[)" SPACE \
+  R"(]+(?![^)" SPACE R"(])|[)" SPACE R"(]+)"
 constexpr const char* kPattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" TAPEGRAD_JS_SPACE R"(\p{L}\p{N}]+)"
-    R"(|[)" TAPEGRAD_JS_SPACE R"(]+(?![^)" TAPEGRAD_JS_SPACE R"(])|[)" TAPEGRAD_JS_SPACE R"(]+)";
-#undef TAPEGRAD_JS_SPACE
+    TAPEGRAD_GPT2_PATTERN(R"(\t\n\x{0B}\f\r\p{Zs}\x{2028}\x{2029}\x{FEFF})");
+constexpr const char* kOnigurumaPattern = TAPEGRAD_GPT2_PATTERN(R"(\t-\r\x{85}\p{Z})");
+#undef TAPEGRAD_GPT2_PATTERN
 
 struct CodeDeleter {
   void operator()(pcre2_code* code) const { pcre2_code_free(code); }
@@ -33,34 +39,43 @@ struct MatchDataDeleter {
   void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
 };
 
-/// The pattern, compiled once (thread-safe: a compiled pattern is read-only when matching).
+/// `pattern`, compiled and JIT-compiled (a compiled pattern is read-only when matching, so one
+/// serves every thread).
+std::unique_ptr<pcre2_code, CodeDeleter> compile_gpt2(const char* pattern) {
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+                                PCRE2_UTF, &error, &offset, nullptr);
+  if (c == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof message);
+    fail<InvariantError>("gpt2_pieces: PCRE2 cannot compile GPT-2's pattern at offset ", offset,
+                         ": ", reinterpret_cast<const char*>(message));
+  }
+  pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // when JIT is unavailable, pcre2_match interprets
+  return std::unique_ptr<pcre2_code, CodeDeleter>(c);
+}
+
+/// GPT-2's pattern with JavaScript's \s, compiled once.
 const pcre2_code* gpt2_code() {
-  static const std::unique_ptr<pcre2_code, CodeDeleter> code = [] {
-    int error = 0;
-    PCRE2_SIZE offset = 0;
-    pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED,
-                                  PCRE2_UTF, &error, &offset, nullptr);
-    if (c == nullptr) {
-      PCRE2_UCHAR message[256];
-      pcre2_get_error_message(error, message, sizeof message);
-      fail<InvariantError>("gpt2_pieces: PCRE2 cannot compile GPT-2's pattern at offset ", offset,
-                           ": ", reinterpret_cast<const char*>(message));
-    }
-    pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // when JIT is unavailable, pcre2_match interprets
-    return std::unique_ptr<pcre2_code, CodeDeleter>(c);
-  }();
+  static const std::unique_ptr<pcre2_code, CodeDeleter> code = compile_gpt2(kPattern);
+  return code.get();
+}
+
+/// GPT-2's pattern with Oniguruma's \s, compiled once.
+const pcre2_code* oniguruma_gpt2_code() {
+  static const std::unique_ptr<pcre2_code, CodeDeleter> code = compile_gpt2(kOnigurumaPattern);
   return code.get();
 }
 
 /// Passes each piece of `text` to `sink`, in order: `piece_end` says where the piece that starts
 /// at a byte ends, or 0 to ask PCRE2.
 template <class PieceEnd>
-void cut(std::string_view text, const char* who, const PieceEnd& piece_end,
-         const std::function<void(std::string_view)>& sink) {
+void cut(std::string_view text, const char* who, const pcre2_code* code,
+         const PieceEnd& piece_end, const std::function<void(std::string_view)>& sink) {
   const std::size_t bad = detail::first_invalid_utf8(text);
   check<ValueError>(bad == std::string_view::npos, who, ": the text is not valid UTF-8 at byte ",
                     bad, "; GPT-2's pattern reads characters, so the text must be UTF-8");
-  const pcre2_code* code = gpt2_code();
   const std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(
       pcre2_match_data_create_from_pattern(code, nullptr));
   check<OutOfMemoryError>(match != nullptr, who, ": PCRE2 could not allocate its match data");
@@ -136,7 +151,13 @@ std::size_t ascii_piece_end(std::string_view s, std::size_t i) {
 
 void for_each_gpt2_piece(std::string_view text,
                          const std::function<void(std::string_view)>& piece) {
-  cut(text, "gpt2_pieces", ascii_piece_end, piece);
+  cut(text, "gpt2_pieces", gpt2_code(), ascii_piece_end, piece);
+}
+
+void detail::for_each_byte_level_piece(std::string_view text,
+                                       const std::function<void(std::string_view)>& piece) {
+  // On ASCII the two spellings of \s agree, so the same hand-cut fast path serves both.
+  cut(text, "byte-level pieces", oniguruma_gpt2_code(), ascii_piece_end, piece);
 }
 
 bool gpt2_piece_ends_before(std::string_view text, std::size_t at) {
@@ -166,8 +187,8 @@ std::vector<std::string_view> gpt2_pieces(std::string_view text) {
 
 std::vector<std::string_view> gpt2_pieces_reference(std::string_view text) {
   std::vector<std::string_view> pieces;
-  cut(
-      text, "gpt2_pieces_reference", [](std::string_view, std::size_t) { return std::size_t(0); },
+  const auto ask_pcre2 = [](std::string_view, std::size_t) { return std::size_t(0); };
+  cut(text, "gpt2_pieces_reference", gpt2_code(), ask_pcre2,
       [&](std::string_view p) { pieces.push_back(p); });
   return pieces;
 }

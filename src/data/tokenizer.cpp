@@ -1,4 +1,4 @@
-// src/data/tokenizer.cpp: one interface to the three tokenizers (data/tokenizer.hpp).
+// src/data/tokenizer.cpp: one interface to the four tokenizers (data/tokenizer.hpp).
 #include "tapegrad/data/tokenizer.hpp"
 
 #include <charconv>
@@ -40,6 +40,7 @@ Tokenizer::Tokenizer(Vocabulary characters) : tokenizer_(std::move(characters)) 
 }
 Tokenizer::Tokenizer(BytePairEncoding bpe) : tokenizer_(std::move(bpe)) { count_token_bytes(); }
 Tokenizer::Tokenizer(GPT2Tokenizer gpt2) : tokenizer_(std::move(gpt2)) { count_token_bytes(); }
+Tokenizer::Tokenizer(HFTokenizer hf) : tokenizer_(std::move(hf)) { count_token_bytes(); }
 
 void Tokenizer::count_token_bytes() {
   token_bytes_.resize(std::size_t(vocab_size()));
@@ -50,16 +51,19 @@ void Tokenizer::count_token_bytes() {
                      return v.decode(&i, 1).size();
                    },
                    [&](const BytePairEncoding& b) { return b.bytes_of(std::uint32_t(id)).size(); },
-                   [&](const GPT2Tokenizer& g) { return g.bytes_of(std::uint32_t(id)).size(); }},
+                   [&](const GPT2Tokenizer& g) { return g.bytes_of(std::uint32_t(id)).size(); },
+                   [&](const HFTokenizer& h) { return h.bytes_of(std::uint32_t(id)).size(); }},
         tokenizer_);
 }
 
 const GPT2Tokenizer* Tokenizer::gpt2() const { return std::get_if<GPT2Tokenizer>(&tokenizer_); }
+const HFTokenizer* Tokenizer::hf() const { return std::get_if<HFTokenizer>(&tokenizer_); }
 
 std::string Tokenizer::name() const {
   return std::visit(Overloaded{[](const Vocabulary&) { return "char"; },
                                [](const BytePairEncoding&) { return "bpe"; },
-                               [](const GPT2Tokenizer&) { return "gpt2"; }},
+                               [](const GPT2Tokenizer&) { return "gpt2"; },
+                               [](const HFTokenizer&) { return "hf"; }},
                     tokenizer_);
 }
 
@@ -67,7 +71,8 @@ std::int64_t Tokenizer::vocab_size() const {
   return std::visit(
       Overloaded{[](const Vocabulary& v) { return v.size(); },
                  [](const BytePairEncoding& b) { return std::int64_t(b.vocab_size()); },
-                 [](const GPT2Tokenizer& g) { return std::int64_t(g.vocab_size()); }},
+                 [](const GPT2Tokenizer& g) { return std::int64_t(g.vocab_size()); },
+                 [](const HFTokenizer& h) { return std::int64_t(h.vocab_size()); }},
       tokenizer_);
 }
 
@@ -82,7 +87,8 @@ std::vector<std::int64_t> Tokenizer::encode(std::string_view text,
       Overloaded{
           [&](const Vocabulary& v) { return v.encode(decode_utf8(std::string(text), source)); },
           [&](const BytePairEncoding& b) { return widen(b.encode(text, SpecialTokens::ordinary)); },
-          [&](const GPT2Tokenizer& g) { return widen(g.encode(text, SpecialTokens::ordinary)); }},
+          [&](const GPT2Tokenizer& g) { return widen(g.encode(text, SpecialTokens::ordinary)); },
+          [&](const HFTokenizer& h) { return widen(h.encode(text, SpecialTokens::ordinary)); }},
       tokenizer_);
 }
 
@@ -94,7 +100,8 @@ std::string Tokenizer::decode(const std::int64_t* ids, std::size_t n) const {
             return v.decode(ids, n);
           },
           [&](const BytePairEncoding& b) { return b.decode(unsigned_ids(ids, n, vocab_size())); },
-          [&](const GPT2Tokenizer& g) { return g.decode(unsigned_ids(ids, n, vocab_size())); }},
+          [&](const GPT2Tokenizer& g) { return g.decode(unsigned_ids(ids, n, vocab_size())); },
+          [&](const HFTokenizer& h) { return h.decode(unsigned_ids(ids, n, vocab_size())); }},
       tokenizer_);
 }
 
@@ -106,6 +113,7 @@ std::int64_t Tokenizer::ignore_index() const {
 //   char   the characters, Vocabulary::to_text()
 //   bpe    the BPE file's text (BytePairEncoding::to_text)
 //   gpt2   "gpt2_ids N" and the N GPT-2 ids of the BPE's ids on the next line, then the BPE's text
+//   hf     the tokenizer.json as HFTokenizer::to_json writes it
 
 namespace {
 
@@ -133,7 +141,8 @@ std::uint64_t fingerprint_of(std::string_view name, std::string_view text) {
 std::string Tokenizer::to_text() const {
   return std::visit(Overloaded{[](const Vocabulary& v) { return v.to_text(); },
                                [](const BytePairEncoding& b) { return b.to_text(); },
-                               [](const GPT2Tokenizer& g) { return gpt2_text(g); }},
+                               [](const GPT2Tokenizer& g) { return gpt2_text(g); },
+                               [](const HFTokenizer& h) { return h.to_json(); }},
                     tokenizer_);
 }
 
@@ -147,11 +156,16 @@ std::uint64_t tokenizer_fingerprint(const GPT2Tokenizer& gpt2) {
   return fingerprint_of("gpt2", gpt2_text(gpt2));
 }
 
+std::uint64_t tokenizer_fingerprint(const HFTokenizer& hf) {
+  return fingerprint_of("hf", hf.to_json());
+}
+
 Tokenizer Tokenizer::from_text(const std::string& name, const std::string& text,
                                const std::string& source) {
   if (name == "char") return Tokenizer(Vocabulary::from_text(text));
   try {
     if (name == "bpe") return Tokenizer(BytePairEncoding::from_text(text, source));
+    if (name == "hf") return Tokenizer(HFTokenizer::from_json(text, source));
     if (name == "gpt2") {
       // "gpt2_ids N\n" then N ids on one line, then the BPE.
       const std::size_t first = text.find('\n');
@@ -178,7 +192,7 @@ Tokenizer Tokenizer::from_text(const std::string& name, const std::string& text,
   } catch (const DataError& e) {
     throw ValueError(e.what());
   }
-  fail<ValueError>(source, ": expected the tokenizer char, bpe or gpt2, got '", name, "'");
+  fail<ValueError>(source, ": expected the tokenizer char, bpe, gpt2 or hf, got '", name, "'");
 }
 
 }  // namespace tapegrad::data

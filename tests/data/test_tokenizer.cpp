@@ -83,9 +83,9 @@ TEST_SUITE("data.tokenizer") {
     CHECK_THROWS_WITH_AS(t.decode(bad.data(), bad.size()),
                          doctest::Contains("expected ids in [0, 270), got 270 at position 1"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(Tokenizer::from_text("words", "", "the note"),
-                         doctest::Contains("expected the tokenizer char, bpe or gpt2, got 'words'"),
-                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        Tokenizer::from_text("words", "", "the note"),
+        doctest::Contains("expected the tokenizer char, bpe, gpt2 or hf, got 'words'"), ValueError);
     CHECK_THROWS_WITH_AS(Tokenizer::from_text("bpe", "tapegrad-bpe 1\nvocab_size 9\n", "the note"),
                          doctest::Contains("the note line 2: expected vocab_size in [256"),
                          ValueError);
