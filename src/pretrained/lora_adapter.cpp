@@ -8,6 +8,7 @@
 #include "tapegrad/pretrained/lora_adapter.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -52,7 +53,8 @@ bool present(const fs::path& p) {
 // A field left at PEFT's "off": absent, null, false, or an empty string, list or object.
 bool unset(const json* v) {
   return v == nullptr || v->is_null() || (v->is_boolean() && !v->get<bool>()) ||
-         ((v->is_string() || v->is_array() || v->is_object()) && v->empty());
+         (v->is_string() && v->get_ref<const std::string&>().empty()) ||
+         ((v->is_array() || v->is_object()) && v->empty());
 }
 
 std::string lower(std::string s) {

@@ -110,8 +110,11 @@ TEST_SUITE("pretrained.lora_adapter") {
     CHECK(minimal.task_type == "");
     CHECK(minimal.base_model_name_or_path == "");
 
-    const auto pattern = read_lora_adapter_config(
-        config_file("pattern", [](json& j) { j["target_modules"] = R"(.*\.(q_proj|v_proj))"; }));
+    const auto pattern = read_lora_adapter_config(config_file("pattern", [](json& j) {
+      j["target_modules"] = R"(.*\.(q_proj|v_proj))";
+      j["exclude_modules"] = "";  // PEFT's "off" values: null, false, "", [] and {}
+      j["layers_to_transform"] = json::array();
+    }));
     REQUIRE(pattern.target_modules_pattern);
     CHECK(pattern.targets("model.layers.0.self_attn.q_proj"));
     CHECK_FALSE(pattern.targets("model.layers.0.self_attn.k_proj"));

@@ -169,6 +169,30 @@ TEST_SUITE("pretrained.lora_parity") {
     CHECK(relative_diff(llama_logits(*llama.model), golden().to_float("llama.logits")) < 1e-5);
   }
 
+  TEST_CASE("greedy decoding through the cache runs the adapters too: the ids of the long way") {
+    auto llama = llama_with("llama");
+    auto gpt2 = pretrained::load_gpt2(kFixtures + "/gpt2_tiny/plain");
+    pretrained::load_lora_adapter(*gpt2.model, kLora + "/gpt2");
+    const IndexArray prompt{{3, 14, 15, 92, 65}};
+    for (tt::CausalLM* model :
+         std::initializer_list<tt::CausalLM*>{llama.model.get(), gpt2.model.get()}) {
+      model->eval();
+      std::vector<IndexArray> outs;
+      for (const bool cache : {true, false}) {
+        Generator gen(0);  // top-k 1 draws nothing at random
+        outs.push_back(
+            tt::generate(*model, prompt, tt::GenerateOptions(12).top_k(1).use_cache(cache), gen));
+      }
+      CHECK(outs[0] == outs[1]);
+    }
+    // and the adapter changes what is chosen: the base model picks other ids
+    auto base = pretrained::load_llama(kFixtures + "/llama_tiny/tied");
+    base.model->eval();
+    Generator a(0), b(0);
+    CHECK(base.model->generate(prompt, tt::GenerateOptions(12).top_k(1), a) !=
+          llama.model->generate(prompt, tt::GenerateOptions(12).top_k(1), b));
+  }
+
   TEST_CASE("F16 and BF16 adapters load as the F32 one rounded to those types") {
     const auto f32 = llama_with("llama");
     for (const std::string variant : {"llama_f16", "llama_bf16"}) {
