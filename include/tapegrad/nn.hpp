@@ -1,7 +1,8 @@
 // include/tapegrad/nn.hpp: the umbrella header of tapegrad::nn: Module (parameters, buffers and
 // children by name, train/eval, state_dict), UnaryModule (a module of one input) and the layers
 // built on the ops: Embedding, the tutorials' scaled Embeddings and PositionalEncoding, Dropout,
-// Linear, LayerNorm and RMSNorm, GELU and SiLU, SwiGLU, RotaryEmbedding, the losses.
+// Linear (and its LoRA adapters), LayerNorm and RMSNorm, GELU and SiLU, SwiGLU, RotaryEmbedding,
+// the losses.
 // It links tapegrad::core only.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "tapegrad/nn/embeddings.hpp"
 #include "tapegrad/nn/positional_encoding.hpp"
 #include "tapegrad/nn/linear.hpp"
+#include "tapegrad/nn/lora.hpp"
 #include "tapegrad/nn/tied_linear.hpp"
 #include "tapegrad/nn/activation.hpp"
 #include "tapegrad/nn/loss.hpp"

@@ -3,6 +3,9 @@
 // Initialisation: PyTorch draws weight with kaiming_uniform_(a = sqrt(5)), whose bound is
 // gain * sqrt(3 / fan_in) with gain = sqrt(2 / (1 + a^2)) = sqrt(1/3): that is 1/sqrt(fan_in).
 // The bias uses the same bound (0 when fan_in is 0, where PyTorch's rule would divide by zero).
+//
+// LoRA (lora.hpp): the adapter's A is a Linear(in, r) without bias, so it is drawn by the same
+// rule, which is PEFT's for lora_A (kaiming_uniform_ with a = sqrt(5)).
 #include "tapegrad/nn/linear.hpp"
 
 #include <cmath>
@@ -11,6 +14,7 @@
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/core/sizes.hpp"
 #include "tapegrad/nn/skip_init.hpp"
+#include "tapegrad/ops/elementwise.hpp"
 #include "tapegrad/ops/matmul.hpp"
 
 namespace tapegrad::nn {
@@ -44,7 +48,60 @@ Tensor Linear::forward(const Tensor& x) {
   // ops::linear checks x's last dimension; inside this scope its message names the module
   // ("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': ...").
   autograd::ModuleScope scope(type_name(), path());
-  return ops::linear(x, weight, bias);
+  Tensor y = ops::linear(x, weight, bias);
+  if (!has_lora()) return y;
+  // PEFT's lora.Linear.forward, in its order: result + lora_B(lora_A(dropout(x))) * scaling.
+  // The frozen weight's own entry (when x requires grad) computes dx only.
+  const Tensor update = lora_B->forward(lora_A->forward(lora_dropout->forward(x)));
+  return y + update * lora_options_->scaling();
+}
+
+// ---- LoRA ---------------------------------------------------------------------------------------
+
+void Linear::add_lora(const LoRAOptions& options, std::shared_ptr<Generator> generator) {
+  if (has_lora())
+    fail<ValueError>(context(), ".add_lora: expected a Linear without an adapter, got one with r ",
+                     lora_options_->r(), "; merge_lora() first, or start from the base model");
+  validate(options);
+  const std::shared_ptr<Generator> gen = generator ? std::move(generator) : default_generator();
+  const std::int64_t r = options.r();
+  // Everything is built before anything is registered: a failure leaves the Linear as it was.
+  auto dropout = std::make_shared<Dropout>(options.lora_dropout(), gen);
+  auto a = std::make_shared<Linear>(LinearOptions(options_.in_features(), r).bias(false), gen);
+  auto b = std::make_shared<Linear>(LinearOptions(r, options_.out_features()).bias(false), gen);
+  b->weight.mutable_data().fill(0.0f);  // so that a new adapter changes nothing
+  weight.requires_grad_(false);
+  if (bias.defined()) bias.requires_grad_(false);
+  lora_dropout = register_module("lora_dropout", std::move(dropout));
+  lora_A = register_module("lora_A", std::move(a));
+  lora_B = register_module("lora_B", std::move(b));
+  lora_options_ = options;
+  lora_dropout->train(is_training());
+  lora_A->train(is_training());
+  lora_B->train(is_training());
+}
+
+const LoRAOptions& Linear::lora_options() const {
+  check<ValueError>(has_lora(), context(),
+                    ".lora_options: expected a Linear with an adapter, got "
+                    "one without; add_lora first");
+  return *lora_options_;
+}
+
+void Linear::merge_lora() {
+  check<ValueError>(has_lora(), context(),
+                    ".merge_lora: expected a Linear with an adapter, got one without");
+  autograd::NoGradGuard no_grad;
+  // PEFT's get_delta_weight: (B @ A) * scaling, added to the weight in float32.
+  const Tensor delta = ops::matmul(lora_B->weight, lora_A->weight) * lora_options_->scaling();
+  weight.mutable_data() += delta.data();
+  unregister_module("lora_dropout");
+  unregister_module("lora_A");
+  unregister_module("lora_B");
+  lora_dropout.reset();
+  lora_A.reset();
+  lora_B.reset();
+  lora_options_.reset();
 }
 
 void Linear::extra_repr(std::ostream& os) const {

@@ -10,6 +10,7 @@
 // its first name). Models are small trees and registration happens once, at construction.
 #include "tapegrad/nn/module.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cxxabi.h>
 #include <memory>
@@ -113,6 +114,25 @@ void Module::register_child(std::string name, std::shared_ptr<Module> module) {
                      "' would make a cycle)");
   children_.emplace_back(std::move(name), module);
   if (module->parent_ == nullptr) module->parent_ = this;
+  relabel_from_root();
+}
+
+void Module::unregister_module(const std::string& name) {
+  const auto it = std::find_if(children_.begin(), children_.end(),
+                               [&](const auto& child) { return child.first == name; });
+  if (it == children_.end()) {
+    std::string names;
+    for (const auto& [n, c] : children_) names += (names.empty() ? "'" : ", '") + n + "'";
+    fail<ValueError>("No Module with name `", name, "` is registered | ", context(),
+                     ".unregister_module: expected the name of a child, got '", name, "'; ",
+                     names.empty() ? std::string("it has no children") : "its children: " + names);
+  }
+  const std::shared_ptr<Module> child = it->second;
+  children_.erase(it);
+  if (child->parent_ == this) {
+    child->parent_ = nullptr;
+    child->relabel_from_root();  // a root of its own now: its paths start again from ""
+  }
   relabel_from_root();
 }
 

@@ -14,6 +14,7 @@ ParameterGroups parameter_groups(const Module& module) {
       tables.insert(embedding->weight.impl());
   ParameterGroups groups;
   for (const Parameter& p : module.parameters()) {
+    if (!p.requires_grad()) continue;  // frozen: trained by nobody
     const bool decays = p.dim() >= 2 && !tables.contains(p.impl());
     (decays ? groups.decay : groups.no_decay).push_back(p);
   }

@@ -140,6 +140,24 @@ TEST_SUITE("nn.module") {
     CHECK(leaf->w.name() == "y.w");
   }
 
+  TEST_CASE("unregister_module removes a child, which becomes a root, and frees its name") {
+    Open m;
+    auto a = m.register_module("a", std::make_shared<Leaf>(1.f));
+    m.register_module("b", std::make_shared<Leaf>(2.f));
+    m.unregister_module("a");
+    CHECK(names_of(m.named_modules()) == Names{"", "b"});
+    CHECK(names_of(m.named_parameters()) == Names{"b.w"});
+    CHECK(a->path() == "");
+    CHECK(a->w.name() == "w");
+    m.register_module("a", std::make_shared<Leaf>(3.f));  // the name is free again
+    CHECK(names_of(m.named_children()) == Names{"b", "a"});
+    CHECK_THROWS_WITH_AS(m.unregister_module("c"),
+                         doctest::Contains("No Module with name `c` is registered | "
+                                           "Open.unregister_module: expected the name of a child, "
+                                           "got 'c'; its children: 'b', 'a'"),
+                         ValueError);
+  }
+
   TEST_CASE("names are checked with PyTorch's texts") {
     Open m;
     m.register_parameter("w", Parameter(Array{1.f}));

@@ -76,6 +76,11 @@ class Module {
   /// that loads several things all or nothing (a training checkpoint) checks each first.
   IncompatibleKeys check_state_dict(const StateDict& sd, bool strict = true) const;
 
+  /// Removes the child registered as `name` (libtorch's unregister_module, PyTorch's
+  /// `del module.name`); ValueError naming the children when there is none. The removed module
+  /// becomes a root (path ""). A member pointing at it still does: reset it too.
+  void unregister_module(const std::string& name);
+
   // ---- names and printing ----
   /// The dotted path from the root ("src_embed.0.lut"); "" for a root.
   const std::string& path() const { return path_; }
