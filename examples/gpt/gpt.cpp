@@ -96,6 +96,9 @@ void add_training_flags(CLI::App& app, train::GPTRunOptions& o) {
                "mixed precision: the matrix products take bfloat16 operands and sum in float32, "
                "as torch.autocast(\"cpu\", dtype=torch.bfloat16); weights, gradients and AdamW "
                "stay float32 (docs/bf16.md)");
+  app.add_flag("--recompute", o.recompute,
+               "activation recompute: each block keeps its input, not its activations, and runs "
+               "again in backward (torch.utils.checkpoint); the same bits, less memory, more time");
   app.add_option("--clip", o.clip, "gradient clipping norm (0: none)")->check(number_in(0, 1e6));
   app.add_option("--seed", o.seed, "seed of the initial weights, dropout and batches")
       ->check(flags::unsigned_integer());

@@ -19,6 +19,7 @@
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/profiler.hpp"
 #include "tapegrad/ops/broadcast.hpp"
 #include "tapegrad/ops/elementwise.hpp"

@@ -6,7 +6,8 @@
 namespace tapegrad::autograd::detail {
 
 namespace {
-thread_local std::uint64_t current_walk = 0;  // the backward running on this thread, 0 if none
+// The backwards running on this thread, innermost first; null when none runs.
+thread_local const WalkScope* running = nullptr;
 }  // namespace
 
 void check_can_record(const char* op, const Tensor& output, const Tensor* inputs,
@@ -55,14 +56,15 @@ void fail_second_backward(const EntryBase& consumed) {
 }
 
 void expect_reached(const TensorImpl& t, const char* op) {
-  if (current_walk != 0 && t.grad_fn->walk == current_walk) return;
+  for (const WalkScope* w = running; w != nullptr; w = w->enclosing())
+    if (t.grad_fn->walk == w->walk()) return;
   fail<AutogradError>(op, ": added a gradient into the output of '", t.grad_fn->op, "' (entry #",
                       t.grad_fn->seq,
                       "), which is not one of the inputs its entry recorded; list every tensor a "
                       "backward closure adds into among the op's inputs in autograd::record");
 }
 
-WalkScope::WalkScope(std::uint64_t walk) : previous_(current_walk) { current_walk = walk; }
-WalkScope::~WalkScope() { current_walk = previous_; }
+WalkScope::WalkScope(std::uint64_t walk) : walk_(walk), enclosing_(running) { running = this; }
+WalkScope::~WalkScope() { running = enclosing_; }
 
 }  // namespace tapegrad::autograd::detail

@@ -22,6 +22,12 @@ namespace tapegrad::autograd::detail {
 // ---- engine.cpp ------------------------------------------------------------------------------
 /// Backpropagates d(root) = seed through every entry `root` reaches.
 void backward(const Tensor& root, Array seed, bool retain_graph);
+/// A backward run by a closure of the backward running on this thread (checkpoint's recompute):
+/// from `root` through the entries numbered `first` or later, which the closure has just
+/// recorded. A tensor made before `first` belongs to the enclosing backward, which has reached
+/// it: it receives its gradient here and its entry runs there. Leaves' hooks and queued callbacks
+/// are the enclosing backward's too. Consumes what it runs.
+void backward_inside(const Tensor& root, Array seed, std::uint64_t first);
 
 // ---- checks.cpp: what the engine refuses, with PyTorch's messages ----------------------------
 /// attach: `output` is a tensor the op just computed, and none of its inputs.
@@ -36,16 +42,20 @@ void check_saved_versions(const EntryBase& e);
 /// Throws AutogradError unless the running backward (on this thread) has reached the entry that
 /// produced `t`: a closure may add only into the inputs its op recorded.
 void expect_reached(const TensorImpl& t, const char* op);
-/// Marks backward number `walk` as running on this thread while alive (for expect_reached).
+/// Marks backward number `walk` as running on this thread while alive (for expect_reached). A
+/// backward_inside runs within another: both are running.
 class WalkScope {
  public:
   explicit WalkScope(std::uint64_t walk);
   ~WalkScope();
   WalkScope(const WalkScope&) = delete;
   WalkScope& operator=(const WalkScope&) = delete;
+  std::uint64_t walk() const { return walk_; }
+  const WalkScope* enclosing() const { return enclosing_; }
 
  private:
-  std::uint64_t previous_;
+  std::uint64_t walk_;
+  const WalkScope* enclosing_;
 };
 
 // ---- src/core/tensor.cpp: a tensor's pending gradient during a backward --------------------------
@@ -120,7 +130,8 @@ struct ProfileData;
 inline thread_local ProfileData* active_profile = nullptr;  // this thread's Profiler's data
 /// After attach: the op's forward ended now.
 void profile_forward(const EntryBase& e);
-/// Runs `e` with `doutput`, timed as its backward.
+/// Runs `e` with `doutput`, timed as its backward (less what it timed inside: a checkpoint's
+/// recompute counts as the ops it ran).
 void profile_backward(EntryBase& e, Array&& doutput);
 /// Something that is no op's forward ended or began now (a backward, a module's forward).
 void profile_mark();

@@ -17,6 +17,8 @@ bool any_requires_grad(It first, It last) {
 bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(grad_mode) { grad_mode = true; }
+EnableGradGuard::~EnableGradGuard() { grad_mode = previous_; }
 
 bool should_record(std::initializer_list<Tensor> inputs) {
   return grad_mode && any_requires_grad(inputs.begin(), inputs.end());

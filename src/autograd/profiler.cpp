@@ -44,6 +44,7 @@ struct ProfileData {
   Clock::time_point start, stop, mark;
   bool running = true;
   MachinePeak peak;
+  double inside = 0.0;  // seconds timed as rows since the innermost profile_backward began
 };
 
 namespace {
@@ -134,15 +135,22 @@ void add(ProfileData& p, const EntryBase& e, bool backward, double seconds) {
 
 void profile_forward(const EntryBase& e) {
   ProfileData& p = *active_profile;
-  add(p, e, false, seconds_between(p.mark, Clock::now()));
+  const double seconds = seconds_between(p.mark, Clock::now());
+  add(p, e, false, seconds);
+  p.inside += seconds;
   p.mark = Clock::now();  // the bookkeeping above is nobody's forward
 }
 
+// A closure may itself run ops that are timed (checkpoint's recompute: a forward and a backward
+// of its own); their time is theirs, so the closure's row gets what is left.
 void profile_backward(EntryBase& e, Array&& doutput) {
+  ProfileData& p = *active_profile;
+  const double outer = std::exchange(p.inside, 0.0);
   const Clock::time_point t0 = Clock::now();
   e.run(std::move(doutput));
-  const Clock::time_point t1 = Clock::now();
-  add(*active_profile, e, true, seconds_between(t0, t1));  // before consume() clears the inputs
+  const double seconds = seconds_between(t0, Clock::now());
+  add(p, e, true, seconds - p.inside);  // before consume() clears the inputs
+  p.inside = outer + seconds;
 }
 
 void profile_mark() { active_profile->mark = Clock::now(); }

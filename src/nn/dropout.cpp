@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/ops/dropout.hpp"
 
@@ -17,19 +18,26 @@ Dropout::Dropout(DropoutOptions options, std::shared_ptr<Generator> generator)
 Dropout::Dropout(double p, std::shared_ptr<Generator> generator)
     : Dropout(DropoutOptions(p), std::move(generator)) {}
 
-ops::DropoutStream Dropout::next_stream() {
-  if (reseed_pending()) {  // the first mask, or the generator was reseeded
-    seed_ = generator_->next_u64();
-    calls_ = 0;
-    stream_id_ = generator_->stream_id();
-  }
-  return {seed_, calls_++};
-}
+// Taken through autograd::take_stream: in the recompute of a checkpoint (autograd/checkpoint.hpp)
+// the layer gets back the stream its forward took, and counts nothing: its masks stay the same.
+ops::DropoutStream Dropout::next_stream() { return take_stream(std::nullopt); }
 
-ops::DropoutStream Dropout::next_stream_for(const Shape& shape) {
-  last_shape_ = shape;
-  last_mask_current_ = false;
-  return next_stream();
+ops::DropoutStream Dropout::next_stream_for(const Shape& shape) { return take_stream(shape); }
+
+ops::DropoutStream Dropout::take_stream(const std::optional<Shape>& shape) {
+  const autograd::RandomStream s = autograd::take_stream([&] {
+    if (reseed_pending()) {  // the first mask, or the generator was reseeded
+      seed_ = generator_->next_u64();
+      calls_ = 0;
+      stream_id_ = generator_->stream_id();
+    }
+    if (shape) {
+      last_shape_ = *shape;
+      last_mask_current_ = false;
+    }
+    return autograd::RandomStream{seed_, calls_++};
+  });
+  return {s.seed, s.call};
 }
 
 Tensor Dropout::forward(const Tensor& x) {

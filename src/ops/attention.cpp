@@ -218,11 +218,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   s->p = Array::from_shape({d.B, d.h, d.Tq, d.Tk});
   const double p_drop = options.dropout();
   if (options.training() && p_drop > 0.0 && s->p.size() > 0) {
-    DropoutStream stream;
-    if (options.dropout_stream())
-      stream = *options.dropout_stream();
-    else
-      stream = {(options.generator() ? *options.generator() : *default_generator()).next_u64(), 0};
+    const DropoutStream stream = options.dropout_stream() ? *options.dropout_stream()
+                                                          : draw_stream(options.generator());
     const xt::xarray<std::uint8_t> keep = dropout_mask(s->p.shape(), p_drop, stream);
     s->keep.assign(keep.begin(), keep.end());
     s->drop_scale =

@@ -187,12 +187,8 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head,
   s->p = Array::from_shape({d.B, d.H, d.T, d.T});
   const double p_drop = options.dropout();
   if (options.training() && p_drop > 0.0 && s->p.size() > 0) {
-    const DropoutStream stream =
-        options.dropout_stream()
-            ? *options.dropout_stream()
-            : DropoutStream{
-                  (options.generator() ? *options.generator() : *default_generator()).next_u64(),
-                  0};
+    const DropoutStream stream = options.dropout_stream() ? *options.dropout_stream()
+                                                          : draw_stream(options.generator());
     make_keep_mask(*s, p_drop, stream);
   }
   // The set in use's kernels, picked once: backward runs the same set's backward.

@@ -17,6 +17,7 @@
 
 #include "dropout_mask.hpp"
 #include "dropout_kernels.hpp"
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -123,7 +124,14 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool in
   check_dropout_probability(p);
   if (!training || p == 0.0 || x.numel() == 0) return x;  // no draw either
   check_inplace(x, inplace);                              // refused before drawing
-  return dropout(x, p, training, DropoutStream{gen.next_u64(), 0}, inplace);
+  return dropout(x, p, training, draw_stream(&gen), inplace);
+}
+
+DropoutStream draw_stream(Generator* gen) {
+  const autograd::RandomStream s = autograd::take_stream([gen] {
+    return autograd::RandomStream{(gen != nullptr ? *gen : *default_generator()).next_u64(), 0};
+  });
+  return {s.seed, s.call};
 }
 
 Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool training,

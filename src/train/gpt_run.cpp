@@ -237,7 +237,8 @@ void describe(const tt::GPT& model, const Run& run, const TextData& d, const GPT
             << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "")
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : "")
             << (o.init_from.empty() ? "" : ", from " + o.init_from)
-            << (o.bf16 ? ", products in bf16 (validation in float32)" : "") << ", " << o.steps
+            << (o.bf16 ? ", products in bf16 (validation in float32)" : "")
+            << (o.recompute ? ", blocks recomputed in backward" : "") << ", " << o.steps
             << " steps, eval every " << eval_every << ", threads=" << o.threads
             << (run.step > 0 ? ", resumed at step " + std::to_string(run.step) : std::string())
             << std::endl;
@@ -445,6 +446,7 @@ int run_gpt(GPTRunOptions o, const Session& session) {
                       .out(o.out)
                       .resume(o.resume)
                       .bf16(o.bf16)
+                      .recompute(o.recompute)
                       .profile(o.profile)
                       .quiet(o.quiet)
                       .check_in_sync(o.check_in_sync)

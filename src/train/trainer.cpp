@@ -26,6 +26,7 @@
 #include "tapegrad/train/progress.hpp"
 #include "tapegrad/train/run_folder.hpp"
 #include "tapegrad/train/stop_signals.hpp"
+#include "tapegrad/transformer/causal_lm.hpp"
 #ifdef TAPEGRAD_TRAIN_MPI
 #include "tapegrad/distributed/collectives.hpp"
 #include "tapegrad/distributed/data_parallel.hpp"
@@ -97,6 +98,13 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LambdaLR
                     "Trainer: expected clip >= 0 (0: no clipping), got ", o.clip());
   check<ValueError>(o.stop_after() >= 0, "Trainer: expected stop_after >= 0, got ", o.stop_after());
   check<ValueError>(o.profile() >= 0, "Trainer: expected profile >= 0, got ", o.profile());
+  if (o.recompute()) {  // as Hugging Face's Trainer calls gradient_checkpointing_enable()
+    auto* lm = dynamic_cast<nn::transformer::CausalLM*>(&model);
+    check<ValueError>(lm != nullptr, "Trainer: recompute: expected a model that recomputes its "
+                      "blocks (a CausalLM: GPT, LlamaForCausalLM), got ", model.context(),
+                      "; call autograd::checkpoint in its forward instead");
+    lm->recompute(true);
+  }
 #ifdef TAPEGRAD_TRAIN_MPI
   if (distributed::is_initialized())
     rank_ = distributed::rank(), world_ = distributed::world_size();

@@ -36,6 +36,12 @@ Array CausalLM::last_logits(const IndexArray& idx) {
   return out;
 }
 
+void CausalLM::recompute(bool on) {
+  check<ValueError>(!on, context(), ".recompute: expected a model whose blocks run under "
+                    "autograd::checkpoint (GPT, LlamaForCausalLM), got one that does not implement "
+                    "recompute(bool); call autograd::checkpoint in its forward instead");
+}
+
 namespace {
 void check_options(const std::string& where, const GenerateOptions& o) {
   check<ValueError>(o.max_new_tokens() >= 0, where, ": expected max_new_tokens >= 0, got ",

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/transformer/gpt_init.hpp"
 #include "tapegrad/transformer/gpt_parts.hpp"
@@ -246,6 +247,15 @@ Tensor GPT::features(const IndexArray& idx, std::vector<Array>* attention) {
   Tensor x = embed(idx);
   if (attention) attention->clear();
   for (const auto& block : *transformer->h) {
+    if (recompute_ && attention == nullptr) {
+      // The Block's activations are not kept: backward runs it again (autograd/checkpoint.hpp).
+      x = autograd::checkpoint(
+          [block](const std::vector<Tensor>& in) {
+            return static_cast<Block&>(*block).forward(in[0]);
+          },
+          {x});
+      continue;
+    }
     Array weights;
     x = static_cast<Block&>(*block).forward(x, attention ? &weights : nullptr);
     if (attention) attention->push_back(std::move(weights));

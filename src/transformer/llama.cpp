@@ -18,6 +18,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/tape.hpp"
 #include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/ops/activation.hpp"
@@ -277,8 +278,18 @@ Tensor LlamaForCausalLM::embed(const IndexArray& idx) {
 Tensor LlamaForCausalLM::features(const IndexArray& idx) {
   autograd::ModuleScope scope(type_name(), path());
   Tensor x = embed(idx);
-  for (const auto& layer : *model->layers)
-    x = static_cast<LlamaDecoderLayer&>(*layer).forward(x, *model->rotary_emb);
+  for (const auto& layer : *model->layers) {
+    if (!recompute_) {
+      x = static_cast<LlamaDecoderLayer&>(*layer).forward(x, *model->rotary_emb);
+      continue;
+    }
+    // The layer's activations are not kept: backward runs it again (autograd/checkpoint.hpp).
+    x = autograd::checkpoint(
+        [layer, rotary = model->rotary_emb](const std::vector<Tensor>& in) {
+          return static_cast<LlamaDecoderLayer&>(*layer).forward(in[0], *rotary);
+        },
+        {x});
+  }
   return model->norm->forward(x);
 }
 

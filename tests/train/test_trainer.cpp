@@ -2,7 +2,7 @@
 // GPT with dropout: a run stopped and resumed ends on the bits of a run that never stopped
 // (stop_after, a stop signal, a batch that cannot be read); gradient accumulation gives the large
 // batch's step; the folder is locked; a checkpoint of another model is refused; options out of
-// range are refused, naming them.
+// range are refused, naming them; recompute gives the bits of a run without it.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -250,5 +250,25 @@ TEST_SUITE("train.trainer") {
     refused(train::TrainerOptions().eval_every(0), "expected eval_every >= 1, got 0");
     refused(train::TrainerOptions().clip(-1), "expected clip >= 0 (0: no clipping), got -1");
     refused(train::TrainerOptions().clip(NAN), "expected clip >= 0");
+  }
+
+  TEST_CASE("recompute trains to the bits of a run without it, dropout on") {
+    const auto dir = fresh_folder("train", "recompute");
+    TinyRun plain(quiet(dir / "plain", 6).grad_accum(2));
+    TinyRun recomputed(quiet(dir / "recomputed", 6).grad_accum(2).recompute(true));
+    CHECK(recomputed.model.recompute());
+    const train::Run a = plain.fit(), b = recomputed.fit();
+    CHECK(a.train_losses == b.train_losses);
+    CHECK(a.val_history == b.val_history);
+    CHECK(same_parameters(plain.model, recomputed.model));
+  }
+
+  TEST_CASE("recompute on a model that is no CausalLM is refused, naming the option") {
+    TinyRun run(train::TrainerOptions().quiet(true));
+    nn::Linear other(nn::LinearOptions(2, 2));
+    CHECK_THROWS_WITH_AS(
+        train::Trainer(other, run.opt, &run.sched, train::TrainerOptions().recompute(true)),
+        doctest::Contains("Trainer: recompute: expected a model that recomputes its blocks"),
+        ValueError);
   }
 }

@@ -19,6 +19,18 @@ class NoGradGuard {
  private:
   bool previous_;
 };
+/// Turns recording back on while alive (RAII, nestable), like torch.enable_grad(): what
+/// autograd::checkpoint's recompute runs under, inside a backward (which records nothing).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 /// While alive, every op checks its output (and backward every gradient) for NaN and Inf and
 /// throws AutogradError naming the first op that produced one (torch.autograd.detect_anomaly).

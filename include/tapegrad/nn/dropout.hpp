@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <xtensor/xarray.hpp>
 
@@ -79,6 +80,8 @@ class Dropout : public Module {
   void extra_repr(std::ostream& os) const override;  ///< "p=0.1, inplace=False"
 
  private:
+  ops::DropoutStream take_stream(const std::optional<Shape>& shape);  // shape: last_mask()'s
+
   DropoutOptions options_;
   std::shared_ptr<Generator> generator_;
   std::uint64_t seed_ = 0;       // the Philox key, taken from generator_

@@ -47,9 +47,13 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream,
                bool inplace = false);
 
 /// The functional form with a generator, like torch.nn.functional.dropout: a call that drops
-/// (training, p > 0, x not empty) draws one 64-bit seed from `gen` and uses the stream {seed, 0}.
-/// So reseeding `gen` replays the same masks, and each call gets a new one.
+/// (training, p > 0, x not empty) draws one 64-bit seed from `gen` and uses the stream {seed, 0}
+/// (draw_stream). So reseeding `gen` replays the same masks, and each call gets a new one.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen, bool inplace = false);
+
+/// A new stream {gen.next_u64(), 0} (the default generator's when `gen` is null), taken through
+/// autograd::take_stream: in the recompute of autograd::checkpoint, the stream the forward took.
+DropoutStream draw_stream(Generator* gen);
 
 /// dropout(x + rows) in one pass, for x (B, L, D) and a table whose first L rows (rows of D
 /// floats, leading dimensions flattened: (L, D), (1, max_len, D), ...) are added to each of x's B

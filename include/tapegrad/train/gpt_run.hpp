@@ -51,6 +51,7 @@ struct GPTRunOptions {
   double lr = 1e-3, min_lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0.1, clip = 1.0;
   std::uint64_t seed = 0;
   bool bf16 = false;
+  bool recompute = false;  ///< each Block run again in backward instead of keeping its activations
   std::int64_t threads = 1;
 
   // The run.

@@ -118,6 +118,10 @@ struct TrainerOptions {
   TAPEGRAD_ARG(bool, resume) = false;
   /// The products in bfloat16 (autocast::bf16) in training steps; validation stays float32.
   TAPEGRAD_ARG(bool, bf16) = false;
+  /// Activation recompute: the trainer turns the model's recompute(true) on (a CausalLM: the GPT,
+  /// LlamaForCausalLM), whose blocks then keep their inputs instead of their activations and run
+  /// again in backward; the same bits, less memory, more time. Another model is refused.
+  TAPEGRAD_ARG(bool, recompute) = false;
   /// Print the profiler's table of this many steps, taken after up to 10 warm-up steps.
   TAPEGRAD_ARG(std::int64_t, profile) = 0;
   /// No progress lines (validations and the end are still reported).

@@ -44,6 +44,14 @@ class CausalLM : public Module {
   /// The logits (B, vocab_size) of the last position of idx (B, T), with nothing cached: the
   /// sampler's path without the cache. By default the last position of forward(idx).
   virtual Array last_logits(const IndexArray& idx);
+
+  /// Activation recompute (Hugging Face's gradient_checkpointing_enable): when on, each block's
+  /// forward runs under autograd::checkpoint, which keeps only the block's input for backward
+  /// and runs the block again there; the gradients are the same bits. The GPT and
+  /// LlamaForCausalLM implement it; by default a model refuses (ValueError naming it).
+  virtual void recompute(bool on);
+  /// Whether recompute is on (default false).
+  virtual bool recompute() const { return false; }
 };
 
 }  // namespace tapegrad::nn::transformer

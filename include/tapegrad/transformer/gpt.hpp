@@ -285,6 +285,11 @@ class GPT : public CausalLM {
   void reset_cache() override;
   /// Whether every Block's attention supports the cache; generate() samples without it if not.
   bool supports_cache() const override;
+  /// When on, each Block's forward runs under autograd::checkpoint: a step keeps each Block's
+  /// input instead of its activations, and backward runs the Block again, the same bits (its
+  /// dropout masks included). features() with `attention` runs the Blocks plainly.
+  void recompute(bool on) override { recompute_ = on; }
+  bool recompute() const override { return recompute_; }
   /// The head on the last position of features(idx) only.
   Array last_logits(const IndexArray& idx) override;
 
@@ -315,6 +320,7 @@ class GPT : public CausalLM {
   GPTConfig config_;
   std::shared_ptr<Generator> generator_;
   std::shared_ptr<KVCache> cache_;  // null: nothing cached
+  bool recompute_ = false;
 };
 
 }  // namespace tapegrad::nn::transformer

@@ -233,6 +233,10 @@ class LlamaForCausalLM : public CausalLM {
   void reset_cache() override;
   /// The head on the last position of features(idx) only.
   Array last_logits(const IndexArray& idx) override;
+  /// When on, each decoder layer's forward runs under autograd::checkpoint: a step keeps each
+  /// layer's input instead of its activations, and backward runs the layer again, the same bits.
+  void recompute(bool on) override { recompute_ = on; }
+  bool recompute() const override { return recompute_; }
 
   /// nn::parameter_groups(*this): the matrices decay, the norms and the token table do not.
   ParameterGroups parameter_groups() const;
@@ -255,6 +259,7 @@ class LlamaForCausalLM : public CausalLM {
   LlamaConfig config_;
   std::shared_ptr<Generator> generator_;
   std::size_t cache_batch_ = 0;  // the cache's batch size, while it holds positions
+  bool recompute_ = false;
 };
 
 }  // namespace tapegrad::nn::transformer
