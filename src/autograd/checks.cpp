@@ -64,5 +64,6 @@ void expect_reached(const TensorImpl& t, const char* op) {
 
 WalkScope::WalkScope(std::uint64_t walk) : previous_(current_walk) { current_walk = walk; }
 WalkScope::~WalkScope() { current_walk = previous_; }
+bool backward_running() { return current_walk != 0; }
 
 }  // namespace tapegrad::autograd::detail

@@ -11,7 +11,8 @@
 //      intermediate's pending gradient, which lives on that tensor until its own entry has run.
 //   3. consume (unless retain_graph): an entry that ran frees its closure, saved tensors and
 //      inputs, and keeps its name and number so that a later backward can say what is gone.
-// Leaves' post-accumulate hooks and queued callbacks (data-parallel training) are in hooks.cpp.
+// Leaves' post-accumulate hooks and queued callbacks (data-parallel training) are in hooks.cpp;
+// the profiler and BackwardTrace watch the run from profiler.cpp and backward_trace.cpp.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -91,6 +92,7 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
       TensorImpl& out = *tape[k];
       EntryBase& e = *out.grad_fn;
       const bool ran = take_pending_dense(out);  // else: not on a path to the loss
+      if (active_trace != nullptr) trace_entry(e, out, ran);  // autograd::BackwardTrace
       if (ran) {
         check_saved_versions(e);  // nothing it reads was written in place since
         if (active_profile == nullptr)
