@@ -150,6 +150,7 @@ std::string json_string(std::string_view s) {
 
 std::string number(float v) {
   if (!std::isfinite(v)) return "null";  // JSON has no NaN; the page shows it as missing
+  if (v == 0.0f && std::signbit(v)) return "-0.0";  // dropout's -0: a number, not the integer 0
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.9g", double(v));  // 9 digits: the float comes back exact
   return buffer;
