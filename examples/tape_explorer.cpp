@@ -96,9 +96,9 @@ Excerpt formula_of(const FormulaSource& s) {
   for (std::size_t i = 0; i < lines.size(); ++i)
     if (lines[i].substr(0, s.anchor.size()) == s.anchor) found.push_back(i);
   if (found.size() != 1)
-    throw InvariantError("kFormulas: expected one line starting with '" +
-                         std::string(s.anchor) + "' in " + std::string(s.file) + ", got " +
-                         std::to_string(found.size()) + "; update kFormulas");
+    throw InvariantError("kFormulas: expected one line starting with '" + std::string(s.anchor) +
+                         "' in " + std::string(s.file) + ", got " + std::to_string(found.size()) +
+                         "; update kFormulas");
   Excerpt e{std::string(s.file), 0, {}};
   std::string_view text;
   if (s.above) {
@@ -139,17 +139,22 @@ Excerpt line_with(std::string_view file, std::string_view needle) {
 std::string json_string(std::string_view s) {
   std::string q = "\"";
   for (const char c : s) {
-    if (c == '"' || c == '\\') q += std::string("\\") + c;
-    else if (c == '<') q += "\\u003c";  // no "</script>" can end the data early
-    else if (c == '\n') q += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) q += ' ';
-    else q += c;
+    if (c == '"' || c == '\\')
+      q += std::string("\\") + c;
+    else if (c == '<')
+      q += "\\u003c";  // no "</script>" can end the data early
+    else if (c == '\n')
+      q += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      q += ' ';
+    else
+      q += c;
   }
   return q + "\"";
 }
 
 std::string number(float v) {
-  if (!std::isfinite(v)) return "null";  // JSON has no NaN; the page shows it as missing
+  if (!std::isfinite(v)) return "null";             // JSON has no NaN; the page shows it as missing
   if (v == 0.0f && std::signbit(v)) return "-0.0";  // dropout's -0: a number, not the integer 0
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.9g", double(v));  // 9 digits: the float comes back exact
@@ -164,8 +169,10 @@ std::string tensor_json(const A& a) {
   os << "],\"data\":[";
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (i) os << ',';
-    if constexpr (std::is_same_v<typename A::value_type, float>) os << number(a.data()[i]);
-    else os << a.data()[i];
+    if constexpr (std::is_same_v<typename A::value_type, float>)
+      os << number(a.data()[i]);
+    else
+      os << a.data()[i];
   }
   return os.str() + "]}";
 }
@@ -179,8 +186,8 @@ std::string shape_json(const Shape& s) {
 std::string excerpt_json(const Excerpt& e) {
   std::string lines;
   for (const std::string& l : e.lines) lines += (lines.empty() ? "" : ",") + json_string(l);
-  return "{\"file\":" + json_string(e.file) + ",\"line\":" + std::to_string(e.line) + ",\"lines\":[" +
-         lines + "]}";
+  return "{\"file\":" + json_string(e.file) + ",\"line\":" + std::to_string(e.line) +
+         ",\"lines\":[" + lines + "]}";
 }
 
 std::string hex(std::uint64_t v) {
@@ -276,10 +283,12 @@ int run(int argc, char** argv) {
         for (std::size_t i = 0; i < e->inputs.size(); ++i) {
           const autograd::TapeEntry::Input& in = e->inputs[i];
           const std::string tid = name_of(in.id);
-          entries << (i ? "," : "") << "{\"tensor\":" << json_string(tid) << ",\"shape\":"
-                  << shape_json(in.shape) << ",\"requires_grad\":" << (in.requires_grad ? "true" : "false")
+          entries << (i ? "," : "") << "{\"tensor\":" << json_string(tid)
+                  << ",\"shape\":" << shape_json(in.shape)
+                  << ",\"requires_grad\":" << (in.requires_grad ? "true" : "false")
                   << ",\"producer\":" << in.producer << "}";
-          if (in.producer < 0 && parameters.count(in.name))  // a leaf: its value as the forward read it
+          if (in.producer < 0 &&
+              parameters.count(in.name))  // a leaf: its value as the forward read it
             add_tensor(tid, in.name, "parameter", tensor_json(parameters.at(in.name).data()));
         }
         entries << "],\"output\":" << json_string(name_of(e->output_id))
@@ -324,8 +333,10 @@ int run(int argc, char** argv) {
   }
 
   std::ostringstream words, tags;
-  for (std::int64_t id = 0; id < lang.vocab(); ++id) words << (id ? "," : "") << json_string(lang.word(id));
-  for (std::int64_t t = 0; t < lang.num_tags(); ++t) tags << (t ? "," : "") << json_string(lang.tag_name(t));
+  for (std::int64_t id = 0; id < lang.vocab(); ++id)
+    words << (id ? "," : "") << json_string(lang.word(id));
+  for (std::int64_t t = 0; t < lang.num_tags(); ++t)
+    tags << (t ? "," : "") << json_string(lang.tag_name(t));
   std::ostringstream data;
   data << "{\"model\":{\"vocab\":" << lang.vocab() << ",\"d_model\":" << options.d_model
        << ",\"padding_idx\":" << toy::kPad << ",\"scale\":" << number(model.embed->scale())

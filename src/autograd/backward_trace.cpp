@@ -41,8 +41,8 @@ void trace_entry(const EntryBase& e, const TensorImpl& output, bool ran) {
 void trace_added(const TensorImpl& target, const Array& grad) {
   // Only what a closure adds: not a leaf that is its own loss, nor a gradient set by hand.
   if (!backward_running() || active_trace->steps.empty()) return;
-  active_trace->steps.back().added.push_back({reinterpret_cast<std::uintptr_t>(&target),
-                                              target.name, grad, dense_grad(target)});
+  active_trace->steps.back().added.push_back(
+      {reinterpret_cast<std::uintptr_t>(&target), target.name, grad, dense_grad(target)});
 }
 
 void trace_added(const TensorImpl& target, const RowSparseGrad& grad) {

@@ -92,7 +92,7 @@ void backward(const Tensor& root, Array seed, bool retain_graph) {
       TensorImpl& out = *tape[k];
       EntryBase& e = *out.grad_fn;
       const bool ran = take_pending_dense(out);  // else: not on a path to the loss
-      if (active_trace != nullptr) trace_entry(e, out, ran);  // autograd::BackwardTrace
+      if (active_trace != nullptr) trace_entry(e, out, ran);
       if (ran) {
         check_saved_versions(e);  // nothing it reads was written in place since
         if (active_profile == nullptr)

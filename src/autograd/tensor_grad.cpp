@@ -57,7 +57,8 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
     check_grad_shape(*this, g.shape(), op);
     check_target(*this, *impl_, op);
     impl_->grad = std::move(g);  // the first gradient is adopted, not copied
-    if (autograd::detail::active_trace != nullptr) autograd::detail::trace_added(*impl_, *impl_->grad);
+    if (autograd::detail::active_trace != nullptr)
+      autograd::detail::trace_added(*impl_, *impl_->grad);
     return;
   }
   accumulate_grad(static_cast<const Array&>(g), op);

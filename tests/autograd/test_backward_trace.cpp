@@ -16,8 +16,8 @@ TEST_SUITE("autograd.backward_trace") {
   TEST_CASE("each entry appears in the engine's order with what it received and what it added") {
     Parameter w(Array{0.5f, -1.0f, 2.0f});
     Tensor x(Array{1.0f, 2.0f, 3.0f});
-    Tensor y = ops::mul(w, x);       // #a: y = w x
-    Tensor loss = ops::sum(y * y);   // #b mul, #c sum
+    Tensor y = ops::mul(w, x);      // #a: y = w x
+    Tensor loss = ops::sum(y * y);  // #b mul, #c sum
     const autograd::Tape tape = autograd::tape_of(loss);
     autograd::BackwardTrace trace;
     loss.backward();

@@ -43,9 +43,9 @@ class BackwardTrace {
     std::uint64_t seq = 0;  ///< the entry's number: TapeEntry::seq
     std::string op;
     std::string module;
-    bool ran = false;    ///< its output received a gradient, so its closure ran
-    Array output;        ///< the entry's output, as the forward computed it
-    Array grad_output;   ///< d(loss)/d(output) handed to the closure (empty if it did not run)
+    bool ran = false;   ///< its output received a gradient, so its closure ran
+    Array output;       ///< the entry's output, as the forward computed it
+    Array grad_output;  ///< d(loss)/d(output) handed to the closure (empty if it did not run)
     std::vector<Added> added;  ///< in the order the closure called accumulate_grad
   };
 
