@@ -4,7 +4,9 @@
 #                             gnuplot, and Debian's fortunes (about 2.4 MB of text: the GPT example's data);
 #                             then GPT-2's tokenizer files, for its tests (below)
 #   scripts/setup.sh --mpi    also Open MPI, for tapegrad::distributed (training on several processes)
-#   scripts/setup.sh --ci     everything CI uses: the above, Open MPI, clang + libFuzzer runtime, NumPy
+#   scripts/setup.sh --ci     everything CI uses: the above, Open MPI, clang + libFuzzer runtime, NumPy,
+#                             and Debian's chromium with its chromedriver (the tape explorer's page is
+#                             tested in a real browser: tests/browser/, driven over WebDriver by node)
 #   scripts/setup.sh --cross-arm64
 #                             also GCC's cross compiler for 64-bit Arm, qemu-user and OpenBLAS for arm64
 #                             (adding arm64 to dpkg's architectures), for scripts/cross_test.sh
@@ -25,7 +27,7 @@ arm64=false ci=false
 for flag in "$@"; do
   case "$flag" in
     --mpi) packages+=("${mpi[@]}") ;;
-    --ci) packages+=("${mpi[@]}" clang libclang-rt-dev python3-numpy); ci=true ;;
+    --ci) packages+=("${mpi[@]}" clang libclang-rt-dev python3-numpy chromium chromium-driver); ci=true ;;
     --cross-arm64) packages+=("${cross_arm64[@]}"); arm64=true ;;
     *) echo "setup: unknown option $flag (expected --mpi, --ci or --cross-arm64)" >&2; exit 2 ;;
   esac

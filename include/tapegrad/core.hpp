@@ -18,6 +18,7 @@
 #include "tapegrad/core/parameter.hpp"
 #include "tapegrad/core/random.hpp"
 #include "tapegrad/autograd/tape.hpp"
+#include "tapegrad/autograd/backward_trace.hpp"
 #include "tapegrad/autograd/gradcheck.hpp"
 #include "tapegrad/autograd/checkpoint.hpp"
 #include "tapegrad/autograd/profiler.hpp"

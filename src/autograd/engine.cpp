@@ -11,7 +11,8 @@
 //      intermediate's pending gradient, which lives on that tensor until its own entry has run.
 //   3. consume (unless retain_graph): an entry that ran frees its closure, saved tensors and
 //      inputs, and keeps its name and number so that a later backward can say what is gone.
-// Leaves' post-accumulate hooks and queued callbacks (data-parallel training) are in hooks.cpp.
+// Leaves' post-accumulate hooks and queued callbacks (data-parallel training) are in hooks.cpp;
+// the profiler and BackwardTrace watch the run from profiler.cpp and backward_trace.cpp.
 //
 // A closure may run a backward of its own: autograd::checkpoint's recomputes fn, which records
 // new entries, numbered after every entry of the running backward, then calls backward_inside on
@@ -80,6 +81,7 @@ void run(std::vector<Impl>& tape, bool retain_graph, LeafHooks* hooks) {
       TensorImpl& out = *tape[k];
       EntryBase& e = *out.grad_fn;
       const bool ran = take_pending_dense(out);  // else: not on a path to the loss
+      if (active_trace != nullptr) trace_entry(e, out, ran);
       if (ran) {
         check_saved_versions(e);  // nothing it reads was written in place since
         if (active_profile == nullptr)

@@ -42,6 +42,8 @@ void check_saved_versions(const EntryBase& e);
 /// Throws AutogradError unless the running backward (on this thread) has reached the entry that
 /// produced `t`: a closure may add only into the inputs its op recorded.
 void expect_reached(const TensorImpl& t, const char* op);
+/// Whether a backward's entries are running on this thread (a WalkScope is alive).
+bool backward_running();
 /// Marks backward number `walk` as running on this thread while alive (for expect_reached). A
 /// backward_inside runs within another: both are running.
 class WalkScope {
@@ -135,5 +137,14 @@ void profile_forward(const EntryBase& e);
 void profile_backward(EntryBase& e, Array&& doutput);
 /// Something that is no op's forward ended or began now (a backward, a module's forward).
 void profile_mark();
+
+// ---- backward_trace.cpp: autograd::BackwardTrace's hooks, one branch each when it is off ------
+struct TraceData;
+inline thread_local TraceData* active_trace = nullptr;  // this thread's BackwardTrace's data
+/// Before entry `e`, reached by a backward, runs (or is passed over: `ran` false).
+void trace_entry(const EntryBase& e, const TensorImpl& output, bool ran);
+/// After accumulate_grad added `grad` into `target`'s gradient.
+void trace_added(const TensorImpl& target, const Array& grad);
+void trace_added(const TensorImpl& target, const RowSparseGrad& grad);
 
 }  // namespace tapegrad::autograd::detail

@@ -48,6 +48,7 @@ void Tensor::accumulate_grad(const Array& g, const char* op) const {
   } else {
     t.grad = g;
   }
+  if (autograd::detail::active_trace != nullptr) autograd::detail::trace_added(t, g);
 }
 
 void Tensor::accumulate_grad(Array&& g, const char* op) const {
@@ -56,6 +57,8 @@ void Tensor::accumulate_grad(Array&& g, const char* op) const {
     check_grad_shape(*this, g.shape(), op);
     check_target(*this, *impl_, op);
     impl_->grad = std::move(g);  // the first gradient is adopted, not copied
+    if (autograd::detail::active_trace != nullptr)
+      autograd::detail::trace_added(*impl_, *impl_->grad);
     return;
   }
   accumulate_grad(static_cast<const Array&>(g), op);
@@ -81,6 +84,7 @@ void Tensor::accumulate_grad(RowSparseGrad&& g, const char* op) const {
   check_sparse_fits(*this, g, op);
   check_target(*this, t, op);
   t.sparse_grad = std::make_unique<RowSparseGrad>(std::move(g));  // adopted, not copied
+  if (autograd::detail::active_trace != nullptr) autograd::detail::trace_added(t, *t.sparse_grad);
 }
 
 void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
@@ -104,6 +108,7 @@ void Tensor::accumulate_grad(const RowSparseGrad& g, const char* op) const {
   } else {
     t.sparse_grad = std::make_unique<RowSparseGrad>(g);
   }
+  if (autograd::detail::active_trace != nullptr) autograd::detail::trace_added(t, g);
 }
 
 namespace autograd::detail {
