@@ -264,6 +264,7 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
   if (key == "gpt.norm_eps") return py_float(1e-5);
   if (key == "gpt.train_block_size") return note(f, "gpt.block_size", path);  // (were equal)
   if (key == "gpt.data_format") return "fortunes";  // --data was read as fortunes only
+  if (key == "gpt.lora_r") return "0";               // (no adapters before they existed)
   return note(f, key, path);
 }
 
@@ -447,22 +448,23 @@ LoadedModel load_model(const std::string& path, const std::string& adapter) {
     {
       nn::SkipInitGuard skip;  // io::load below writes every parameter (strict)
       model = std::make_shared<tt::GPT>(config, std::make_shared<Generator>(0));
-      if (f.metadata_value("progress.extra.lora.r")) {  // a run with --lora-r: its adapters
+      if (note_or_default(f, "gpt.lora_r", path) != "0") {  // a run with --lora-r: its adapters
+        const std::int64_t r = integer_note(f, "gpt.lora_r", path, 1, 4096);
         std::vector<std::string> targets;
-        std::stringstream list(note(f, "lora.target_modules", path));
+        std::stringstream list(note(f, "gpt.lora_targets", path));
         for (std::string t; std::getline(list, t, ',');) targets.push_back(t);
         const auto options =
-            nn::LoRAOptions(integer_note(f, "lora.r", path, 1, 4096))
+            nn::LoRAOptions(r)
                 .lora_alpha(number_note(
-                    f, "lora.alpha", path, note(f, "lora.alpha", path),
+                    f, "gpt.lora_alpha", path, note(f, "gpt.lora_alpha", path),
                     [](double a) { return a > 0 && a <= 1e6; }, "a number in (0, 1e6]"))
                 .lora_dropout(number_note(
-                    f, "lora.dropout", path, note(f, "lora.dropout", path),
+                    f, "gpt.lora_dropout", path, note(f, "gpt.lora_dropout", path),
                     [](double p) { return p >= 0 && p < 1; }, "a number in [0, 1)"));
         try {
           nn::add_lora(*model, targets, options);
         } catch (const ValueError& e) {
-          throw CheckpointError("'" + path + "': the notes lora.*: " + e.what(),
+          throw CheckpointError("'" + path + "': the note gpt.lora_targets: " + e.what(),
                                 "InvalidCheckpoint");
         }
       }

@@ -627,14 +627,15 @@ int run_gpt(GPTRunOptions o, const Session& session) {
     check_training_memory(m.gpt ? sizes_of(m.gpt->config()) : sizes_of(m.llama->config()),
                           double(count(m.lm->parameters())), double(trainable_count(*m.lm)),
                           o.batch_size, o.block_size, o.recompute);
-  if (o.lora_r > 0) {  // another adapter is another model: --resume refuses it, naming the note
+  // Another adapter is another model: --resume refuses it, naming the note (0: none).
+  notes["gpt.lora_r"] = std::to_string(o.lora_r);
+  if (o.lora_r > 0) {
     const pretrained::LoRAAdapterConfig lora = pretrained::lora_adapter_config_of(*m.lm);
-    notes["lora.r"] = std::to_string(o.lora_r);
-    notes["lora.alpha"] = py_float(o.lora_alpha);
-    notes["lora.dropout"] = py_float(o.lora_dropout);
+    notes["gpt.lora_alpha"] = py_float(o.lora_alpha);
+    notes["gpt.lora_dropout"] = py_float(o.lora_dropout);
     std::string targets;
     for (const std::string& t : lora.target_modules) targets += (targets.empty() ? "" : ",") + t;
-    notes["lora.target_modules"] = targets;
+    notes["gpt.lora_targets"] = targets;
   }
   notes["gpt.train_block_size"] = std::to_string(o.block_size);  // (--init-from: not n_positions)
   if (text.format != "tokens") notes["gpt.data_format"] = text.format;  // other text, other run

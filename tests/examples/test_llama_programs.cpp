@@ -196,6 +196,24 @@ TEST_SUITE("examples.llama") {
                              original.at("model.layers.0.mlp.up_proj.weight")));
     CHECK_FALSE(testing::all_close(got.at("model.layers.0.self_attn.q_proj.weight"),
                                    original.at("model.layers.0.self_attn.q_proj.weight")));
+    // the run's checkpoint: --resume refuses other adapters, or none, naming the note; gpt_eval
+    // names the folders to read instead
+    const std::string again = "--init-from " + q(model_dir) + " --data " + q(text) +
+                              " --data-format text --block-size 16 --batch-size 2 --steps 8 "
+                              "--eval-windows 2 --quiet --resume --out " + q(dir / "run");
+    for (const std::string lora : {" --lora-r 2", ""}) {
+      const ProgramOutput other = run(TAPEGRAD_GPT, again + lora);
+      INFO(other.text);
+      CHECK(other.status == 2);
+      CHECK(other.text.find("was made with another lora_") != std::string::npos);
+    }
+    const ProgramOutput checkpoint = run(TAPEGRAD_GPT_EVAL, "--model " +
+                                                                q(dir / "run/last.safetensors") +
+                                                                " --text " + q(text));
+    INFO(checkpoint.text);
+    CHECK(checkpoint.status == 2);
+    CHECK(checkpoint.text.find("a checkpoint of a run that fine-tuned a Llama folder") !=
+          std::string::npos);
     // and the folder scores as a Llama folder
     const ProgramOutput eval = run(TAPEGRAD_GPT_EVAL, "--model " + q(dir / "merged") + " --text " +
                                                           q(text) + " --max-windows 1");
