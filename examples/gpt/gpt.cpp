@@ -9,6 +9,8 @@
 //     gpt --init-from gpt2 --data my.txt --block-size 256 --batch-size 4 --grad-accum 2 --lr 3e-5
 //                                              # fine-tune OpenAI's GPT-2 (a Hugging Face folder)
 //     gpt ... --export-hf my-gpt2             # and write the result in Hugging Face's layout
+//     gpt --init-from SmolLM2-135M --data my.txt --lora-r 8 --export-adapter my-lora
+//                                              # LoRA on a Llama folder, the adapter in PEFT's layout
 //
 // This program is its flags: everything else is the library's, in one call, train::run_gpt
 // (include/tapegrad/train/gpt_run.hpp: the recipe, the data, the model, what the run shows), over
@@ -44,8 +46,9 @@ void add_model_flags(CLI::App& app, train::GPTRunOptions& o) {
   app.add_option("--tokenizer", o.text.tokenizer,
                  "what a token is: char (a character of the training text), bpe:N (a byte pair "
                  "encoding of N tokens trained on the training text, split as GPT-2 splits), "
-                 "bpe-model:FILE (a BPE saved by tokenize --train-bpe), or gpt2:DIR (GPT-2's, "
-                 "from DIR's encoder.json and vocab.bpe)");
+                 "bpe-model:FILE (a BPE saved by tokenize --train-bpe), gpt2:DIR (GPT-2's, "
+                 "from DIR's encoder.json and vocab.bpe), or hf:FILE (a pretrained model's "
+                 "tokenizer.json, a byte-level BPE)");
   app.add_option("--block-size", o.block_size, "context length in tokens")
       ->check(integer_in(1, Limits::kMaxBlockSize));
   app.add_option("--n-layer", o.n_layer, "Transformer blocks")
@@ -140,12 +143,31 @@ void add_run_flags(CLI::App& app, train::GPTRunOptions& o) {
                  "folder for checkpoints, data files and pictures (one run at a time: it is "
                  "locked for the run)");
   app.add_option("--init-from", o.init_from,
-                 "start from the Hugging Face GPT-2 in DIR (config.json, model.safetensors, "
-                 "vocab.json, merges.txt): its sizes, weights and tokenizer");
+                 "start from the Hugging Face model in DIR: a GPT-2 (config.json, "
+                 "model.safetensors, vocab.json, merges.txt) or a Llama (config.json with "
+                 "model_type llama, model.safetensors or its shards, tokenizer.json): its sizes, "
+                 "weights and tokenizer");
   app.add_option("--export-hf", o.export_hf,
-                 "when training ends, write the model to DIR in Hugging Face's layout (GPT-2's "
-                 "choices only: --pos learned --norm layernorm --mlp gelu); DIR new or empty, "
-                 "locked for the run, filled whole at the end");
+                 "when training ends, write the model to DIR in Hugging Face's layout (a GPT: "
+                 "GPT-2's choices only, --pos learned --norm layernorm --mlp gelu; a Llama: its "
+                 "folder's config.json and tokenizer files); DIR new or empty, locked for the "
+                 "run, filled whole at the end");
+  app.add_option("--lora-r", o.lora_r,
+                 "train LoRA adapters of rank R (PEFT's) on --lora-targets, every other weight "
+                 "frozen (0: train every weight)")
+      ->check(integer_in(0, 4096));
+  app.add_option("--lora-alpha", o.lora_alpha, "LoRA's scaling numerator: alpha / r")
+      ->check(number_in(0, 1e6, Ends::open_low));
+  app.add_option("--lora-dropout", o.lora_dropout, "dropout on the adapters' input")
+      ->check(number_in(0, 1, Ends::open_high));
+  app.add_option("--lora-targets", o.lora_targets,
+                 "comma-separated module names the adapters go on, matched as PEFT's "
+                 "target_modules (default: q_proj,v_proj for a Llama, c_attn for a GPT)");
+  app.add_option("--export-adapter", o.export_adapter,
+                 "when training ends, write the LoRA adapters to DIR in PEFT's layout "
+                 "(adapter_config.json, adapter_model.safetensors); DIR new or empty");
+  app.add_flag("--merge-adapter", o.merge_adapter,
+               "fold the LoRA adapters into the weights --export-hf writes (W += alpha / r B A)");
   app.add_flag("--resume", o.resume, "continue from OUT/last.safetensors");
   app.add_option("--stop-after", o.stop_after,
                  "stop after this step (checkpoint saved), to --resume later")

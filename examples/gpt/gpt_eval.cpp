@@ -1,13 +1,15 @@
-// examples/gpt/gpt_eval.cpp: score a text with a GPT: the mean loss per token, bits per byte and
-// perplexity.
+// examples/gpt/gpt_eval.cpp: score a text with a GPT or a Llama: the mean loss per token, bits per
+// byte and perplexity.
 //
 //     gpt_eval --model gpt2 --text shakespeare.txt                 # a Hugging Face GPT-2 folder
+//     gpt_eval --model SmolLM2-135M --text notes.txt               # a Llama folder (tokenizer.json)
+//     gpt_eval --model SmolLM2-135M --adapter my-lora --text notes.txt   # with a PEFT LoRA adapter
 //     gpt_eval --model gpt_out/best.safetensors --text notes.txt   # a checkpoint of examples/gpt
 //     gpt_eval --model gpt2 --text big.txt --max-windows 8         # the first 8 windows only
 //
 // The text is tokenized with the model's own tokenizer (a special token's text, "<|endoftext|>",
 // is read as ordinary text), then cut into windows of --window tokens (default: the model's
-// context, n_positions, or the whole text when it is shorter): window k reads tokens
+// context, n_positions or max_position_embeddings, or the whole text when it is shorter): window k reads tokens
 // [kW, kW + W) and predicts each next one, so every token but the text's first is predicted once,
 // from the 1 to W tokens of its window before it (no window overlaps another; the last one may be
 // shorter). Hugging Face's perplexity guide, with a stride equal to the window, scores a window's
@@ -57,7 +59,7 @@ namespace {
 constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t(256) << 20;
 
 struct Settings {
-  std::string model, text;
+  std::string model, text, adapter;
   std::int64_t window = 0;  // 0: the model's context
   std::int64_t max_windows = 0, batch_size = 1, threads = 1;
   bool quiet = false, bf16 = false;
@@ -65,13 +67,17 @@ struct Settings {
 
 Settings parse_settings(int argc, char** argv) {
   Settings s;
-  CLI::App app("Score a text with a GPT: loss per token, bits per byte, perplexity");
+  CLI::App app("Score a text with a GPT or a Llama: loss per token, bits per byte, perplexity");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.option_defaults()->always_capture_default();  // --help shows every default
   app.add_option("--model", s.model,
                  "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
-                 "merges.txt) or a checkpoint written by gpt")
+                 "merges.txt), a Llama folder (config.json, model.safetensors, tokenizer.json) or "
+                 "a checkpoint written by gpt")
       ->required();
+  app.add_option("--adapter", s.adapter,
+                 "a LoRA adapter folder in PEFT's layout (adapter_config.json, "
+                 "adapter_model.safetensors) to run the model with");
   app.add_option("--text", s.text, "the UTF-8 text to score")->required();
   app.add_option("--window", s.window, "tokens per window (default: the model's context)")
       ->check(flags::integer_in(2, train::GPTLimits::kMaxBlockSize));
@@ -130,7 +136,7 @@ struct Score {
 // Windows [first, first + count) of length W (the last may be shorter), as one batch when they
 // are all full, scored into `score` (train::summed_loss: the logits a few rows at a time, as the
 // training's validation scores).
-void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
+void score_windows(tt::CausalLM& model, const data::Tokenizer& tokenizer,
                    const std::vector<std::int64_t>& ids, std::size_t W,
                    const std::vector<std::size_t>& starts, Score& score) {
   const std::size_t T = std::min(W, ids.size() - 1 - starts.front());  // (equal for full windows)
@@ -153,10 +159,9 @@ void score_windows(tt::GPT& model, const data::Tokenizer& tokenizer,
 // whose context is a million positions (config.json accepts 2^20) would score a text of 40,000
 // tokens in one window of 13 GB. Refused above what the machine gives the run, naming the
 // window that fits.
-void check_scoring_memory(const tt::GPT& model, const Settings& s, std::size_t W,
+void check_scoring_memory(const train::ModelSizes& c, const Settings& s, std::size_t W,
                           std::size_t batch) {
-  const tt::GPTConfig& c = model.config();
-  const std::int64_t rows = train::logit_rows(c.vocab_size());
+  const std::int64_t rows = train::logit_rows(c.vocab);
   const double usable = gpt::usable_memory_bytes();
   const double need = gpt::forward_bytes(c, double(batch), double(W), double(rows));
   if (need <= usable) return;
@@ -165,11 +170,11 @@ void check_scoring_memory(const tt::GPT& model, const Settings& s, std::size_t W
   std::ostringstream os;
   os << "--window " << W;
   if (s.window == 0)
-    os << " (the default: the model's context, " << c.block_size()
+    os << " (the default: the model's context, " << c.context
        << " positions, or the text's tokens when fewer)";
   os << ": scoring " << batch << " window" << (batch > 1 ? "s" : "") << " of " << W
      << " tokens at once needs about " << memory_text(need) << " (the attention's weights, "
-     << batch << " x " << c.n_head() << " heads x " << W << " x " << W
+     << batch << " x " << c.heads << " heads x " << W << " x " << W
      << " floats, the activations and the logits), more than the "
      << memory_text(std::max(0.0, usable)) << " this machine leaves the run ("
      << gpt::usable_memory_text() << "); ";
@@ -186,16 +191,16 @@ int run(int argc, char** argv) {
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
   const std::string text = read_text(s.text);
-  train::LoadedModel m = train::load_model(s.model);
-  tt::GPT& model = *m.model;
-  const std::int64_t context = model.config().block_size();
+  train::LoadedModel m = train::load_model(s.model, s.adapter);
+  tt::CausalLM& model = *m.model;
+  const std::int64_t context = m.sizes.context;
   if (s.window > context)
     throw examples::FlagError("--window " + std::to_string(s.window) +
                               ": expected at most the "
                               "model's context, " +
                               std::to_string(context) + " tokens");
-  std::cout << "gpt_eval: " << m.kind << " " << s.model << ": " << model.num_params(false)
-            << " parameters (position table included), vocabulary " << model.config().vocab_size()
+  std::cout << "gpt_eval: " << m.kind << " " << s.model << m.adapter << ": " << m.parameters
+            << " " << m.parameters_text() << ", vocabulary " << m.sizes.vocab
             << ", context " << context
             << ", tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
             << std::setprecision(2) << m.seconds << " s" << std::endl;
@@ -212,7 +217,7 @@ int run(int argc, char** argv) {
   for (std::size_t at = 0; at + 1 < ids.size(); at += W) starts.push_back(at);
   if (s.max_windows > 0 && starts.size() > std::size_t(s.max_windows))
     starts.resize(std::size_t(s.max_windows));
-  check_scoring_memory(model, s, std::min(W, ids.size() - 1),
+  check_scoring_memory(m.sizes, s, std::min(W, ids.size() - 1),
                        std::min(starts.size(), std::size_t(s.batch_size)));
   std::cout << "gpt_eval: " << s.text << ": " << text.size() << " bytes, " << ids.size()
             << " tokens (" << std::setprecision(2) << double(text.size()) / double(ids.size())

@@ -1,14 +1,18 @@
-// examples/gpt/gpt_sample.cpp: generate text with a GPT trained by examples/gpt, or with GPT-2.
+// examples/gpt/gpt_sample.cpp: generate text with a GPT trained by examples/gpt, with GPT-2, or
+// with a Llama.
 //
 //     gpt_sample                                          # from gpt_out/best.safetensors
 //     gpt_sample --prompt "The meaning of life" --tokens 300 --temperature 0.8 --top-k 20 --seed 7
 //     gpt_sample --model gpt2 --prompt "Hello, I'm a language model,"   # a Hugging Face folder
+//     gpt_sample --model SmolLM2-135M --adapter my-lora --prompt "Once"  # a Llama, a PEFT adapter
 //     gpt_sample --compare                                # cached and uncached: same text, and the speed of each
 //
 // --model is a checkpoint of examples/gpt, whose notes (sizes, positions, norm, MLP, vocabulary)
 // rebuild the model, each checked against its range and against the tensors' shapes before
 // anything is built (tapegrad/train/gpt_model.hpp); or a Hugging Face GPT-2 folder (config.json,
-// model.safetensors, vocab.json, merges.txt; train::load_model). It samples with GPT::generate: a
+// model.safetensors, vocab.json, merges.txt; train::load_model), or a Llama folder (config.json,
+// model.safetensors, tokenizer.json), with --adapter a LoRA adapter in PEFT's layout attached to
+// the model. It samples with generate() (transformer/generate.hpp): a
 // cache of keys and values, so each new token costs one position. Characters of the prompt that
 // a character vocabulary lacks become <unk>. It reports the prompt's pass and the generation
 // apart: the prompt is read in one pass (prompt tokens/s), then each new token costs one
@@ -51,7 +55,7 @@ namespace tt = tapegrad::nn::transformer;
 namespace {
 
 struct Settings {
-  std::string model = "gpt_out/best.safetensors";
+  std::string model = "gpt_out/best.safetensors", adapter;
   std::optional<std::string> prompt;  // default: "%\n" (a new fortune), "\n" for GPT-2
   std::int64_t tokens = 500, top_k = 200, threads = 1;
   double temperature = 0.8;
@@ -72,7 +76,11 @@ Settings parse_settings(int argc, char** argv) {
   app.add_option("--model,--checkpoint", s.model,
                  "a checkpoint written by gpt (best.safetensors or last.safetensors), or a "
                  "Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, "
-                 "merges.txt)");
+                 "merges.txt), or a Llama folder (config.json, model.safetensors, "
+                 "tokenizer.json)");
+  app.add_option("--adapter", s.adapter,
+                 "a LoRA adapter folder in PEFT's layout (adapter_config.json, "
+                 "adapter_model.safetensors) to run the model with");
   app.add_option("--prompt", s.prompt,
                  "the text to continue (default: an entry separator, so a new fortune starts; a "
                  "new line for GPT-2)");
@@ -105,13 +113,13 @@ IndexArray prompt_ids(const Settings& s, const train::LoadedModel& m) {
   return idx;
 }
 
-IndexArray sample(tt::GPT& model, const IndexArray& idx, const Settings& s, bool cache,
+IndexArray sample(tt::CausalLM& model, const IndexArray& idx, const Settings& s, bool cache,
                   double& seconds) {
   auto options = tt::GenerateOptions(s.tokens).temperature(s.temperature).use_cache(cache);
   if (s.top_k > 0) options.top_k(s.top_k);
   Generator gen(s.seed);
   const auto t0 = std::chrono::steady_clock::now();
-  IndexArray out = model.generate(idx, options, gen);
+  IndexArray out = tt::generate(model, idx, options, gen);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
@@ -129,8 +137,8 @@ std::string speed(std::int64_t tokens, double seconds, const std::string& unit) 
 // nanoGPT re-runs a full context of block_size characters for every character once the text is
 // longer than the context (its window slides instead of restarting): the cost of one such pass,
 // the median of 30.
-double full_context_pass(tt::GPT& model, const IndexArray& text) {
-  const std::size_t T = std::size_t(model.config().block_size());
+double full_context_pass(tt::CausalLM& model, const IndexArray& text) {
+  const std::size_t T = std::size_t(model.block_size());
   IndexArray context = IndexArray::from_shape({1, T});
   for (std::size_t t = 0; t < T; ++t) context(0, t) = text.data()[t % text.size()];
   std::vector<double> passes;
@@ -150,10 +158,10 @@ double full_context_pass(tt::GPT& model, const IndexArray& text) {
 // machine gives the run, naming the flag that lowers it.
 void check_sampling_memory(const train::LoadedModel& m, const Settings& s, std::size_t prompt,
                            bool cache) {
-  const tt::GPTConfig& c = m.model->config();
+  const train::ModelSizes& c = m.sizes;
   const double usable = gpt::usable_memory_bytes();
   // The longest context a pass reads: the prompt and the new tokens, at most the model's context.
-  const std::int64_t block = c.block_size(),
+  const std::int64_t block = c.context,
                      T = std::min<std::int64_t>(block, std::int64_t(prompt) + s.tokens);
   const auto refuse = [&](const std::string& what, double need, const std::string& hint) {
     std::ostringstream os;
@@ -165,12 +173,12 @@ void check_sampling_memory(const train::LoadedModel& m, const Settings& s, std::
   // Without the cache every token runs the whole context again; its logits, of the last position.
   const double uncached = gpt::forward_bytes(c, 1, double(T), 1);
   if (cache) {  // the prompt's pass, then one position at a time, beside the whole cache
-    const double need = gpt::cache_bytes(c, 1) + gpt::cached_pass_bytes(c, double(T));
+    const double need = gpt::cache_bytes(c, 1, double(T)) + gpt::cached_pass_bytes(c, double(T));
     if (need > usable)
       refuse("--model: the cache of keys and values of this model's context, " +
-                 std::to_string(block) + " positions (2 x " + std::to_string(c.n_layer()) +
-                 " layers x " + std::to_string(block) + " x " + std::to_string(c.n_embd()) +
-                 " floats, allocated at once),",
+                 std::to_string(block) + " positions (2 x " + std::to_string(c.layers) +
+                 " layers x " + std::to_string(block) + " x " + std::to_string(c.cache_width) +
+                 " floats" + (c.cache_whole_context ? ", allocated at once" : "") + "),",
              need,
              uncached <= usable && !s.compare
                  ? "sample with --no-cache, which needs about " + memory_text(uncached)
@@ -190,8 +198,9 @@ void check_sampling_memory(const train::LoadedModel& m, const Settings& s, std::
 
 // --compare: the same seed without the cache must give the same characters.
 // `memory_left`: what the run could still use before sampling (gpt::usable_memory_bytes).
-int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const Settings& s,
-            double cached_seconds, const std::string& unit, double memory_left) {
+int compare(tt::CausalLM& model, const train::ModelSizes& c, const IndexArray& idx,
+            const IndexArray& out, const Settings& s, double cached_seconds,
+            const std::string& unit, double memory_left) {
   double seconds = 0.0;
   const bool same = sample(model, idx, s, /*cache=*/false, seconds) == out;
   std::cout << s.tokens << " " << unit << " without the cache in " << speed(s.tokens, seconds, unit)
@@ -199,17 +208,16 @@ int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const 
             << seconds / std::max(cached_seconds, 1e-9) << "x faster; "
             << (same ? "the same " : "DIFFERENT ") << unit << std::endl;
   // (A context of a million positions would make this one pass take terabytes: not timed then.)
-  const tt::GPTConfig& c = model.config();
-  const double pass = gpt::forward_bytes(c, 1, double(c.block_size()), double(c.block_size()));
+  const double pass = gpt::forward_bytes(c, 1, double(c.context), double(c.context));
   if (pass > memory_left) {
-    std::cout << "one pass over a full context of " << c.block_size() << " " << unit
+    std::cout << "one pass over a full context of " << c.context << " " << unit
               << ": not timed, it would need about " << memory_text(pass) << ", more than the "
               << memory_text(std::max(0.0, memory_left)) << " this machine leaves the run"
               << std::endl;
     return same ? 0 : 1;
   }
   const double full = full_context_pass(model, out);
-  std::cout << "one pass over a full context of " << c.block_size() << " " << unit
+  std::cout << "one pass over a full context of " << c.context << " " << unit
             << " (median of 30): " << full * 1e6 << " us, "
             << full / (std::max(cached_seconds, 1e-9) / double(std::max<std::int64_t>(s.tokens, 1)))
             << "x the cached cost per " << unit.substr(0, unit.size() - 1) << std::endl;
@@ -218,7 +226,7 @@ int compare(tt::GPT& model, const IndexArray& idx, const IndexArray& out, const 
 
 // The prompt's pass alone, as generate() makes it first with the cache, in seconds: the second of
 // two passes (the first pays for the buffers' first allocation, as generate()'s own pass will not).
-double prompt_pass(tt::GPT& model, const IndexArray& idx) {
+double prompt_pass(tt::CausalLM& model, const IndexArray& idx) {
   model.reset_cache();
   model.forward_cached(idx);
   model.reset_cache();
@@ -234,7 +242,7 @@ int run(int argc, char** argv) {
   tapegrad::keep_freed_memory(true);  // each step reuses the buffers of the last (memory.hpp)
   const Settings s = parse_settings(argc, argv);
   set_num_threads(static_cast<int>(s.threads));
-  train::LoadedModel m = train::load_model(s.model);
+  train::LoadedModel m = train::load_model(s.model, s.adapter);
   const IndexArray idx = prompt_ids(s, m);
   std::optional<autocast::bf16> mixed;
   if (s.bf16) mixed.emplace();
@@ -251,15 +259,15 @@ int run(int argc, char** argv) {
   check_sampling_memory(m, s, idx.size(), cache);
   const double memory_left = gpt::usable_memory_bytes();  // (the heap keeps what sampling frees)
   // (a prompt longer than the context is cut by generate(): no pass of its own to time)
-  const bool timed = cache && std::int64_t(idx.size()) <= m.model->config().block_size();
+  const bool timed = cache && std::int64_t(idx.size()) <= m.sizes.context;
   const double prompt_seconds = timed ? prompt_pass(*m.model, idx) : 0.0;
   double seconds = 0.0;
   const IndexArray out = sample(*m.model, idx, s, cache, seconds);
   std::cout << m.tokenizer.decode(out.data(), out.size()) << "\n\n"
             << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
-  std::cout << "gpt_sample: " << m.kind << " " << s.model << ", " << m.model->num_params(false)
-            << " parameters (position table included), tokenizer " << m.tokenizer.name()
+  std::cout << "gpt_sample: " << m.kind << " " << s.model << m.adapter << ", " << m.parameters
+            << " " << m.parameters_text() << ", tokenizer " << m.tokenizer.name()
             << "; loaded in " << std::fixed
             << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
   if (timed) {  // the generation apart from the prompt's pass, which generate() made first
@@ -270,7 +278,8 @@ int run(int argc, char** argv) {
               << " tokens_per_s=" << double(s.tokens) / generating << std::defaultfloat
               << std::endl;
   }
-  const int status = s.compare ? compare(*m.model, idx, out, s, seconds, m.unit(), memory_left) : 0;
+  const int status =
+      s.compare ? compare(*m.model, m.sizes, idx, out, s, seconds, m.unit(), memory_left) : 0;
   std::cout.flush();  // text that could not be written (a full disk) is not a success
   if (!std::cout) throw DataError("cannot write to standard output: the text is lost");
   return status;

@@ -1,5 +1,5 @@
-// examples/gpt/inference_memory.hpp: what gpt_eval and gpt_sample hold in memory to run a GPT
-// without recording, counted from the sizes before anything is allocated, against what the
+// examples/gpt/inference_memory.hpp: what gpt_eval and gpt_sample hold in memory to run a GPT (or a
+// Llama) without recording, counted from the sizes before anything is allocated, against what the
 // machine gives the process (tapegrad::machine_memory_bytes: its memory, or its container's or
 // its own limit when lower) less what the process holds already. A model whose context is a
 // million positions makes a window, a cache of keys and values or one pass over the full context
@@ -23,6 +23,7 @@
 #include <string>
 
 #include <tapegrad/tapegrad.hpp>
+#include <tapegrad/train.hpp>
 
 namespace gpt {
 
@@ -48,17 +49,22 @@ inline std::string usable_memory_text() {
 }
 
 /// About the bytes one forward pass of `batch` windows of `T` positions holds beyond the weights,
-/// its logits computed `rows` rows (of batch * T) at a time.
-inline double forward_bytes(const tt::GPTConfig& c, double batch, double T, double rows) {
-  const double C = double(c.n_embd()), H = double(c.n_head()), V = double(c.vocab_size());
+/// its logits computed `rows` rows (of batch * T) at a time. (A Llama's block holds its own
+/// widths per position: train::sizes_of.)
+inline double forward_bytes(const tapegrad::train::ModelSizes& c, double batch, double T,
+                            double rows) {
+  const double A = double(c.activation_width), H = double(c.heads), V = double(c.vocab);
   const double positions = batch * T;
-  return 4.0 * (12.0 * positions * C + batch * H * T * T + 4.0 * std::min(rows, positions) * V);
+  return 4.0 * (A * positions + batch * H * T * T + 4.0 * std::min(rows, positions) * V);
+}
+inline double forward_bytes(const tt::GPTConfig& c, double batch, double T, double rows) {
+  return forward_bytes(tapegrad::train::sizes_of(c), batch, T, rows);
 }
 
 /// The longest window in [1, longest] whose forward pass (`batch` windows, logits `rows` at a
 /// time when rows > 0, else all at once) fits in `budget` bytes; 0 if none does.
-inline std::int64_t longest_window(const tt::GPTConfig& c, std::int64_t batch, std::int64_t longest,
-                                   std::int64_t rows, double budget) {
+inline std::int64_t longest_window(const tapegrad::train::ModelSizes& c, std::int64_t batch,
+                                   std::int64_t longest, std::int64_t rows, double budget) {
   const auto fits = [&](std::int64_t T) {
     const double r = rows > 0 ? double(rows) : double(batch) * double(T);
     return forward_bytes(c, double(batch), double(T), r) <= budget;
@@ -74,18 +80,29 @@ inline std::int64_t longest_window(const tt::GPTConfig& c, std::int64_t batch, s
   }
   return lo;
 }
-
-/// About the bytes GPT::forward_cached holds beside its cache for `n` new positions: their
-/// activations (a query's scores are made one row at a time) and the logits of the last one.
-inline double cached_pass_bytes(const tt::GPTConfig& c, double n) {
-  return 4.0 * (12.0 * n * double(c.n_embd()) + 4.0 * double(c.vocab_size()));
+inline std::int64_t longest_window(const tt::GPTConfig& c, std::int64_t batch, std::int64_t longest,
+                                   std::int64_t rows, double budget) {
+  return longest_window(tapegrad::train::sizes_of(c), batch, longest, rows, budget);
 }
 
-/// The bytes of GPT::forward_cached's cache of keys and values for `batch` rows: every block's
-/// attention allocates (batch, block_size, C) for the keys and as much for the values, the whole
-/// context at once, however few positions are sampled.
+/// About the bytes forward_cached holds beside its cache for `n` new positions: their
+/// activations (a query's scores are made one row at a time) and the logits of the last one.
+inline double cached_pass_bytes(const tapegrad::train::ModelSizes& c, double n) {
+  return 4.0 * (double(c.activation_width) * n + 4.0 * double(c.vocab));
+}
+
+/// The bytes of the cache of keys and values for `batch` rows once `positions` are cached. The
+/// GPT's attention allocates (batch, block_size, C) for the keys and as much for the values, the
+/// whole context at once, however few positions are sampled; a Llama's grows by doubling (at
+/// least 16 rows, at most the context) and holds its K key/value heads only.
+inline double cache_bytes(const tapegrad::train::ModelSizes& c, double batch, double positions) {
+  const double rows = c.cache_whole_context
+                          ? double(c.context)
+                          : std::min(double(c.context), std::max(16.0, 2.0 * positions));
+  return 4.0 * 2.0 * double(c.layers) * batch * rows * double(c.cache_width);
+}
 inline double cache_bytes(const tt::GPTConfig& c, double batch) {
-  return 4.0 * 2.0 * double(c.n_layer()) * batch * double(c.block_size()) * double(c.n_embd());
+  return cache_bytes(tapegrad::train::sizes_of(c), batch, double(c.block_size()));
 }
 
 }  // namespace gpt

@@ -25,7 +25,10 @@
 #include "tapegrad/nn/skip_init.hpp"
 #include "tapegrad/ops/loss.hpp"
 #include "tapegrad/ops/shape.hpp"
+#include "tapegrad/nn/lora.hpp"
 #include "tapegrad/pretrained/gpt2.hpp"
+#include "tapegrad/pretrained/llama.hpp"
+#include "tapegrad/pretrained/lora_adapter.hpp"
 #include "tapegrad/transformer/gpt_parts.hpp"
 
 namespace tapegrad::train {
@@ -46,13 +49,22 @@ double parameter_count(const tt::GPTConfig& c) {
   return V * C + positions + L * (2 * norm + attention + mlp) + norm;
 }
 
-// Per position about 18 values of width C and 2 attention rows of length T per head in each
-// block, and 3 of width V for the logits and their softmax.
+// Per position about 18 values of width C (1.5 times what a block holds running without the
+// tape, ModelSizes::activation_width) and 2 attention rows of length T per head in each block,
+// and 3 of width V for the logits and their softmax.
 double training_bytes(const tt::GPTConfig& c, std::int64_t batch) {
-  const double T = double(c.block_size()), C = double(c.n_embd()), H = double(c.n_head()),
-               V = double(c.vocab_size()), L = double(c.n_layer());
-  const double per_position = L * (18 * C + 2 * H * T) + 3 * V + 4 * C;
-  return 16 * parameter_count(c) + 4 * double(batch) * T * per_position;
+  const double N = parameter_count(c);
+  return training_bytes(sizes_of(c), N, N, batch, c.block_size(), false);
+}
+
+double training_bytes(const ModelSizes& s, double parameters, double trained, std::int64_t batch,
+                      std::int64_t T_, bool recompute) {
+  const double T = double(T_), C = double(s.width), H = double(s.heads), V = double(s.vocab),
+               L = double(s.layers);
+  const double block = 1.5 * double(s.activation_width) + 2 * H * T;
+  const double blocks = recompute ? L * C + block : L * block;
+  const double per_position = blocks + 3 * V + 4 * C;
+  return 4 * parameters + 12 * trained + 4 * double(batch) * T * per_position;
 }
 
 namespace {
@@ -85,6 +97,22 @@ void check_training_memory(const tt::GPTConfig& c, std::int64_t batch) {
         figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
         " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
         "the batch with K times smaller steps), --block-size, --n-layer or --n-embd");
+}
+
+void check_training_memory(const ModelSizes& s, double parameters, double trained,
+                           std::int64_t batch, std::int64_t T, bool recompute) {
+  const double bytes = training_bytes(s, parameters, trained, batch, T, recompute);
+  const double memory = double(machine_memory_bytes());
+  const double allowed = GPTLimits::kTrainingShareOfMemory * memory;
+  if (bytes > allowed)
+    throw ValueError(
+        "--batch-size, --block-size: a training step would hold about " + memory_text(bytes) +
+        " (weights, the gradients and AdamW's moments of the " + figure(trained) +
+        " parameters that train, activations), more than the " + memory_text(allowed) +
+        " it may take (" + figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " +
+        memory_text(memory) + " of memory this machine gives the process); lower --batch-size "
+        "(--grad-accum K keeps the batch with K times smaller steps) or --block-size" +
+        (recompute ? std::string() : ", or give --recompute (each block keeps its input only)"));
 }
 
 // ---- positions -----------------------------------------------------------------------------------
@@ -236,12 +264,13 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
   if (key == "gpt.norm_eps") return py_float(1e-5);
   if (key == "gpt.train_block_size") return note(f, "gpt.block_size", path);  // (were equal)
   if (key == "gpt.data_format") return "fortunes";  // --data was read as fortunes only
+  if (key == "gpt.lora_r") return "0";               // (no adapters before they existed)
   return note(f, key, path);
 }
 
 std::pair<tt::GPTConfig, data::Tokenizer> read_model_notes(const io::SafetensorsFile& f,
                                                            const std::string& path) {
-  const std::string name = choice_note(f, "gpt.tokenizer", path, {"char", "bpe", "gpt2"});
+  const std::string name = choice_note(f, "gpt.tokenizer", path, {"char", "bpe", "gpt2", "hf"});
   std::optional<data::Tokenizer> tokenizer;
   try {
     tokenizer =
@@ -295,7 +324,85 @@ void check_finite(const nn::Module& model, const std::string& source) {
   }
 }
 
-LoadedModel load_model(const std::string& path) {
+ModelSizes sizes_of(const tt::GPTConfig& c) {
+  return {.vocab = c.vocab_size(),
+          .context = c.block_size(),
+          .layers = c.n_layer(),
+          .heads = c.n_head(),
+          .width = c.n_embd(),
+          .activation_width = 12 * c.n_embd(),
+          .cache_width = c.n_embd(),
+          .cache_whole_context = true};
+}
+
+// A Llama's block holds per position: the residual and its norm (2 C), q and the attention's
+// output (H d each), k and v (K d each), o_proj's output (C), and the MLP's gate, up and their
+// product (3 F).
+ModelSizes sizes_of(const tt::LlamaConfig& c) {
+  const std::int64_t C = c.hidden_size(), d = c.head_size(), H = c.num_attention_heads(),
+                     K = c.kv_heads(), F = c.intermediate_size();
+  return {.vocab = c.vocab_size(),
+          .context = c.max_position_embeddings(),
+          .layers = c.num_hidden_layers(),
+          .heads = H,
+          .width = C,
+          .activation_width = 3 * C + 2 * H * d + 2 * K * d + 3 * F,
+          .cache_width = K * d,
+          .cache_whole_context = false};
+}
+
+tt::GPT* LoadedModel::gpt() const { return dynamic_cast<tt::GPT*>(model.get()); }
+
+std::string LoadedModel::parameters_text() const {
+  return gpt() ? "parameters (position table included)" : "parameters";
+}
+
+namespace {
+
+// --adapter: PEFT's adapter folder attached to the model (its checks are the library's, each
+// naming the file); described for the programs' first line.
+std::string attach_adapter(nn::Module& model, const std::string& adapter) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(adapter, ec))
+    throw DataError("--adapter: '" + adapter +
+                    "': expected a folder holding adapter_config.json and "
+                    "adapter_model.safetensors (PEFT's layout), got " +
+                    (fs::exists(adapter, ec) ? "a file" : "nothing there"));
+  const pretrained::LoRAAdapterConfig c = pretrained::load_lora_adapter(model, adapter);
+  std::ostringstream os;
+  os << " with the LoRA adapter " << adapter << " (r " << c.r << ", lora_alpha " << c.lora_alpha
+     << ", " << nn::lora_layers(model).size() << " layers)";
+  return os.str();
+}
+
+// A Llama folder: its model and its tokenizer.json.
+LoadedModel load_llama_folder(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path tokenizer_file = fs::path(path) / "tokenizer.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(tokenizer_file, ec))
+    throw DataError("--model: " + path +
+                    " has no tokenizer.json: the model's tokenizer is needed to read and write "
+                    "text (copy the model's tokenizer.json into the folder)");
+  data::Tokenizer tokenizer(data::HFTokenizer::load(tokenizer_file.string()));
+  pretrained::PretrainedLlama llama = pretrained::load_llama(path);
+  const std::int64_t V = llama.model->vocab_size();
+  if (tokenizer.vocab_size() > V)
+    throw DataError("--model: " + tokenizer_file.string() + ": expected at most the model's " +
+                    std::to_string(V) + " tokens (config.json's vocab_size), got " +
+                    std::to_string(tokenizer.vocab_size()));
+  return {.model = llama.model,
+          .tokenizer = std::move(tokenizer),
+          .kind = "Hugging Face Llama folder",
+          .sizes = sizes_of(llama.model->config()),
+          .parameters = 0,
+          .adapter = {}};
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const std::string& adapter) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
   const auto seconds = [&] {
@@ -305,43 +412,100 @@ LoadedModel load_model(const std::string& path) {
   if (!fs::exists(path, ec))  // (ec: a reason other than absence, a loop of links say)
     throw DataError("--model: '" + path +
                     "': " + (ec ? ec.message() : std::string("no such file or folder")) +
-                    " (expected a Hugging Face GPT-2 folder or a checkpoint written by gpt)");
+                    " (expected a Hugging Face GPT-2 or Llama folder or a checkpoint written by "
+                    "gpt)");
+  std::optional<LoadedModel> m;
   if (fs::is_directory(path, ec)) {
-    pretrained::PretrainedGPT2 gpt2 = pretrained::load_gpt2(path);
-    if (!gpt2.tokenizer)
-      throw DataError(path +
-                      " has no vocab.json and merges.txt: the model's tokenizer is needed "
-                      "to read and write text (copy GPT-2's two files into the folder)");
-    gpt2.model->eval();
-    return {gpt2.model, data::Tokenizer(std::move(*gpt2.tokenizer)), "Hugging Face GPT-2 folder",
-            seconds()};
+    const std::string type =
+        fs::exists(fs::path(path) / "config.json", ec) ? pretrained::read_model_type(path) : "";
+    if (type == "llama") {
+      m = load_llama_folder(path);
+    } else {
+      if (type != "" && type != "gpt2")
+        throw DataError("--model: " + (fs::path(path) / "config.json").string() +
+                        ": expected model_type \"gpt2\" or \"llama\", got \"" + type + "\"");
+      pretrained::PretrainedGPT2 gpt2 = pretrained::load_gpt2(path);
+      if (!gpt2.tokenizer)
+        throw DataError(path +
+                        " has no vocab.json and merges.txt: the model's tokenizer is needed "
+                        "to read and write text (copy GPT-2's two files into the folder)");
+      m = LoadedModel{.model = gpt2.model,
+                      .tokenizer = data::Tokenizer(std::move(*gpt2.tokenizer)),
+                      .kind = "Hugging Face GPT-2 folder",
+                      .sizes = sizes_of(gpt2.model->config()),
+                      .parameters = 0,
+                      .adapter = {}};
+    }
+  } else {
+    const io::SafetensorsFile f = io::load_safetensors(path);
+    if (f.metadata_value("progress.extra.gpt.model"))
+      throw DataError("--model: '" + path +
+                      "' is a checkpoint of a run that fine-tuned a Llama folder: give --model "
+                      "the folder its --export-hf wrote (or the --init-from folder, and --adapter "
+                      "the folder of --export-adapter)");
+    auto [config, tokenizer] = read_model_notes(f, path);
+    std::shared_ptr<tt::GPT> model;
+    {
+      nn::SkipInitGuard skip;  // io::load below writes every parameter (strict)
+      model = std::make_shared<tt::GPT>(config, std::make_shared<Generator>(0));
+      if (note_or_default(f, "gpt.lora_r", path) != "0") {  // a run with --lora-r: its adapters
+        const std::int64_t r = integer_note(f, "gpt.lora_r", path, 1, 4096);
+        std::vector<std::string> targets;
+        std::stringstream list(note(f, "gpt.lora_targets", path));
+        for (std::string t; std::getline(list, t, ',');) targets.push_back(t);
+        const auto options =
+            nn::LoRAOptions(r)
+                .lora_alpha(number_note(
+                    f, "gpt.lora_alpha", path, note(f, "gpt.lora_alpha", path),
+                    [](double a) { return a > 0 && a <= 1e6; }, "a number in (0, 1e6]"))
+                .lora_dropout(number_note(
+                    f, "gpt.lora_dropout", path, note(f, "gpt.lora_dropout", path),
+                    [](double p) { return p >= 0 && p < 1; }, "a number in [0, 1)"));
+        try {
+          nn::add_lora(*model, targets, options);
+        } catch (const ValueError& e) {
+          throw CheckpointError("'" + path + "': the note gpt.lora_targets: " + e.what(),
+                                "InvalidCheckpoint");
+        }
+      }
+    }
+    io::load(*model, f, path);  // the "model." part of the training checkpoint, strict
+    m = LoadedModel{.model = model,
+                    .tokenizer = std::move(tokenizer),
+                    .kind = "gpt checkpoint",
+                    .sizes = sizes_of(config),
+                    .parameters = 0,
+                    .adapter = {}};
   }
-  const io::SafetensorsFile f = io::load_safetensors(path);
-  auto [config, tokenizer] = read_model_notes(f, path);
-  std::shared_ptr<tt::GPT> model;
-  {
-    nn::SkipInitGuard skip;  // io::load below writes every parameter (strict)
-    model = std::make_shared<tt::GPT>(config, std::make_shared<Generator>(0));
-  }
-  io::load(*model, f, path);  // the "model." part of the training checkpoint, strict
-  check_finite(*model, path);
-  model->eval();
-  return {model, std::move(tokenizer), "gpt checkpoint", seconds()};
+  if (!adapter.empty()) m->adapter = attach_adapter(*m->model, adapter);
+  check_finite(*m->model, path);
+  m->model->eval();  // (the adapters' dropout too)
+  if (const tt::GPT* gpt = m->gpt())
+    m->parameters = gpt->num_params(false);
+  else
+    for (const Parameter& p : m->model->parameters()) m->parameters += std::int64_t(p.numel());
+  m->seconds = seconds();
+  return std::move(*m);
 }
 
 std::int64_t logit_rows(std::int64_t vocab) {
   return std::max<std::int64_t>(16, (std::int64_t(1) << 22) / std::max<std::int64_t>(vocab, 1));
 }
 
-double summed_loss(tt::GPT& model, const IndexArray& x, const IndexArray& y, std::int64_t ignore) {
-  const std::int64_t V = model.config().vocab_size();
+namespace {
+
+// The loss summed over the targets, the features computed once and the head run on at most
+// logit_rows(V) rows at a time.
+template <class Features, class Head>
+double chunked_summed_loss(std::int64_t V, const IndexArray& x, const IndexArray& y,
+                           std::int64_t ignore, Features features_of, Head head) {
   const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
   IndexArray targets_all = y;
   targets_all.reshape({y.size()});
   const std::size_t rows = targets_all.size(), chunk = std::size_t(logit_rows(V));
+  const Tensor features = features_of(x);  // (B, T, C), after the last norm
   if (rows <= chunk)  // one pass: all the logits at once
-    return ops::cross_entropy(ops::reshape(model.forward(x), {-1, V}), targets_all, options).item();
-  const Tensor features = model.features(x);  // (B, T, C), after the last norm
+    return ops::cross_entropy(ops::reshape(head(features), {-1, V}), targets_all, options).item();
   const std::size_t C = features.shape()[2];
   double total = 0.0;
   for (std::size_t r = 0; r < rows; r += chunk) {
@@ -350,10 +514,51 @@ double summed_loss(tt::GPT& model, const IndexArray& x, const IndexArray& y, std
     std::copy_n(features.data().data() + r * C, n * C, part.data());
     IndexArray targets = IndexArray::from_shape({n});
     std::copy_n(targets_all.data() + r, n, targets.data());
-    const Tensor logits = ops::reshape(model.lm_head->forward(Tensor(std::move(part))), {-1, V});
+    const Tensor logits = ops::reshape(head(Tensor(std::move(part))), {-1, V});
     total += ops::cross_entropy(logits, targets, options).item();
   }
   return total;
+}
+
+}  // namespace
+
+double summed_loss(tt::GPT& model, const IndexArray& x, const IndexArray& y, std::int64_t ignore) {
+  const std::int64_t V = model.config().vocab_size();
+  if (std::size_t(y.size()) <= std::size_t(logit_rows(V))) {  // one pass: all the logits at once
+    const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
+    IndexArray targets = y;
+    targets.reshape({y.size()});
+    return ops::cross_entropy(ops::reshape(model.forward(x), {-1, V}), targets, options).item();
+  }
+  return chunked_summed_loss(
+      V, x, y, ignore, [&](const IndexArray& ids) { return model.features(ids); },
+      [&](const Tensor& f) { return model.lm_head->forward(f); });
+}
+
+double summed_loss(tt::CausalLM& model, const IndexArray& x, const IndexArray& y,
+                   std::int64_t ignore) {
+  if (auto* gpt = dynamic_cast<tt::GPT*>(&model)) return summed_loss(*gpt, x, y, ignore);
+  const std::int64_t V = model.vocab_size();
+  if (auto* llama = dynamic_cast<tt::LlamaForCausalLM*>(&model))
+    return chunked_summed_loss(
+        V, x, y, ignore, [&](const IndexArray& ids) { return llama->features(ids); },
+        [&](const Tensor& f) { return llama->head(f); });
+  const auto options = ops::CrossEntropyOptions().ignore_index(ignore).reduction("sum");
+  IndexArray targets = y;
+  targets.reshape({y.size()});
+  return ops::cross_entropy(ops::reshape(model.forward(x), {-1, V}), targets, options).item();
+}
+
+double flops_per_token(const tt::CausalLM& model) {
+  if (const auto* gpt = dynamic_cast<const tt::GPT*>(&model)) return gpt->flops_per_token();
+  double N = 0;
+  for (const Parameter& p : model.parameters()) N += double(p.numel());
+  if (const auto* llama = dynamic_cast<const tt::LlamaForCausalLM*>(&model)) {
+    const tt::LlamaConfig& c = llama->config();
+    return 6.0 * N + 12.0 * double(c.num_hidden_layers()) * double(c.num_attention_heads()) *
+                         double(c.head_size()) * double(c.max_position_embeddings());
+  }
+  return 6.0 * N;
 }
 
 }  // namespace tapegrad::train

@@ -151,6 +151,8 @@ data::Tokenizer make_tokenizer(const std::string& spec, const std::u32string& tr
   try {
     if (spec.rfind("gpt2:", 0) == 0)
       return data::Tokenizer(data::GPT2Tokenizer::load(spec.substr(5)));
+    if (spec.rfind("hf:", 0) == 0)  // a pretrained model's tokenizer.json
+      return data::Tokenizer(data::HFTokenizer::load(spec.substr(3)));
     if (spec.rfind("bpe-model:", 0) == 0) {
       const std::string path = spec.substr(10);
       std::error_code ec;
@@ -168,7 +170,7 @@ data::Tokenizer make_tokenizer(const std::string& spec, const std::u32string& tr
                    spec.size() <= 10 && (n = std::stoul(spec.substr(4))) >= 257 && n <= 65536;
   check<ValueError>(bpe,
                     "--tokenizer: expected char, bpe:N with N in [257, 65536], "
-                    "bpe-model:FILE or gpt2:DIR, got '",
+                    "bpe-model:FILE, gpt2:DIR or hf:tokenizer.json, got '",
                     spec, "'");
   data::BytePairEncoding model =
       data::BytePairEncoding::train(data::encode_utf8(train_text), n, data::Pretokenizer::gpt2);

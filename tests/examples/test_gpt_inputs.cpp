@@ -166,7 +166,8 @@ TEST_SUITE("examples.gpt_inputs") {
         {"--data " + quoted(dir.string()), "is a folder; --data expects text files"},
         {"--data " + quoted((dir / "huge.txt").string()), "MiB this program reads"},
         {"--tokenizer words",
-         "--tokenizer: expected char, bpe:N with N in [257, 65536], bpe-model:FILE or gpt2:DIR"},
+         "--tokenizer: expected char, bpe:N with N in [257, 65536], bpe-model:FILE, gpt2:DIR or "
+         "hf:tokenizer.json"},
         {"--tokenizer bpe-model:" + quoted((dir / "fifo").string()), "is not a regular file"},
         {"--tokenizer bpe-model:" + quoted((dir / "corpus.txt").string()),
          "line 1: expected the header \"tapegrad-bpe 1\""},

@@ -25,7 +25,9 @@
 #include "tapegrad/data/tokenizer.hpp"
 #include "tapegrad/io/safetensors.hpp"
 #include "tapegrad/nn/module.hpp"
+#include "tapegrad/transformer/causal_lm.hpp"
 #include "tapegrad/transformer/gpt.hpp"
+#include "tapegrad/transformer/llama.hpp"
 
 namespace tapegrad::train {
 
@@ -39,6 +41,23 @@ struct GPTLimits {
   /// training step may hold; the rest is left for the data, the program and the system.
   static constexpr double kTrainingShareOfMemory = 0.8;
 };
+
+/// What bounds the memory of running a causal language model, whichever its kind, counted from
+/// its config (the programs' estimates: examples/gpt/inference_memory.hpp).
+struct ModelSizes {
+  std::int64_t vocab = 0, context = 0, layers = 0, heads = 0, width = 0;
+  /// Floats a block holds per position while it runs: the GPT's 12 C (the residual, the
+  /// normalised input, q, k, v, the attention's output, the MLP's two hidden layers of 4 C).
+  std::int64_t activation_width = 0;
+  /// Floats of keys (and as many of values) a layer caches per position: C for the GPT, the
+  /// key/value heads' K d for a Llama.
+  std::int64_t cache_width = 0;
+  /// Whether the cache is allocated for the whole context at once (the GPT's), or grows by
+  /// doubling up to it (the Llama's).
+  bool cache_whole_context = true;
+};
+ModelSizes sizes_of(const nn::transformer::GPTConfig& c);
+ModelSizes sizes_of(const nn::transformer::LlamaConfig& c);
 
 /// The parameters of a GPT of config `c`, the tied token table once, the position table included:
 /// GPT::num_params(false) of the model once built, for the built-in parts (a learner's part is
@@ -54,6 +73,15 @@ void check_parameter_count(const nn::transformer::GPTConfig& c, const std::strin
 /// training step would hold more than GPTLimits::kTrainingShareOfMemory of the memory this
 /// process may use.
 void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch);
+
+/// The same for any model, counted from its sizes (train::sizes_of, below): 4 bytes per parameter,
+/// 12 more per parameter that trains (its gradient, AdamW's two moments: a frozen one has none),
+/// and 4 per activation kept for backward: every block's, or with `recompute` every block's input
+/// and one block's activations at a time. ValueError as above, naming the flags that lower it.
+double training_bytes(const ModelSizes& s, double parameters, double trained,
+                      std::int64_t batch, std::int64_t T, bool recompute);
+void check_training_memory(const ModelSizes& s, double parameters, double trained,
+                           std::int64_t batch, std::int64_t T, bool recompute);
 
 /// The notes that describe the model: its config (its parts by name) and its tokenizer (its
 /// name, and itself as text, so that nothing else is needed to read a prompt). ValueError for a
@@ -73,21 +101,36 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
 std::pair<nn::transformer::GPTConfig, data::Tokenizer> read_model_notes(
     const io::SafetensorsFile& f, const std::string& path);
 
-/// A GPT and its tokenizer, loaded to sample or score (gpt_sample, gpt_eval), in eval mode.
+
+/// A causal language model (the GPT, or a Llama) and its tokenizer, loaded to sample or score
+/// (gpt_sample, gpt_eval), in eval mode.
 struct LoadedModel {
-  std::shared_ptr<nn::transformer::GPT> model;
+  std::shared_ptr<nn::transformer::CausalLM> model;
   data::Tokenizer tokenizer;
-  std::string kind;      ///< "Hugging Face GPT-2 folder" or "gpt checkpoint"
+  std::string kind;      ///< "Hugging Face GPT-2 folder", "Hugging Face Llama folder", "gpt checkpoint"
   double seconds = 0.0;  ///< the time the load took
+  ModelSizes sizes;
+  /// The parameters: the GPT's num_params(false) (its position table included), the Llama's
+  /// num_params() (the tied table once), the adapter's matrices included.
+  std::int64_t parameters = 0;
+  /// "" or, with an adapter, " with the LoRA adapter DIR (r R, lora_alpha A, N layers)".
+  std::string adapter;
+  /// The GPT when the model is one, else null.
+  nn::transformer::GPT* gpt() const;
   std::string unit() const { return tokenizer.name() == "char" ? "characters" : "tokens"; }
+  /// "parameters (position table included)" for a GPT, "parameters" for a Llama.
+  std::string parameters_text() const;
 };
 
-/// The model at `path`: a folder holding a Hugging Face GPT-2 (config.json, model.safetensors,
-/// vocab.json, merges.txt: OpenAI's, or one exported by gpt --export-hf), or a checkpoint written
-/// by a GPT run (best.safetensors, last.safetensors), whose notes give the config and the
-/// tokenizer. Every check runs before the model is built, its weights must be finite, and it
-/// comes back in eval mode. DataError or CheckpointError naming --model and the file.
-LoadedModel load_model(const std::string& path);
+/// The model at `path`: a Hugging Face folder holding a GPT-2 (config.json, model.safetensors,
+/// vocab.json, merges.txt: OpenAI's, or one exported by gpt --export-hf) or a Llama (config.json
+/// with model_type "llama", model.safetensors or its shards, tokenizer.json), or a checkpoint
+/// written by a GPT run (best.safetensors, last.safetensors), whose notes give the config and the
+/// tokenizer. With `adapter`, a LoRA adapter folder in PEFT's layout is attached to it
+/// (pretrained/lora_adapter.hpp). Every check runs before the model is built, its weights must be
+/// finite, and it comes back in eval mode. DataError or CheckpointError naming --model (or
+/// --adapter) and the file.
+LoadedModel load_model(const std::string& path, const std::string& adapter = "");
 
 /// DataError naming the parameter, its value and its position when one holds NaN or an infinity:
 /// io::load takes any float (a safetensors file may hold Inf on purpose), so a diverged run's
@@ -103,6 +146,13 @@ std::int64_t logit_rows(std::int64_t vocab);
 /// vocabulary never holds all its logits. What validation and gpt_eval score with.
 double summed_loss(nn::transformer::GPT& model, const IndexArray& x, const IndexArray& y,
                    std::int64_t ignore);
+/// The same for any CausalLM: the GPT's and a Llama's logits a few rows at a time, another
+/// model's all at once.
+double summed_loss(nn::transformer::CausalLM& model, const IndexArray& x, const IndexArray& y,
+                   std::int64_t ignore);
+/// nanoGPT's estimate of a training step's FLOPs per token, 6 N + 12 L H d T (N the parameters,
+/// d the head size, T the model's context): GPT::flops_per_token(), and the same for a Llama.
+double flops_per_token(const nn::transformer::CausalLM& model);
 
 /// The --pos choices of the programs: the library's positions (learned, sinusoidal, rope, none)
 /// and "alibi", which is position "none" with ALiBi's attention (transformer/alibi.hpp).

@@ -19,9 +19,14 @@
 // (gnuplot), a sample of generated text, --export-hf's folder, and one line "gpt result: ..."
 // for bench/gpt_compare.
 //
-// --init-from DIR starts from a Hugging Face GPT-2 folder instead of random weights: its sizes,
+// --init-from DIR starts from a Hugging Face folder instead of random weights, a GPT-2's (vocab.json
+// and merges.txt its tokenizer) or a Llama's (LlamaForCausalLM, its tokenizer.json): its sizes,
 // weights and tokenizer replace the model's fields and --tokenizer; --block-size then sets the
-// training windows, at most the model's n_positions (the default).
+// training windows, at most the model's context (the default).
+//
+// --lora-r R trains LoRA adapters (PEFT's, nn/lora.hpp) on the --lora-targets Linears and freezes
+// every other weight; --export-adapter DIR writes them in PEFT's layout at the end, and
+// --merge-adapter folds them into the weights --export-hf writes.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +63,15 @@ struct GPTRunOptions {
   std::int64_t eval_every = 0;  ///< 0: the default, steps / 8 within [min(25, steps), 250]
   std::int64_t eval_windows = 480, stop_after = 0, profile = 0, sample_tokens = 500;
   std::string out = "gpt_out", init_from, export_hf;
+
+  // LoRA (PEFT's): 0 trains every weight.
+  std::int64_t lora_r = 0;
+  double lora_alpha = 8.0, lora_dropout = 0.0;  ///< PEFT's defaults
+  /// Comma-separated module names, matched as PEFT matches them; "" is PEFT's default for the
+  /// model: q_proj,v_proj for a Llama, c_attn for a GPT.
+  std::string lora_targets;
+  std::string export_adapter;  ///< PEFT's adapter folder, written at the end
+  bool merge_adapter = false;  ///< fold the adapters into the weights for --export-hf
   bool resume = false, quiet = false, check_in_sync = false;
 };
 

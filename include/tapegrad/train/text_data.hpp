@@ -36,7 +36,7 @@ struct TextOptions {
   std::vector<std::string> data;   ///< --data: text files ("": Debian's fortunes)
   std::string tokens;              ///< --tokens: a token file instead of --data
   std::string data_format;         ///< --data-format: fortunes, text, or "" (the files' own)
-  std::string tokenizer = "char";  ///< --tokenizer: char, bpe:N, bpe-model:FILE or gpt2:DIR
+  std::string tokenizer = "char";  ///< --tokenizer: char, bpe:N, bpe-model:FILE, gpt2:DIR, hf:FILE
   double val_fraction = 0.1;       ///< --val-fraction: the share held out for validation
   std::uint64_t split_seed = 0;    ///< --split-seed: the entries' split, the validation windows
 };
