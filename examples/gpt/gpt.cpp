@@ -22,6 +22,8 @@
 // Exit status: 0 when the validation loss fell below its value before training, 1 otherwise;
 // 2 for bad flags, data or files, with one line saying which (examples/common/checked_main.hpp);
 // 130 or 143 when stopped by SIGINT or SIGTERM, after saving.
+#include <tuple>
+
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
@@ -173,6 +175,14 @@ train::GPTRunOptions parse_options(int argc, char** argv) {
   add_training_flags(app, o);
   add_run_flags(app, o);
   examples::parse_flags(app, argc, argv);
+  // An empty name means "not given" to the library: given so (a shell variable that was never
+  // set, --tokens "$TOKENS"), it would train on the fortunes, start from random weights or export
+  // nothing, without a word.
+  for (const auto& [flag, value, what] : {std::tuple{"--tokens", &o.text.tokens, "a file"},
+                                          std::tuple{"--init-from", &o.init_from, "a folder"},
+                                          std::tuple{"--export-hf", &o.export_hf, "a folder"}})
+    if (app.get_option(flag)->count() > 0 && value->empty())
+      throw examples::FlagError(std::string(flag) + ": expected " + what + " name, got ''");
   if (!o.init_from.empty()) {  // the folder gives the model and its tokenizer
     for (const char* flag : {"--tokenizer", "--n-layer", "--n-head", "--n-embd", "--pos",
                              "--attention", "--norm", "--mlp", "--gelu"})

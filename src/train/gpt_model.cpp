@@ -19,6 +19,7 @@
 #include <sstream>
 #include <vector>
 
+#include "flag_errors.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/core/memory.hpp"
 #include "tapegrad/io/checkpoint.hpp"
@@ -295,7 +296,10 @@ void check_finite(const nn::Module& model, const std::string& source) {
   }
 }
 
-LoadedModel load_model(const std::string& path) {
+namespace {
+
+// load_model's work; load_model puts --model in front of what it throws.
+LoadedModel load_model_named(const std::string& path) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
   const auto seconds = [&] {
@@ -327,6 +331,12 @@ LoadedModel load_model(const std::string& path) {
   check_finite(*model, path);
   model->eval();
   return {model, std::move(tokenizer), "gpt checkpoint", seconds()};
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path) {
+  return detail::naming_flag("--model", [&] { return load_model_named(path); });
 }
 
 std::int64_t logit_rows(std::int64_t vocab) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "flag_errors.hpp"
 #include "gpt_pictures.hpp"
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/core/errors.hpp"
@@ -62,9 +63,11 @@ struct InitFrom {
 // the pictures), and --block-size defaults to its n_positions.
 std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
   if (o.init_from.empty()) return std::nullopt;
-  const std::string weights = pretrained::gpt2_weights_path(o.init_from);
-  const pretrained::GPT2Config c =
-      pretrained::read_gpt2_config((fs::path(o.init_from) / "config.json").string());
+  const std::string weights = detail::naming_flag(
+      "--init-from", [&] { return pretrained::gpt2_weights_path(o.init_from); });
+  const pretrained::GPT2Config c = detail::naming_flag("--init-from", [&] {
+    return pretrained::read_gpt2_config((fs::path(o.init_from) / "config.json").string());
+  });
   if (o.block_size == 0)
     o.block_size = std::min<std::int64_t>(c.n_positions, GPTLimits::kMaxBlockSize);
   check<ValueError>(o.block_size <= c.n_positions, "--block-size ", o.block_size,
@@ -75,7 +78,9 @@ std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
   o.pos = g.position(), o.norm = g.norm(), o.mlp = g.mlp(), o.gelu = g.gelu();
   o.attention = g.attention();
   o.text.tokenizer = "gpt2:" + o.init_from;
-  return InitFrom{c, pretrained::GPT2Weights(weights, c)};
+  return detail::naming_flag("--init-from", [&] {
+    return InitFrom{c, pretrained::GPT2Weights(weights, c)};
+  });
 }
 
 // --export-hf's folder, taken at the start for the whole run: GPT-2's choices only, absent or empty

@@ -64,15 +64,16 @@ TextData load_token_file(const TextOptions& o, std::size_t T) {
   d.files = {o.tokens};
   d.format = "tokens";
   d.tokenizer = make_tokenizer(o.tokenizer, U"");
-  const auto file = std::make_shared<const data::TokenFile>(data::TokenFile::open(o.tokens));
-  try {
+  std::shared_ptr<const data::TokenFile> file;
+  try {  // (the file's own errors name the file, not the flag)
+    file = std::make_shared<const data::TokenFile>(data::TokenFile::open(o.tokens));
     const std::string warning =
         data::check_token_file_tokenizer(*file, d.tokenizer, "--tokenizer " + o.tokenizer);
     if (!warning.empty()) d.warnings.push_back("--tokens: " + warning);
+    file->check_ids();
   } catch (const DataError& e) {
     throw DataError(std::string("--tokens: ") + e.what());
   }
-  file->check_ids();
   const auto val = std::size_t(double(file->size()) * o.val_fraction);
   if (file->size() - val <= T || val <= T)
     throw DataError("--tokens: '" + o.tokens + "' holds " + std::to_string(file->size()) + " ids" +

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -184,6 +185,71 @@ TEST_SUITE("examples.gpt_inputs") {
                     message);
     }
     CHECK(!fs::exists(dir / "out" / "last.safetensors"));
+  }
+
+  TEST_CASE("--tokens, --init-from and --export-hf given empty are refused, not read as absent") {
+    // (An unset shell variable, --tokens "$TOKENS", once trained on --data or the fortunes, started
+    // from random weights, or exported nothing, each with exit status 0.)
+    const fs::path dir = fresh_folder("empty_names");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string base = " --data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                             "--eval-windows 4 --sample-tokens 0 --out " +
+                             quoted((dir / "out").string());
+    const std::pair<std::string, std::string> cases[] = {
+        {"--tokens ''", "gpt: --tokens: expected a file name, got ''"},
+        {"--init-from ''", "gpt: --init-from: expected a folder name, got ''"},
+        {"--export-hf ''", "gpt: --export-hf: expected a folder name, got ''"},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " " + args, 60), "gpt",
+                    message);
+    }
+    CHECK(!fs::exists(dir / "out" / "last.safetensors"));
+  }
+
+  TEST_CASE("a --tokens or --init-from that cannot be used is named by its flag first") {
+    // The readers name the file and themselves (TokenFile::open, load_gpt2); the message starts
+    // with the flag the user gave.
+    const fs::path dir = fresh_folder("input_flags");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    fs::create_directories(dir / "empty_folder");
+    // (--init-from gives the model's sizes: they are given with --tokens only.)
+    const std::string base =
+        " --steps 2 --eval-windows 4 --sample-tokens 0 --out " + quoted((dir / "out").string());
+    const std::string bpe = " --tokenizer bpe-model:" + quoted((dir / "m.bpe").string()) +
+                            " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8";
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_TOKENIZE,
+                                           "--train-bpe 260 --text " +
+                                               quoted((dir / "corpus.txt").string()) + " --out " +
+                                               quoted((dir / "m.bpe").string()),
+                                           60)
+                .status == 0);
+    const std::pair<std::string, std::string> cases[] = {
+        {"--tokens " + quoted((dir / "fifo").string()) + bpe, "gpt: --tokens: "},
+        {"--tokens " + quoted((dir / "corpus.txt").string()) + bpe, "gpt: --tokens: "},
+        {"--tokens " + quoted((dir / "nowhere").string()) + bpe, "gpt: --tokens: "},
+        {"--data " + quoted((dir / "corpus.txt").string()) + " --init-from " +
+             quoted((dir / "fifo").string()),
+         "gpt: --init-from: "},
+        {"--data " + quoted((dir / "corpus.txt").string()) + " --init-from " +
+             quoted((dir / "empty_folder").string()),
+         "gpt: --init-from: "},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " " + args, 60), "gpt",
+                    message);
+    }
+  }
+
+  TEST_CASE("a flag's value holding a line end is shown escaped, in the one line of the error") {
+    const auto out = tapegrad::testing::run_program(TAPEGRAD_GPT, "--steps " + quoted("1\n2"), 60);
+    check_refused(out, "gpt", "gpt: --steps: expected an integer in [1, 10000000], got '1\\n2'");
+    // The kernel set's line, then the error's: two lines in all.
+    CHECK(std::count(out.text.begin(), out.text.end(), '\n') == 2);
   }
 
   TEST_CASE("--resume refuses a dangling last.safetensors before training") {
