@@ -200,6 +200,15 @@ int main(int argc, char** argv) {
   return examples::checked_main("gpt", [&] {
     keep_freed_memory(true);             // a training process reuses its freed buffers (memory.hpp)
     train::Session session(argc, argv);  // MPI under mpirun; rank 0 speaks for the job
-    return session.run("gpt", [&] { return train::run_gpt(parse_options(argc, argv), session); });
+    const int status =
+        session.run("gpt", [&] { return train::run_gpt(parse_options(argc, argv), session); });
+    // Lines that could not be written (a full disk, a closed pipe) are no success: the result line
+    // is what a script reads. (The checkpoints were written all the same.)
+    std::cout.flush();
+    if (session.rank() == 0 && !std::cout)
+      throw DataError(
+          "cannot write to standard output: the run's lines and its result line are "
+          "lost (its checkpoints are in --out)");
+    return status;
   });
 }

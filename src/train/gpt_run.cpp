@@ -318,8 +318,15 @@ void export_hf(const tt::GPT& model, const Run& run, const data::Tokenizer& toke
                io::StagedFolder* target) {
   if (target == nullptr) return;
   const data::GPT2Tokenizer* gpt2 = tokenizer.gpt2();
-  pretrained::save_gpt2(model, target->staging().string(), gpt2, init ? &init->config : nullptr);
-  target->commit();
+  try {  // (the writer names the staging folder, which the user never gave)
+    pretrained::save_gpt2(model, target->staging().string(), gpt2, init ? &init->config : nullptr);
+    target->commit();
+  } catch (const std::exception& e) {
+    throw CheckpointError("--export-hf: cannot write the model into '" + o.export_hf + "' (" +
+                              e.what() + "); nothing was exported. The trained model is in " +
+                              o.out + ": the same flags with --resume export it again",
+                          "IoError");
+  }
   std::cout << "exported the model after step " << run.step << " (validation loss "
             << fixed(run.val_history.back().second, 4) << ") to " << o.export_hf
             << " in Hugging Face's layout"
