@@ -74,18 +74,27 @@ void check_parameter_count(const tt::GPTConfig& c, const std::string& what) {
                      ", vocabulary " + std::to_string(c.vocab_size()) + ")");
 }
 
-void check_training_memory(const tt::GPTConfig& c, std::int64_t batch) {
-  const double bytes = training_bytes(c, batch);
+void check_training_memory(const tt::GPTConfig& c, std::int64_t batch, std::int64_t grad_accum) {
+  // (--grad-accum 1024 --batch-size 4096 once passed this bound and ran out of memory reading the
+  // step's 4 GiB of ids, with no flag named.)
+  const double ids = 16 * double(batch) * double(grad_accum) * double(c.block_size());
+  const double bytes = training_bytes(c, batch) + ids;
   const double memory = double(machine_memory_bytes());
   const double allowed = GPTLimits::kTrainingShareOfMemory * memory;
-  if (bytes > allowed)
-    throw ValueError(
-        "--batch-size, --block-size, --n-layer, --n-embd: a training step would hold about " +
-        memory_text(bytes) + " (weights, gradients, AdamW's moments and activations), more than " +
-        "the " + memory_text(allowed) + " it may take (" +
-        figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
-        " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
-        "the batch with K times smaller steps), --block-size, --n-layer or --n-embd");
+  if (bytes <= allowed) return;
+  const bool accumulating = grad_accum > 1;
+  throw ValueError(
+      std::string(accumulating ? "--batch-size, --grad-accum" : "--batch-size") +
+      ", --block-size, --n-layer, --n-embd: a training step would hold about " +
+      memory_text(bytes) + " (weights, gradients, AdamW's moments and activations" +
+      (accumulating ? ", and " + memory_text(ids) + " of ids for its " +
+                          std::to_string(grad_accum) + " micro-batches"
+                    : std::string()) +
+      "), more than the " + memory_text(allowed) + " it may take (" +
+      figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
+      " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
+      "the batch with K times smaller steps), " +
+      (accumulating ? "--grad-accum, " : "") + "--block-size, --n-layer or --n-embd");
 }
 
 // ---- positions -----------------------------------------------------------------------------------

@@ -440,7 +440,7 @@ int run_gpt(GPTRunOptions o, const Session& session) {
       config, init ? "--init-from " + o.init_from : "--n-layer, --n-embd and the vocabulary");
   tt::GPTConfig windows = config;  // what a step holds: windows of --block-size tokens
   windows.block_size(o.block_size);
-  check_training_memory(windows, o.batch_size);
+  check_training_memory(windows, o.batch_size, o.grad_accum);
   Model m(o, config, init.has_value());
   if (init) init->weights.read_into(*m.gpt);
   std::map<std::string, std::string> notes = model_notes(config, text.tokenizer);

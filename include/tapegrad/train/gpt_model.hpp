@@ -52,8 +52,10 @@ double training_bytes(const nn::transformer::GPTConfig& c, std::int64_t batch);
 void check_parameter_count(const nn::transformer::GPTConfig& c, const std::string& what);
 /// ValueError naming the estimate, the machine's memory and the flags that lower it when a
 /// training step would hold more than GPTLimits::kTrainingShareOfMemory of the memory this
-/// process may use.
-void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch);
+/// process may use. A step reads its `grad_accum` batches of ids (inputs and targets, 8 bytes
+/// each) before it starts: they count too.
+void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch,
+                           std::int64_t grad_accum = 1);
 
 /// The notes that describe the model: its config (its parts by name) and its tokenizer (its
 /// name, and itself as text, so that nothing else is needed to read a prompt). ValueError for a
