@@ -447,13 +447,13 @@ int train(const Settings& s) {
   } catch (const tapegrad::ValueError& e) {
     refuse(std::string("--special-token: ") + e.what());
   }
+  check_loadable(bpe, s);  // (first: a model refused gets no note about its size)
   if (256 + bpe.merges().size() < std::size_t(s.vocab_size))
     std::cerr << "tokenize: no pair was left to merge after " << bpe.merges().size()
               << " merges (every "
               << (s.pretokenizer == Pretokenizer::gpt2 ? "piece of the text" : "text")
               << " is one token): the model has " << 256 + bpe.merges().size()
               << " tokens before its special ones, not " << s.vocab_size << "\n";
-  check_loadable(bpe, s);
   try {
     bpe.save(target);
   } catch (const DataError& e) {

@@ -220,6 +220,12 @@ TEST_SUITE("examples.tokenize") {
                            "' makes a token of 2097152 bytes");
     CHECK(has(out.text, "nothing was saved: give --train-bpe 276 or less"));
     CHECK(!fs::exists(dir / "a.bpe"));
+    // Asked for more tokens than the text has pairs: the refusal is the one line, with no note
+    // before it on the size of a model that is not saved.
+    const ProgramOutput many =
+        tokenize("--train-bpe 65536 --text " + q(dir / "a.txt") + " --out " + q(dir / "a.bpe"));
+    check_refused(many, "--train-bpe 65536: merge 20 of '");
+    CHECK(!has(many.text, "no pair was left to merge"));
     // What the message says loads back.
     REQUIRE(tokenize("--train-bpe 276 --text " + q(dir / "a.txt") + " --out " + q(dir / "a.bpe"))
                 .status == 0);
