@@ -74,27 +74,36 @@ void check_parameter_count(const tt::GPTConfig& c, const std::string& what) {
                      ", vocabulary " + std::to_string(c.vocab_size()) + ")");
 }
 
-void check_training_memory(const tt::GPTConfig& c, std::int64_t batch, std::int64_t grad_accum) {
+void check_training_memory(const tt::GPTConfig& c, std::int64_t batch, std::int64_t grad_accum,
+                           std::int64_t eval_windows) {
   // (--grad-accum 1024 --batch-size 4096 once passed this bound and ran out of memory reading the
-  // step's 4 GiB of ids, with no flag named.)
-  const double ids = 16 * double(batch) * double(grad_accum) * double(c.block_size());
-  const double bytes = training_bytes(c, batch) + ids;
+  // step's 4 GiB of ids, with no flag named; --eval-windows 100000 --block-size 2048 held 3.3 GB
+  // of validation windows unbounded.)
+  const double T = double(c.block_size());
+  const double ids = 16 * double(batch) * double(grad_accum) * T;
+  const double val = 16 * double(eval_windows) * T;
+  const double bytes = training_bytes(c, batch) + ids + val;
   const double memory = double(machine_memory_bytes());
   const double allowed = GPTLimits::kTrainingShareOfMemory * memory;
   if (bytes <= allowed) return;
-  const bool accumulating = grad_accum > 1;
+  const bool accumulating = grad_accum > 1, validating = val >= 0.1 * bytes;
   throw ValueError(
-      std::string(accumulating ? "--batch-size, --grad-accum" : "--batch-size") +
+      std::string("--batch-size") + (accumulating ? ", --grad-accum" : "") +
+      (validating ? ", --eval-windows" : "") +
       ", --block-size, --n-layer, --n-embd: a training step would hold about " +
       memory_text(bytes) + " (weights, gradients, AdamW's moments and activations" +
       (accumulating ? ", and " + memory_text(ids) + " of ids for its " +
                           std::to_string(grad_accum) + " micro-batches"
                     : std::string()) +
+      (validating ? ", and " + memory_text(val) + " of ids for the " +
+                        std::to_string(eval_windows) + " validation windows the run keeps"
+                  : std::string()) +
       "), more than the " + memory_text(allowed) + " it may take (" +
       figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
       " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
       "the batch with K times smaller steps), " +
-      (accumulating ? "--grad-accum, " : "") + "--block-size, --n-layer or --n-embd");
+      (accumulating ? "--grad-accum, " : "") + (validating ? "--eval-windows, " : "") +
+      "--block-size, --n-layer or --n-embd");
 }
 
 // ---- positions -----------------------------------------------------------------------------------

@@ -425,13 +425,9 @@ int run_gpt(GPTRunOptions o, const Session& session) {
   const std::unique_ptr<io::StagedFolder> export_to = con.rank == 0 ? open_export(o) : nullptr;
   check_no_output_replaces_an_input(o);
   auto folder = std::make_unique<RunFolder>(o.out, o.resume, con.rank == 0, is_run_output);
-  // 3. The data: the tokens, the fixed validation windows.
+  // 3. The data: the tokens (its fixed validation windows come after the memory bound, in 4).
   const TextData text = load_text(o.text, std::size_t(o.block_size));
   for (const std::string& w : text.warnings) std::cerr << "gpt: warning: " << w << "\n";
-  const auto T = std::size_t(o.block_size), B = std::size_t(o.batch_size);
-  Validation validation =
-      validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
-  validation.num_classes = text.tokenizer.vocab_size();
   // 4. The model (its memory bounded first; with --init-from its weights read from the folder),
   //    its optimizer and schedule.
   const tt::GPTConfig config = model_config(o, text.tokenizer, init);
@@ -440,7 +436,11 @@ int run_gpt(GPTRunOptions o, const Session& session) {
       config, init ? "--init-from " + o.init_from : "--n-layer, --n-embd and the vocabulary");
   tt::GPTConfig windows = config;  // what a step holds: windows of --block-size tokens
   windows.block_size(o.block_size);
-  check_training_memory(windows, o.batch_size, o.grad_accum);
+  check_training_memory(windows, o.batch_size, o.grad_accum, o.eval_windows);
+  const auto T = std::size_t(o.block_size), B = std::size_t(o.batch_size);
+  Validation validation =  // (after the bound, which counts its windows)
+      validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
+  validation.num_classes = text.tokenizer.vocab_size();
   Model m(o, config, init.has_value());
   if (init) init->weights.read_into(*m.gpt);
   std::map<std::string, std::string> notes = model_notes(config, text.tokenizer);

@@ -314,6 +314,34 @@ TEST_SUITE("examples.gpt_inputs") {
     CHECK(!has(out.text, "step 0: validation"));
   }
 
+  TEST_CASE("the validation windows count in the memory bound, and --eval-windows is named") {
+    // (--eval-windows 100000 --block-size 2048 held 3.3 GB of windows, never bounded.) Here they
+    // are 6.1 GiB under a limit of 3 GiB, the rest of the run 130 MB.
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();  // (a guard: the old code allocated)
+    const fs::path dir = fresh_folder("eval_windows_memory");
+    std::string text;
+    for (int i = 0; i < 30000; ++i) text += "ab";
+    std::ofstream(dir / "ab.txt") << text;
+    const std::string command =
+        "ulimit -v 3145728 && " + quoted(TAPEGRAD_GPT) + " --data " +
+        quoted((dir / "ab.txt").string()) +
+        " --data-format text --n-layer 1 --n-head 1 --n-embd 2 --block-size 4096 --batch-size 1 "
+        "--eval-windows 100000 --steps 1 --sample-tokens 0 --out " +
+        quoted((dir / "out").string()) + " </dev/null >" + quoted((dir / "out.txt").string()) +
+        " 2>&1; echo $? >" + quoted((dir / "status.txt").string());
+    REQUIRE(std::system(command.c_str()) == 0);
+    tapegrad::testing::ProgramOutput out;
+    out.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+    out.text = bytes_of(dir / "out.txt");
+    check_refused(out, "gpt",
+                  "gpt: --batch-size, --eval-windows, --block-size, --n-layer, --n-embd: a "
+                  "training step would hold about ");
+    CHECK(has(out.text, "of ids for the 100000 validation windows the run keeps"));
+    CHECK(has(out.text,
+              "lower --batch-size (--grad-accum K keeps the batch with K times smaller "
+              "steps), --eval-windows, --block-size"));
+  }
+
   TEST_CASE("--resume refuses a dangling last.safetensors before training") {
     const fs::path dir = fresh_folder("dangling");
     std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);

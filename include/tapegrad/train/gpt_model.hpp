@@ -53,9 +53,9 @@ void check_parameter_count(const nn::transformer::GPTConfig& c, const std::strin
 /// ValueError naming the estimate, the machine's memory and the flags that lower it when a
 /// training step would hold more than GPTLimits::kTrainingShareOfMemory of the memory this
 /// process may use. A step reads its `grad_accum` batches of ids (inputs and targets, 8 bytes
-/// each) before it starts: they count too.
+/// each) before it starts, and the run keeps its `eval_windows` validation windows: they count too.
 void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch,
-                           std::int64_t grad_accum = 1);
+                           std::int64_t grad_accum = 1, std::int64_t eval_windows = 0);
 
 /// The notes that describe the model: its config (its parts by name) and its tokenizer (its
 /// name, and itself as text, so that nothing else is needed to read a prompt). ValueError for a
