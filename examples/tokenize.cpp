@@ -344,6 +344,18 @@ void print_compression(std::uintmax_t bytes, std::uintmax_t tokens) {
   std::cerr << '\n';
 }
 
+/// A DataError when standard output is the file `what` is read from (`>> FILE`, a link to it):
+/// each block's ids would be appended to the text still being read, read back as text, and the
+/// file would grow until the disk is full.
+void check_stdout_is_not(const std::string& what, const struct stat& input) {
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode)) return;
+  if (out.st_dev == input.st_dev && out.st_ino == input.st_ino)
+    throw DataError("standard output is " + what +
+                    ", which this run reads: what it writes would be read back; write to "
+                    "another file");
+}
+
 /// Writes to standard output; a write that failed (a full disk, a closed pipe) is a DataError.
 void write_output(std::string_view bytes) {
   std::cout.write(bytes.data(), std::streamsize(bytes.size()));
@@ -393,7 +405,28 @@ void check_loadable(const BytePairEncoding& bpe, const Settings& s) {
   }
 }
 
+/// A FlagError naming --special-token unless the tokens can be added to the trained model: checked
+/// on an untrained one before the training, which may take minutes, rather than after it.
+void check_special_tokens(const Settings& s) {
+  if (s.special_tokens.empty()) return;
+  try {
+    BytePairEncoding().add_special_tokens(s.special_tokens);
+  } catch (const tapegrad::ValueError& e) {
+    // The flag says where; the library's function name would tell a user of tokenize nothing.
+    std::string what = e.what();
+    const std::string library = "BytePairEncoding::add_special_tokens: ";
+    if (what.rfind(library, 0) == 0) what.erase(0, library.size());
+    refuse("--special-token: " + what);
+  }
+  if (std::uint64_t(s.vocab_size) + s.special_tokens.size() > BytePairEncoding::kMaxVocabSize)
+    refuse("--special-token: --train-bpe " + std::to_string(s.vocab_size) + " and " +
+           std::to_string(s.special_tokens.size()) + " special tokens make more than the " +
+           std::to_string(BytePairEncoding::kMaxVocabSize) +
+           " tokens a BPE may hold; give a smaller --train-bpe");
+}
+
 int train(const Settings& s) {
+  check_special_tokens(s);
   const std::uintmax_t size = check_input_file("--text", s.text);
   check_training_memory(s, size);
   const std::string target = check_output_file(s, {{"--text", s.text}});
@@ -414,13 +447,13 @@ int train(const Settings& s) {
   } catch (const tapegrad::ValueError& e) {
     refuse(std::string("--special-token: ") + e.what());
   }
+  check_loadable(bpe, s);  // (first: a model refused gets no note about its size)
   if (256 + bpe.merges().size() < std::size_t(s.vocab_size))
     std::cerr << "tokenize: no pair was left to merge after " << bpe.merges().size()
               << " merges (every "
               << (s.pretokenizer == Pretokenizer::gpt2 ? "piece of the text" : "text")
               << " is one token): the model has " << 256 + bpe.merges().size()
               << " tokens before its special ones, not " << s.vocab_size << "\n";
-  check_loadable(bpe, s);
   try {
     bpe.save(target);
   } catch (const DataError& e) {
@@ -465,9 +498,21 @@ int encode(const Settings& s) {
   std::vector<NamedFile> inputs = tokenizer_files(s);
   inputs.push_back({"--text", s.text});
   const std::string target = s.has_out ? check_output_file(s, inputs) : std::string();
+  if (struct stat text{}; !s.has_out && ::stat(s.text.c_str(), &text) == 0)
+    check_stdout_is_not("the file --text '" + s.text + "'", text);
+  // The token file's writer names the file and itself; the flag comes first.
+  const auto naming_out = [&](auto&& write) {
+    try {
+      write();
+    } catch (const DataError& e) {
+      throw DataError(std::string("--out: ") + e.what());
+    }
+  };
   std::optional<tapegrad::data::TokenFileWriter> writer;
   if (s.has_out)
-    writer.emplace(target, tokenizer.vocab_size, tokenizer.name, tokenizer.fingerprint);
+    naming_out([&] {
+      writer.emplace(target, tokenizer.vocab_size, tokenizer.name, tokenizer.fingerprint);
+    });
   TextFile in("--text", s.text);
   std::uintmax_t bytes = 0, count = 0;
   std::string line;
@@ -476,7 +521,7 @@ int encode(const Settings& s) {
     const std::vector<std::uint32_t> ids = encode_text(tokenizer, s, text, offset);
     bytes += text.size();
     if (writer) {
-      writer->append(ids);
+      naming_out([&] { writer->append(ids); });
     } else {
       line.clear();
       for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -490,7 +535,7 @@ int encode(const Settings& s) {
   for_each_block(more, tokenizer.cuts, tokenize::kBlockBytes, max_block_bytes(),
                  "--text: '" + s.text + "'", encode_block);
   if (writer) {
-    writer->close();
+    naming_out([&] { writer->close(); });
     std::cerr << "tokenize: " << writer->count() << " ids of " << tokenizer.name << " ("
               << tokenizer.vocab_size << " tokens) written to '" << s.out << "', "
               << writer->bytes_per_id() << " bytes each\n";
@@ -548,6 +593,8 @@ void read_ids(std::size_t vocab_size, const std::function<void(std::uint32_t)>& 
 // UTF-8 replaced as decode() does it, is that of all the ids at once.
 int decode(const Settings& s) {
   const Tokenizer tokenizer = load_tokenizer(s);
+  if (struct stat in{}; ::fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode))
+    check_stdout_is_not("the file of standard input", in);
   if (isatty(STDIN_FILENO))
     std::cerr << "tokenize: reading ids from standard input (end with Ctrl-D)\n";
   const std::uintmax_t max_batch = max_block_bytes();

@@ -24,6 +24,8 @@
 // Exit status: 0 when the validation loss fell below its value before training, 1 otherwise;
 // 2 for bad flags, data or files, with one line saying which (examples/common/checked_main.hpp);
 // 130 or 143 when stopped by SIGINT or SIGTERM, after saving.
+#include <tuple>
+
 #include <CLI/CLI.hpp>
 
 #include <tapegrad/tapegrad.hpp>
@@ -198,6 +200,14 @@ train::GPTRunOptions parse_options(int argc, char** argv) {
   add_training_flags(app, o);
   add_run_flags(app, o);
   examples::parse_flags(app, argc, argv);
+  // An empty name means "not given" to the library: given so (a shell variable that was never
+  // set, --tokens "$TOKENS"), it would train on the fortunes, start from random weights or export
+  // nothing, without a word.
+  for (const auto& [flag, value, what] : {std::tuple{"--tokens", &o.text.tokens, "a file"},
+                                          std::tuple{"--init-from", &o.init_from, "a folder"},
+                                          std::tuple{"--export-hf", &o.export_hf, "a folder"}})
+    if (app.get_option(flag)->count() > 0 && value->empty())
+      throw examples::FlagError(std::string(flag) + ": expected " + what + " name, got ''");
   if (!o.init_from.empty()) {  // the folder gives the model and its tokenizer
     for (const char* flag : {"--tokenizer", "--n-layer", "--n-head", "--n-embd", "--pos",
                              "--attention", "--norm", "--mlp", "--gelu"})
@@ -215,6 +225,15 @@ int main(int argc, char** argv) {
   return examples::checked_main("gpt", [&] {
     keep_freed_memory(true);             // a training process reuses its freed buffers (memory.hpp)
     train::Session session(argc, argv);  // MPI under mpirun; rank 0 speaks for the job
-    return session.run("gpt", [&] { return train::run_gpt(parse_options(argc, argv), session); });
+    const int status =
+        session.run("gpt", [&] { return train::run_gpt(parse_options(argc, argv), session); });
+    // Lines that could not be written (a full disk, a closed pipe) are no success: the result line
+    // is what a script reads. (The checkpoints were written all the same.)
+    std::cout.flush();
+    if (session.rank() == 0 && !std::cout)
+      throw DataError(
+          "cannot write to standard output: the run's lines and its result line are "
+          "lost (its checkpoints are in --out)");
+    return status;
   });
 }

@@ -7,7 +7,7 @@
 //     own_model --steps 300 --out mqa_run          # train (Debian's fortunes)
 //     own_model --steps 600 --out mqa_run --resume # go on, bit for bit
 //     mpirun -np 2 own_model --out mqa_run2        # on 2 processes
-#include <cstdlib>
+#include <charconv>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -55,6 +55,17 @@ class MultiQueryAttention : public tt::BlockAttention {
   }
 };
 
+// --steps N: the whole text a whole number in [1, 10^7], as gpt's --steps (std::atoll would read
+// "1e3" as 1, "10abc" as 10 and 99999999999999999999 as 2^63 - 1 steps, without a word).
+std::int64_t steps_flag(const std::string& text) {
+  std::int64_t n = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || n < 1 ||
+      n > 10'000'000)
+    throw ValueError("--steps: expected an integer in [1, 10000000], got '" + text + "'");
+  return n;
+}
+
 // A few flags, by hand: this program's point is its model, not its command line.
 train::GPTRunOptions options(int argc, char** argv) {
   train::GPTRunOptions o;
@@ -68,7 +79,7 @@ train::GPTRunOptions options(int argc, char** argv) {
     else if (flag == "--quiet")
       o.quiet = true;
     else if (flag == "--steps" && has_value)
-      o.steps = std::atoll(argv[++i]);
+      o.steps = steps_flag(argv[++i]);
     else if (flag == "--out" && has_value)
       o.out = argv[++i];
     else if (flag == "--data" && has_value)
@@ -76,7 +87,6 @@ train::GPTRunOptions options(int argc, char** argv) {
     else
       throw ValueError(flag + ": expected --steps N, --out DIR, --data FILE, --resume or --quiet");
   }
-  if (o.steps < 1) throw ValueError("--steps: expected a whole number >= 1");
   return o;
 }
 

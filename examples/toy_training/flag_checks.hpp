@@ -34,8 +34,9 @@ inline CLI::Validator zero_or_one() {
 inline CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
+        // The whole text, as gpt's number flags read it: CLI11's lexical_cast took " 1" for 1.
         double v = 0;
-        const bool ok = CLI::detail::lexical_cast(text, v) && v > 0 && std::isfinite(v);
+        const bool ok = flags::parse_number(text, v) && v > 0 && std::isfinite(v);
         return ok ? "" : "expected a number > 0, got '" + text + "'";
       },
       "> 0");

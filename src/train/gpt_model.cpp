@@ -19,6 +19,7 @@
 #include <sstream>
 #include <vector>
 
+#include "flag_errors.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/core/memory.hpp"
 #include "tapegrad/io/checkpoint.hpp"
@@ -85,18 +86,36 @@ void check_parameter_count(const tt::GPTConfig& c, const std::string& what) {
                      ", vocabulary " + std::to_string(c.vocab_size()) + ")");
 }
 
-void check_training_memory(const tt::GPTConfig& c, std::int64_t batch) {
-  const double bytes = training_bytes(c, batch);
+void check_training_memory(const tt::GPTConfig& c, std::int64_t batch, std::int64_t grad_accum,
+                           std::int64_t eval_windows) {
+  // (--grad-accum 1024 --batch-size 4096 once passed this bound and ran out of memory reading the
+  // step's 4 GiB of ids, with no flag named; --eval-windows 100000 --block-size 2048 held 3.3 GB
+  // of validation windows unbounded.)
+  const double T = double(c.block_size());
+  const double ids = 16 * double(batch) * double(grad_accum) * T;
+  const double val = 16 * double(eval_windows) * T;
+  const double bytes = training_bytes(c, batch) + ids + val;
   const double memory = double(machine_memory_bytes());
   const double allowed = GPTLimits::kTrainingShareOfMemory * memory;
-  if (bytes > allowed)
-    throw ValueError(
-        "--batch-size, --block-size, --n-layer, --n-embd: a training step would hold about " +
-        memory_text(bytes) + " (weights, gradients, AdamW's moments and activations), more than " +
-        "the " + memory_text(allowed) + " it may take (" +
-        figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
-        " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
-        "the batch with K times smaller steps), --block-size, --n-layer or --n-embd");
+  if (bytes <= allowed) return;
+  const bool accumulating = grad_accum > 1, validating = val >= 0.1 * bytes;
+  throw ValueError(
+      std::string("--batch-size") + (accumulating ? ", --grad-accum" : "") +
+      (validating ? ", --eval-windows" : "") +
+      ", --block-size, --n-layer, --n-embd: a training step would hold about " +
+      memory_text(bytes) + " (weights, gradients, AdamW's moments and activations" +
+      (accumulating ? ", and " + memory_text(ids) + " of ids for its " +
+                          std::to_string(grad_accum) + " micro-batches"
+                    : std::string()) +
+      (validating ? ", and " + memory_text(val) + " of ids for the " +
+                        std::to_string(eval_windows) + " validation windows the run keeps"
+                  : std::string()) +
+      "), more than the " + memory_text(allowed) + " it may take (" +
+      figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " + memory_text(memory) +
+      " of memory this machine gives the process); lower --batch-size (--grad-accum K keeps "
+      "the batch with K times smaller steps), " +
+      (accumulating ? "--grad-accum, " : "") + (validating ? "--eval-windows, " : "") +
+      "--block-size, --n-layer or --n-embd");
 }
 
 void check_training_memory(const ModelSizes& s, double parameters, double trained,
@@ -400,14 +419,10 @@ LoadedModel load_llama_folder(const std::string& path) {
           .adapter = {}};
 }
 
-}  // namespace
 
-LoadedModel load_model(const std::string& path, const std::string& adapter) {
+// load_model's work up to its adapter; load_model puts --model in front of what it throws.
+LoadedModel load_model_named(const std::string& path) {
   namespace fs = std::filesystem;
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   std::error_code ec;
   if (!fs::exists(path, ec))  // (ec: a reason other than absence, a loop of links say)
     throw DataError("--model: '" + path +
@@ -477,15 +492,24 @@ LoadedModel load_model(const std::string& path, const std::string& adapter) {
                     .parameters = 0,
                     .adapter = {}};
   }
-  if (!adapter.empty()) m->adapter = attach_adapter(*m->model, adapter);
-  check_finite(*m->model, path);
-  m->model->eval();  // (the adapters' dropout too)
-  if (const tt::GPT* gpt = m->gpt())
-    m->parameters = gpt->num_params(false);
-  else
-    for (const Parameter& p : m->model->parameters()) m->parameters += std::int64_t(p.numel());
-  m->seconds = seconds();
   return std::move(*m);
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path, const std::string& adapter) {
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadedModel m = detail::naming_flag("--model", [&] { return load_model_named(path); });
+  if (!adapter.empty())
+    m.adapter = detail::naming_flag("--adapter", [&] { return attach_adapter(*m.model, adapter); });
+  check_finite(*m.model, path);
+  m.model->eval();  // (the adapters' dropout too)
+  if (const tt::GPT* gpt = m.gpt())
+    m.parameters = gpt->num_params(false);
+  else
+    for (const Parameter& p : m.model->parameters()) m.parameters += std::int64_t(p.numel());
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return m;
 }
 
 std::int64_t logit_rows(std::int64_t vocab) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "flag_errors.hpp"
 #include "gpt_pictures.hpp"
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/core/errors.hpp"
@@ -92,11 +93,14 @@ std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
   if (o.init_from.empty()) return std::nullopt;
   std::error_code ec;
   if (fs::is_regular_file(fs::path(o.init_from) / "config.json", ec) &&
-      pretrained::read_model_type(o.init_from) == "llama")
+      detail::naming_flag("--init-from",
+                          [&] { return pretrained::read_model_type(o.init_from); }) == "llama")
     return open_llama_init_from(o);
-  const std::string weights = pretrained::gpt2_weights_path(o.init_from);
-  const pretrained::GPT2Config c =
-      pretrained::read_gpt2_config((fs::path(o.init_from) / "config.json").string());
+  const std::string weights = detail::naming_flag(
+      "--init-from", [&] { return pretrained::gpt2_weights_path(o.init_from); });
+  const pretrained::GPT2Config c = detail::naming_flag("--init-from", [&] {
+    return pretrained::read_gpt2_config((fs::path(o.init_from) / "config.json").string());
+  });
   if (o.block_size == 0)
     o.block_size = std::min<std::int64_t>(c.n_positions, GPTLimits::kMaxBlockSize);
   check<ValueError>(o.block_size <= c.n_positions, "--block-size ", o.block_size,
@@ -109,7 +113,7 @@ std::optional<InitFrom> open_init_from(GPTRunOptions& o) {
   o.text.tokenizer = "gpt2:" + o.init_from;
   InitFrom init;
   init.config = c;
-  init.weights.emplace(weights, c);
+  detail::naming_flag("--init-from", [&] { init.weights.emplace(weights, c); });
   return init;
 }
 
@@ -443,21 +447,28 @@ void export_hf(Model& m, const Run& run, const data::Tokenizer& tokenizer,
     std::cout << "merged the LoRA adapters of " << merged << " layers into their weights\n";
   }
   const data::GPT2Tokenizer* gpt2 = tokenizer.gpt2();
-  if (m.llama) {
-    pretrained::save_llama(*m.llama, target->staging().string(), &*init->llama);
-    // The tokenizer's files as the folder had them (tokenizer.json the one trained with).
-    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                             "generation_config.json"}) {
-      const fs::path from = fs::path(o.init_from) / name;
-      std::error_code ec;
-      if (fs::is_regular_file(from, ec))
-        fs::copy_file(from, target->staging() / name, fs::copy_options::overwrite_existing);
+  try {  // (the writer names the staging folder, which the user never gave)
+    if (m.llama) {
+      pretrained::save_llama(*m.llama, target->staging().string(), &*init->llama);
+      // The tokenizer's files as the folder had them (tokenizer.json the one trained with).
+      for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                               "generation_config.json"}) {
+        const fs::path from = fs::path(o.init_from) / name;
+        std::error_code ec;
+        if (fs::is_regular_file(from, ec))
+          fs::copy_file(from, target->staging() / name, fs::copy_options::overwrite_existing);
+      }
+    } else {
+      pretrained::save_gpt2(*m.gpt, target->staging().string(), gpt2,
+                            init ? &*init->config : nullptr);
     }
-  } else {
-    pretrained::save_gpt2(*m.gpt, target->staging().string(), gpt2,
-                          init ? &*init->config : nullptr);
+    target->commit();
+  } catch (const std::exception& e) {
+    throw CheckpointError("--export-hf: cannot write the model into '" + o.export_hf + "' (" +
+                              e.what() + "); nothing was exported. The trained model is in " +
+                              o.out + ": the same flags with --resume export it again",
+                          "IoError");
   }
-  target->commit();
   std::cout << "exported the model after step " << run.step << " (validation loss "
             << fixed(run.val_history.back().second, 4) << ") to " << o.export_hf
             << " in Hugging Face's layout"
@@ -587,13 +598,9 @@ int run_gpt(GPTRunOptions o, const Session& session) {
       con.rank == 0 ? open_export_adapter(o) : nullptr;
   check_no_output_replaces_an_input(o);
   auto folder = std::make_unique<RunFolder>(o.out, o.resume, con.rank == 0, is_run_output);
-  // 3. The data: the tokens, the fixed validation windows.
+  // 3. The data: the tokens (its fixed validation windows come after the memory bound, in 4).
   const TextData text = load_text(o.text, std::size_t(o.block_size));
   for (const std::string& w : text.warnings) std::cerr << "gpt: warning: " << w << "\n";
-  const auto T = std::size_t(o.block_size), B = std::size_t(o.batch_size);
-  Validation validation =
-      validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
-  validation.num_classes = text.tokenizer.vocab_size();
   // 4. The model (its memory bounded first; with --init-from its weights read from the folder),
   //    its optimizer and schedule.
   std::map<std::string, std::string> notes;
@@ -618,7 +625,8 @@ int run_gpt(GPTRunOptions o, const Session& session) {
         config, init ? "--init-from " + o.init_from : "--n-layer, --n-embd and the vocabulary");
     tt::GPTConfig windows = config;  // what a step holds: windows of --block-size tokens
     windows.block_size(o.block_size);
-    if (o.lora_r == 0 && !o.recompute) check_training_memory(windows, o.batch_size);
+    if (o.lora_r == 0 && !o.recompute)
+      check_training_memory(windows, o.batch_size, o.grad_accum, o.eval_windows);
     model.emplace(o, &config, init);
     notes = model_notes(config, text.tokenizer);
   }
@@ -637,6 +645,10 @@ int run_gpt(GPTRunOptions o, const Session& session) {
     for (const std::string& t : lora.target_modules) targets += (targets.empty() ? "" : ",") + t;
     notes["gpt.lora_targets"] = targets;
   }
+  const auto T = std::size_t(o.block_size), B = std::size_t(o.batch_size);
+  Validation validation =  // (after the bound, which counts its windows)
+      validation_windows(text, T, std::size_t(o.eval_windows), B, o.text.split_seed);
+  validation.num_classes = text.tokenizer.vocab_size();
   notes["gpt.train_block_size"] = std::to_string(o.block_size);  // (--init-from: not n_positions)
   if (text.format != "tokens") notes["gpt.data_format"] = text.format;  // other text, other run
   // 5. The training: the Trainer's loop (trainer.hpp).

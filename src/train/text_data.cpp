@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "flag_errors.hpp"
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/data/token_file.hpp"
 
@@ -64,15 +65,16 @@ TextData load_token_file(const TextOptions& o, std::size_t T) {
   d.files = {o.tokens};
   d.format = "tokens";
   d.tokenizer = make_tokenizer(o.tokenizer, U"");
-  const auto file = std::make_shared<const data::TokenFile>(data::TokenFile::open(o.tokens));
-  try {
+  std::shared_ptr<const data::TokenFile> file;
+  try {  // (the file's own errors name the file, not the flag)
+    file = std::make_shared<const data::TokenFile>(data::TokenFile::open(o.tokens));
     const std::string warning =
         data::check_token_file_tokenizer(*file, d.tokenizer, "--tokenizer " + o.tokenizer);
     if (!warning.empty()) d.warnings.push_back("--tokens: " + warning);
+    file->check_ids();
   } catch (const DataError& e) {
     throw DataError(std::string("--tokens: ") + e.what());
   }
-  file->check_ids();
   const auto val = std::size_t(double(file->size()) * o.val_fraction);
   if (file->size() - val <= T || val <= T)
     throw DataError("--tokens: '" + o.tokens + "' holds " + std::to_string(file->size()) + " ids" +
@@ -116,20 +118,29 @@ TextData load_text_files(const TextOptions& o) {
     throw DataError(std::string("no text: ") + data::kFortunesDir +
                     " has no fortune files; install Debian's fortunes (scripts/setup.sh does) or "
                     "give --data FILE...");
-  check_text_files(d.files);  // (regular files, of a bounded size: before any is read)
-  d.format = data_format_of(o, d.files);
+  // The readers name the file; --data comes first. (The tokenizer's errors name --tokenizer.)
+  d.format = detail::naming_flag("--data", [&] {
+    check_text_files(d.files);  // (regular files, of a bounded size: before any is read)
+    return data_format_of(o, d.files);
+  });
   std::u32string train_text;
   if (d.format == "text") {
-    data::TextSplit split = data::split_text(data::read_text(d.files), o.val_fraction);
+    data::TextSplit split = data::split_text(
+        detail::naming_flag("--data", [&] { return data::read_text(d.files); }), o.val_fraction);
     train_text = std::move(split.train);
     d.val_text = std::move(split.val);
   } else {
-    const std::vector<std::u32string> entries = data::read_entries(d.files);
-    if (entries.size() < 2)
+    const std::vector<std::u32string> entries =
+        detail::naming_flag("--data", [&] { return data::read_entries(d.files); });
+    if (entries.size() < 2) {
+      std::string names;  // (the files, which the fortunes' default folder also gives)
+      for (const std::string& f : d.files) names += (names.empty() ? "'" : ", '") + f + "'";
       throw DataError(
           "--data: expected text of at least 2 entries (separated by '%' lines or blank lines), "
           "got " +
-          std::to_string(entries.size()) + "; --data-format text reads the files as one stream");
+          std::to_string(entries.size()) + " in " + names +
+          "; --data-format text reads the files as one stream");
+    }
     d.split = data::split_entries(entries, o.val_fraction, o.split_seed);
     train_text = data::join_entries(d.split.train);
     d.val_text = data::join_entries(d.split.val);

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "flag_errors.hpp"
 #include "history.hpp"
 #include "tapegrad/autograd/grad_mode.hpp"
 #include "tapegrad/autograd/profiler.hpp"
@@ -291,7 +292,9 @@ Run Trainer::fit(const Task& task, Batches& batches, const Validation& validatio
   run.best_val = folder ? folder->best_on_disk : INFINITY;
   // 2. Resume: every rank reads the checkpoint, so that every rank continues from one state.
   if (o.resume() && folder && folder->has_last) {
-    resume_from(t.checkpoint, t.notes, t.read_note, run, batches, folder->last);
+    detail::naming_flag("--resume", [&] {  // (the reader names the file and itself)
+      resume_from(t.checkpoint, t.notes, t.read_note, run, batches, folder->last);
+    });
     run.saved_step = run.step;
   } else if (o.resume()) {
     std::cout << "no " << (folder ? folder->last.string() : std::string("checkpoint (no --out)"))

@@ -101,6 +101,40 @@ TEST_SUITE("examples.gpt_inputs") {
     check_refused(sample, "gpt_sample", "cannot write to standard output: the text is lost");
   }
 
+  TEST_CASE("a flag is named as it was typed, and one the program does not know is named first") {
+    // (`gpt_sample --checkpoint` without its value was "--model: 1 required TEXT missing": the
+    // flag's first name, not the alias typed. CLI11 checks the required flags before the unknown
+    // ones: `gpt_eval --modle m` was "--model is required", not that --modle is no flag.)
+    check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE, "--checkpoint", 30),
+                  "gpt_sample", "--checkpoint: 1 required TEXT missing (--help lists the flags)");
+    check_refused(
+        tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE, "--tokens 5 --checkpoint", 30),
+        "gpt_sample", "--checkpoint: 1 required TEXT missing");
+    check_refused(
+        tapegrad::testing::run_program(TAPEGRAD_GPT_EVAL, "--text t.txt --modle m", 30), "gpt_eval",
+        "The following arguments were not expected: --modle m; and --model is required (--help "
+        "lists the flags)");
+  }
+
+  TEST_CASE("a --model that is not a model is named by its flag first, whatever it is") {
+    // The readers (load_safetensors, load_gpt2) name the file and themselves; the message starts
+    // with the flag the user gave.
+    const fs::path dir = tapegrad::testing::fresh_folder("gpt_inputs", "model_kinds");
+    std::ofstream(dir / "t.txt") << "some text to score\n";
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    fs::create_directories(dir / "empty_folder");
+    for (const std::string& model : {(dir / "fifo").string(), std::string("/dev/null"),
+                                     (dir / "empty_folder").string(), (dir / "t.txt").string()}) {
+      CAPTURE(model);
+      check_refused(
+          tapegrad::testing::run_program(TAPEGRAD_GPT_EVAL,
+                                         "--model " + q(model) + " --text " + q(dir / "t.txt"), 30),
+          "gpt_eval", "--model: ");
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT_SAMPLE, "--model " + q(model), 30),
+                    "gpt_sample", "--model: ");
+    }
+  }
+
   TEST_CASE("a --model that is a symbolic link in a loop is named with the system's reason") {
     const fs::path dir = tapegrad::testing::fresh_folder("gpt_inputs", "model_loop");
     std::ofstream(dir / "t.txt") << "some text to score\n";

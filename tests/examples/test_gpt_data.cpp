@@ -125,7 +125,9 @@ TEST_SUITE("examples.gpt_data") {
     check_refused(gpt("--data " + quoted((dir / "plain.txt").string()) + " --data-format fortunes" +
                       kSmall + " --out " + quoted((dir / "tf").string())),
                   "expected text of at least 2 entries (separated by '%' lines or blank lines), "
-                  "got 1; --data-format text reads the files as one stream");
+                  "got 1 in '" +
+                      (dir / "plain.txt").string() +
+                      "'; --data-format text reads the files as one stream");
   }
 
   TEST_CASE("files of both forms are refused, asking for --data-format, and the flag is checked") {

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -185,6 +187,160 @@ TEST_SUITE("examples.gpt_inputs") {
                     message);
     }
     CHECK(!fs::exists(dir / "out" / "last.safetensors"));
+  }
+
+  TEST_CASE("--tokens, --init-from and --export-hf given empty are refused, not read as absent") {
+    // (An unset shell variable, --tokens "$TOKENS", once trained on --data or the fortunes, started
+    // from random weights, or exported nothing, each with exit status 0.)
+    const fs::path dir = fresh_folder("empty_names");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string base = " --data " + quoted((dir / "corpus.txt").string()) +
+                             " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+                             "--eval-windows 4 --sample-tokens 0 --out " +
+                             quoted((dir / "out").string());
+    const std::pair<std::string, std::string> cases[] = {
+        {"--tokens ''", "gpt: --tokens: expected a file name, got ''"},
+        {"--init-from ''", "gpt: --init-from: expected a folder name, got ''"},
+        {"--export-hf ''", "gpt: --export-hf: expected a folder name, got ''"},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " " + args, 60), "gpt",
+                    message);
+    }
+    CHECK(!fs::exists(dir / "out" / "last.safetensors"));
+  }
+
+  TEST_CASE("a --tokens or --init-from that cannot be used is named by its flag first") {
+    // The readers name the file and themselves (TokenFile::open, load_gpt2); the message starts
+    // with the flag the user gave.
+    const fs::path dir = fresh_folder("input_flags");
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    REQUIRE(mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    fs::create_directories(dir / "empty_folder");
+    // (--init-from gives the model's sizes: they are given with --tokens only.)
+    const std::string base =
+        " --steps 2 --eval-windows 4 --sample-tokens 0 --out " + quoted((dir / "out").string());
+    const std::string bpe = " --tokenizer bpe-model:" + quoted((dir / "m.bpe").string()) +
+                            " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8";
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_TOKENIZE,
+                                           "--train-bpe 260 --text " +
+                                               quoted((dir / "corpus.txt").string()) + " --out " +
+                                               quoted((dir / "m.bpe").string()),
+                                           60)
+                .status == 0);
+    const std::pair<std::string, std::string> cases[] = {
+        {"--tokens " + quoted((dir / "fifo").string()) + bpe, "gpt: --tokens: "},
+        {"--tokens " + quoted((dir / "corpus.txt").string()) + bpe, "gpt: --tokens: "},
+        {"--tokens " + quoted((dir / "nowhere").string()) + bpe, "gpt: --tokens: "},
+        {"--data " + quoted((dir / "corpus.txt").string()) + " --init-from " +
+             quoted((dir / "fifo").string()),
+         "gpt: --init-from: "},
+        {"--data " + quoted((dir / "corpus.txt").string()) + " --init-from " +
+             quoted((dir / "empty_folder").string()),
+         "gpt: --init-from: "},
+    };
+    for (const auto& [args, message] : cases) {
+      CAPTURE(args);
+      check_refused(tapegrad::testing::run_program(TAPEGRAD_GPT, base + " " + args, 60), "gpt",
+                    message);
+    }
+  }
+
+  TEST_CASE("a flag's value holding a line end is shown escaped, in the one line of the error") {
+    const auto out = tapegrad::testing::run_program(TAPEGRAD_GPT, "--steps " + quoted("1\n2"), 60);
+    check_refused(out, "gpt", "gpt: --steps: expected an integer in [1, 10000000], got '1\\n2'");
+    // The kernel set's line, then the error's: two lines in all.
+    CHECK(std::count(out.text.begin(), out.text.end(), '\n') == 2);
+  }
+
+  TEST_CASE("text that --data cannot use and a checkpoint --resume cannot use name their flag") {
+    // ("'x.txt' is not UTF-8 text" named no flag; "expected text of at least 2 entries, got 0"
+    // named no file; the checkpoint's reader named itself, not --resume.)
+    const fs::path dir = fresh_folder("data_resume_named");
+    std::string latin1;
+    for (int i = 0; i < 50; ++i) latin1 += "caf\xe9 au lait\n%\n";
+    std::ofstream(dir / "latin1.txt") << latin1;
+    std::ofstream(dir / "percent.txt") << "%\n%\n%\n";
+    std::ofstream(dir / "corpus.txt") << tapegrad::testing::fortune_corpus(200, 3);
+    const std::string small =
+        " --n-layer 1 --n-embd 16 --n-head 2 --block-size 8 --steps 2 "
+        "--eval-windows 4 --sample-tokens 0 --out " +
+        quoted((dir / "out").string());
+    check_refused(tapegrad::testing::run_program(
+                      TAPEGRAD_GPT, "--data " + quoted((dir / "latin1.txt").string()) + small, 60),
+                  "gpt", "gpt: --data: '" + (dir / "latin1.txt").string() + "' is not UTF-8 text");
+    check_refused(
+        tapegrad::testing::run_program(
+            TAPEGRAD_GPT,
+            "--data " + quoted((dir / "percent.txt").string()) + " --data-format fortunes" + small,
+            60),
+        "gpt",
+        "gpt: --data: expected text of at least 2 entries (separated by '%' lines or "
+        "blank lines), got 0 in '" +
+            (dir / "percent.txt").string() + "'");
+    const std::string run = "--data " + quoted((dir / "corpus.txt").string()) + small;
+    REQUIRE(tapegrad::testing::run_program(TAPEGRAD_GPT, run, 60).status <= 1);
+    const fs::path last = dir / "out" / "last.safetensors";
+    fs::resize_file(last, fs::file_size(last) / 2);  // cut: its tensors end past the file's end
+    const auto resumed = tapegrad::testing::run_program(TAPEGRAD_GPT, run + " --resume", 60);
+    check_refused(resumed, "gpt", "gpt: --resume: ");
+    CHECK(has(resumed.text, last.string()));
+  }
+
+  TEST_CASE("the ids of a step's micro-batches count in its memory, and --grad-accum is named") {
+    // (--batch-size 4096 --grad-accum 1024 passed the bound, then ran out of memory reading the
+    // step's batches: "out of memory", no flag named.) Here the ids alone are 128 GiB, the rest of
+    // the step a twelfth of that: refused on any machine of less than 170 GB.
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();  // (a guard: the old code allocated)
+    const fs::path dir = fresh_folder("grad_accum_memory");
+    std::string text;
+    for (int i = 0; i < 10000; ++i) text += "ab";
+    std::ofstream(dir / "ab.txt") << text;
+    const std::string command =
+        "ulimit -v 3145728 && " + quoted(TAPEGRAD_GPT) + " --data " +
+        quoted((dir / "ab.txt").string()) +
+        " --data-format text --n-layer 1 --n-head 1 --n-embd 2 --block-size 128 --batch-size "
+        "65536 --grad-accum 1024 --steps 1 --eval-windows 4 --sample-tokens 0 --out " +
+        quoted((dir / "out").string()) + " </dev/null >" + quoted((dir / "out.txt").string()) +
+        " 2>&1; echo $? >" + quoted((dir / "status.txt").string());
+    REQUIRE(std::system(command.c_str()) == 0);
+    tapegrad::testing::ProgramOutput out;
+    out.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+    out.text = bytes_of(dir / "out.txt");
+    check_refused(out, "gpt",
+                  "gpt: --batch-size, --grad-accum, --block-size, --n-layer, --n-embd: a training "
+                  "step would hold about ");
+    CHECK(has(out.text, "of ids for its 1024 micro-batches"));
+    CHECK(!has(out.text, "step 0: validation"));
+  }
+
+  TEST_CASE("the validation windows count in the memory bound, and --eval-windows is named") {
+    // (--eval-windows 100000 --block-size 2048 held 3.3 GB of windows, never bounded.) Here they
+    // are 6.1 GiB under a limit of 3 GiB, the rest of the run 130 MB.
+    TAPEGRAD_SKIP_UNLESS_ADDRESS_SPACE_CAN_BE_LIMITED();  // (a guard: the old code allocated)
+    const fs::path dir = fresh_folder("eval_windows_memory");
+    std::string text;
+    for (int i = 0; i < 30000; ++i) text += "ab";
+    std::ofstream(dir / "ab.txt") << text;
+    const std::string command =
+        "ulimit -v 3145728 && " + quoted(TAPEGRAD_GPT) + " --data " +
+        quoted((dir / "ab.txt").string()) +
+        " --data-format text --n-layer 1 --n-head 1 --n-embd 2 --block-size 4096 --batch-size 1 "
+        "--eval-windows 100000 --steps 1 --sample-tokens 0 --out " +
+        quoted((dir / "out").string()) + " </dev/null >" + quoted((dir / "out.txt").string()) +
+        " 2>&1; echo $? >" + quoted((dir / "status.txt").string());
+    REQUIRE(std::system(command.c_str()) == 0);
+    tapegrad::testing::ProgramOutput out;
+    out.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+    out.text = bytes_of(dir / "out.txt");
+    check_refused(out, "gpt",
+                  "gpt: --batch-size, --eval-windows, --block-size, --n-layer, --n-embd: a "
+                  "training step would hold about ");
+    CHECK(has(out.text, "of ids for the 100000 validation windows the run keeps"));
+    CHECK(has(out.text,
+              "lower --batch-size (--grad-accum K keeps the batch with K times smaller "
+              "steps), --eval-windows, --block-size"));
   }
 
   TEST_CASE("--resume refuses a dangling last.safetensors before training") {

@@ -8,9 +8,11 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <set>
@@ -478,6 +480,57 @@ TEST_SUITE("examples.gpt_runs") {
     CHECK(has(out.text, "lower --batch-size (--grad-accum K"));
     CHECK_FALSE(has(out.text, "out of memory"));
     CHECK_FALSE(has(out.text, "step 0: validation loss"));
+  }
+
+  TEST_CASE("a run whose lines cannot be written to standard output ends with exit status 2") {
+    const fs::path dir = folder("stdout_full");
+    const std::string command = quoted(TAPEGRAD_GPT) + " --data " + quoted(corpus(dir).string()) +
+                                kSmall + " --out " + quoted((dir / "out").string()) +
+                                " </dev/null >/dev/full 2>" + quoted((dir / "err.txt").string()) +
+                                "; echo $? >" + quoted((dir / "status.txt").string());
+    REQUIRE(std::system(command.c_str()) == 0);
+    const std::string err = bytes_of(dir / "err.txt");
+    INFO(err);
+    CHECK(std::atoi(bytes_of(dir / "status.txt").c_str()) == 2);
+    CHECK(has(err,
+              "gpt: cannot write to standard output: the run's lines and its result line "
+              "are lost"));
+    CHECK(step_of(dir / "out" / "last.safetensors") == 5);  // the run itself was saved
+  }
+
+  TEST_CASE(
+      "an export the disk refuses names --export-hf, not its staging folder, and leaves "
+      "nothing there") {
+    const fs::path dir = folder("export_refused");
+    // A 64 KiB file system for the export alone, in a mount namespace of its own (root may make
+    // one; elsewhere the case is skipped). The model's 400 kB do not fit.
+    const fs::path small = dir / "small";
+    fs::create_directories(small);
+    tapegrad::testing::write_file(
+        dir / "run.sh",
+        "mount --make-rprivate / && mount -t tmpfs -o size=64k tmpfs " + quoted(small.string()) +
+            " || exit 99\n" + quoted(TAPEGRAD_GPT) + " --data " + quoted(corpus(dir).string()) +
+            kSmall + " --n-embd 64 --n-layer 2 --out " + quoted((dir / "out").string()) +
+            " --export-hf " + quoted((small / "e").string()) + " </dev/null >" +
+            quoted((dir / "out.txt").string()) + " 2>&1\necho $? >" +
+            quoted((dir / "status.txt").string()) + "\nls -A " + quoted(small.string()) + " >" +
+            quoted((dir / "left.txt").string()) + "\n");
+    const int status = std::system(
+        ("unshare -m sh " + quoted((dir / "run.sh").string()) + " 2>/dev/null").c_str());
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      MESSAGE("skipped: cannot mount a tmpfs in a mount namespace here (needs root)");
+      return;
+    }
+    const std::string out = bytes_of(dir / "out.txt");
+    INFO(out);
+    CHECK(std::atoi(bytes_of(dir / "status.txt").c_str()) == 2);
+    CHECK(has(out,
+              "gpt: --export-hf: cannot write the model into '" + (small / "e").string() + "' ("));
+    CHECK(has(out, "No space left on device"));
+    CHECK(has(out, "nothing was exported. The trained model is in " + (dir / "out").string() +
+                       ": the same flags with --resume export it again"));
+    CHECK(bytes_of(dir / "left.txt").empty());  // no staging folder, no half an export
+    CHECK(step_of(dir / "out" / "last.safetensors") == 5);
   }
 }
 

@@ -53,4 +53,19 @@ TEST_SUITE("examples.own_model") {
     const auto gpt = run_program(TAPEGRAD_GPT, common + " --steps 12 --resume --attention causal");
     CHECK(gpt.status == 2);
   }
+
+  TEST_CASE("--steps is read whole: 1e3, 10abc, ' 7' and 2^64 are refused, not cut") {
+    // (std::atoll took "1e3" for 1 step, "10abc" for 10, and 99999999999999999999 for 2^63 - 1
+    // steps, which trained for ever.)
+    const fs::path dir = tapegrad::testing::fresh_folder("own_model", "steps");  // (its --out)
+    for (const std::string steps : {"1e3", "10abc", " 7", "99999999999999999999", "0", "-1", ""}) {
+      CAPTURE(steps);
+      const auto out =
+          run_program(TAPEGRAD_OWN_MODEL, "--steps " + quoted(steps), 60, dir.string());
+      INFO(out.text);
+      CHECK(out.status == 2);
+      CHECK(has(out.text,
+                "own_model: --steps: expected an integer in [1, 10000000], got '" + steps + "'"));
+    }
+  }
 }

@@ -194,7 +194,7 @@ TEST_SUITE("examples.tokenize") {
         {model + text + " --special yes", "--special: Check yes value in {"},
         {"--train-bpe 300" + text + out + " --pretokenizer words", "--pretokenizer: Check words"},
         {"--train-bpe 300" + text + out + " --special-token ''",
-         "--special-token: BytePairEncoding::add_special_tokens: special token 0 \"\" is empty"},
+         "--special-token: special token 0 \"\" is empty"},
         {"--train-bpe 300" + text + out + " --special-token '<|a|>' --special-token '<|a|>'",
          "special token 1 \"<|a|>\" is given twice"},
     };

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +220,12 @@ TEST_SUITE("examples.tokenize") {
                            "' makes a token of 2097152 bytes");
     CHECK(has(out.text, "nothing was saved: give --train-bpe 276 or less"));
     CHECK(!fs::exists(dir / "a.bpe"));
+    // Asked for more tokens than the text has pairs: the refusal is the one line, with no note
+    // before it on the size of a model that is not saved.
+    const ProgramOutput many =
+        tokenize("--train-bpe 65536 --text " + q(dir / "a.txt") + " --out " + q(dir / "a.bpe"));
+    check_refused(many, "--train-bpe 65536: merge 20 of '");
+    CHECK(!has(many.text, "no pair was left to merge"));
     // What the message says loads back.
     REQUIRE(tokenize("--train-bpe 276 --text " + q(dir / "a.txt") + " --out " + q(dir / "a.bpe"))
                 .status == 0);
@@ -245,6 +252,85 @@ TEST_SUITE("examples.tokenize") {
       check_refused(out, "tokenize: --bpe: '" + model + "' is not a regular file");
       CHECK(!has(out.text, "--bpe: --bpe:"));
     }
+  }
+
+  TEST_CASE("standard output that is the file being read is refused before a byte is written") {
+    // `tokenize ... --text t.txt >> t.txt` once read its own ids back as text, and grew the file
+    // until the disk was full; `--decode < ids >> ids` appended text to the ids it read.
+    const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "stdout_is_input");
+    std::ofstream(dir / "t.txt") << small_text();
+    REQUIRE(tokenize("--train-bpe 270 --text " + q(dir / "t.txt") + " --out " + q(dir / "m.bpe"))
+                .status == 0);
+    std::ofstream(dir / "ids") << "1 2 3 104\n";
+    fs::create_symlink(dir / "t.txt", dir / "link.txt");
+    const std::string text = bytes_of(dir / "t.txt"), ids = bytes_of(dir / "ids");
+    // `tokenize args` with its standard output appended to `out` and its input from `in`.
+    const auto appending = [&](const std::string& args, const fs::path& in, const fs::path& out) {
+      const std::string command = "timeout -s KILL 60 " + quoted(TAPEGRAD_TOKENIZE) + " " + args +
+                                  " <" + q(in) + " >>" + q(out) + " 2>" + q(dir / "err.txt") +
+                                  "; echo $? >" + q(dir / "status.txt");
+      REQUIRE(std::system(command.c_str()) == 0);
+      ProgramOutput result;
+      result.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+      result.text = bytes_of(dir / "err.txt");
+      return result;
+    };
+    const std::string model = "--bpe " + q(dir / "m.bpe");
+    check_refused(appending(model + " --text " + q(dir / "t.txt"), "/dev/null", dir / "t.txt"),
+                  "tokenize: standard output is the file --text '" + (dir / "t.txt").string() +
+                      "', which this run reads");
+    check_refused(appending(model + " --text " + q(dir / "link.txt"), "/dev/null", dir / "t.txt"),
+                  "tokenize: standard output is the file --text");
+    CHECK(bytes_of(dir / "t.txt") == text);
+    check_refused(appending(model + " --decode", dir / "ids", dir / "ids"),
+                  "tokenize: standard output is the file of standard input");
+    CHECK(bytes_of(dir / "ids") == ids);
+  }
+
+  TEST_CASE("--special-token is checked before the text is read or trained on, on one line") {
+    const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "special_first");
+    std::ofstream(dir / "empty.txt") << "";
+    std::ofstream(dir / "t.txt") << small_text();
+    // An empty text would be refused too; the special token is refused first, before any reading
+    // (a training of minutes used to end in this refusal).
+    check_refused(tokenize("--train-bpe 270 --text " + q(dir / "empty.txt") + " --out " +
+                           q(dir / "m.bpe") + " --special-token ''"),
+                  "tokenize: --special-token: ");
+    const ProgramOutput line_end =
+        tokenize("--train-bpe 270 --text " + q(dir / "empty.txt") + " --out " + q(dir / "m.bpe") +
+                 " --special-token " + quoted("a\nb"));
+    check_refused(line_end, "tokenize: --special-token: ");
+    CHECK(has(line_end.text, "\"a\\nb\" holds a line end"));
+    CHECK(has(line_end.text, "tokenize: --special-token: special token 0 \"a\\nb\" holds"));
+    CHECK(std::count(line_end.text.begin(), line_end.text.end(), '\n') == 2);  // and the kernels'
+    check_refused(tokenize("--train-bpe 1048576 --text " + q(dir / "t.txt") + " --out " +
+                           q(dir / "m.bpe") + " --special-token '<|end|>'"),
+                  "tokenize: --special-token: --train-bpe 1048576 and 1 special tokens make more");
+    CHECK(!fs::exists(dir / "m.bpe"));
+  }
+
+  TEST_CASE("a token file the disk refuses is named by --out, and nothing is left of it") {
+    const fs::path dir = tapegrad::testing::fresh_folder("tokenize", "out_refused");
+    std::string text;
+    for (int i = 0; i < 40; ++i) text += small_text();
+    std::ofstream(dir / "t.txt") << text;
+    REQUIRE(tokenize("--train-bpe 270 --text " + q(dir / "t.txt") + " --out " + q(dir / "m.bpe"))
+                .status == 0);
+    // Files of at most 16 KiB (ulimit -f counts blocks of 1 KiB in bash, 512 bytes in dash: 8 KiB
+    // or 16 KiB), SIGXFSZ ignored: a write past the limit fails with EFBIG, as a full disk would.
+    const std::string command = "ulimit -f 16 && trap '' XFSZ && timeout -s KILL 60 " +
+                                quoted(TAPEGRAD_TOKENIZE) + " --bpe " + q(dir / "m.bpe") +
+                                " --text " + q(dir / "t.txt") + " --out " + q(dir / "o.tokens") +
+                                " </dev/null >/dev/null 2>" + q(dir / "err.txt") + "; echo $? >" +
+                                q(dir / "status.txt");
+    REQUIRE(std::system(command.c_str()) == 0);
+    ProgramOutput out;
+    out.status = std::atoi(bytes_of(dir / "status.txt").c_str());
+    out.text = bytes_of(dir / "err.txt");
+    check_refused(out, "tokenize: --out: ");
+    CHECK(has(out.text, "File too large"));
+    for (const auto& entry : fs::directory_iterator(dir))
+      CHECK(entry.path().filename().string().find("o.tokens") == std::string::npos);
   }
 
   TEST_CASE("--decode writes the text of ids that stand for more bytes than memory holds") {

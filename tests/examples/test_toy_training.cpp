@@ -198,6 +198,9 @@ TEST_SUITE("examples.toy_training") {
           Case{"--steps 0", "--steps: expected an integer in [1, 10000000], got '0'"},
           Case{"--steps many", "--steps: expected an integer in [1, 10000000], got 'many'"},
           Case{"--lr -1", "--lr: expected a number > 0, got '-1'"},
+          Case{"--lr ' 1'", "--lr: expected a number > 0, got ' 1'"},
+          Case{"--lr '1 '", "--lr: expected a number > 0, got '1 '"},
+          Case{"--lr 1e-3x", "--lr: expected a number > 0, got '1e-3x'"},
           Case{"--seed -3", "--seed: expected an integer in [0, 2^64), got '-3'"},
           Case{"--vocab 5 --synonyms 4", "--vocab: expected at least two meanings"},
           Case{"stray", "The following argument was not expected: stray"}}) {

@@ -71,8 +71,10 @@ double training_bytes(const nn::transformer::GPTConfig& c, std::int64_t batch);
 void check_parameter_count(const nn::transformer::GPTConfig& c, const std::string& what);
 /// ValueError naming the estimate, the machine's memory and the flags that lower it when a
 /// training step would hold more than GPTLimits::kTrainingShareOfMemory of the memory this
-/// process may use.
-void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch);
+/// process may use. A step reads its `grad_accum` batches of ids (inputs and targets, 8 bytes
+/// each) before it starts, and the run keeps its `eval_windows` validation windows: they count too.
+void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t batch,
+                           std::int64_t grad_accum = 1, std::int64_t eval_windows = 0);
 
 /// The same for any model, counted from its sizes (train::sizes_of, below): 4 bytes per parameter,
 /// 12 more per parameter that trains (its gradient, AdamW's two moments: a frozen one has none),
