@@ -64,13 +64,8 @@ void expect_reached(const TensorImpl& t, const char* op) {
                       "backward closure adds into among the op's inputs in autograd::record");
 }
 
-<<<<<<< HEAD
 WalkScope::WalkScope(std::uint64_t walk) : walk_(walk), enclosing_(running) { running = this; }
 WalkScope::~WalkScope() { running = enclosing_; }
-=======
-WalkScope::WalkScope(std::uint64_t walk) : previous_(current_walk) { current_walk = walk; }
-WalkScope::~WalkScope() { current_walk = previous_; }
-bool backward_running() { return current_walk != 0; }
->>>>>>> t46
+bool backward_running() { return running != nullptr; }
 
 }  // namespace tapegrad::autograd::detail
