@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
         if (miss.empty()) {
           std::cout << where << ": ok, " << b.lines.size() << " lines of " << path << "\n";
         } else {
-          std::cout << where << ": not in " << path << " (in order, and consecutive between // ... lines): '" << fold(miss) << "'\n";
+          std::cout << where << ": not in " << path
+                    << " (in order, and consecutive between // ... lines): '" << fold(miss)
+                    << "'\n";
           ++bad;
         }
       }
