@@ -105,7 +105,8 @@ Settings parse_settings(int argc, char** argv) {
       "vocab.bpe,\n"
       "                                         or vocab.json and merges.txt)\n"
       "  tokenize --gpt2 DIR --decode\n"
-      "  tokenize --gpt2 DIR --text FILE --out FILE.tokens   (a token file, for gpt --tokens)");
+      "  tokenize --bpe MODEL --text FILE --out FILE.tokens [--force]   (a token file, for gpt\n"
+      "  tokenize --gpt2 DIR --text FILE --out FILE.tokens [--force]     --tokens)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last wins
   CLI::Option* train =
       app.add_option("--train-bpe", s.vocab_size,

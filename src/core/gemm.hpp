@@ -1,10 +1,14 @@
 // src/core/gemm.hpp (private to src/ops)
 //
-// The one matrix-multiply kernel every op uses: OpenBLAS's sgemm on row-major float matrices
-// given by pointer and leading dimension (the distance in elements between consecutive rows).
-// A leading dimension larger than the row length lets a kernel address a block of columns in
-// place, e.g. one attention head inside a (T, heads * d_k) activation, without copying it out.
-// Implemented in src/ops/matmul.cpp, the only file that includes cblas.
+// The one matrix-multiply function every op uses, on row-major float matrices given by pointer
+// and leading dimension (the distance in elements between consecutive rows). A leading dimension
+// larger than the row length lets a kernel address a block of columns in place, e.g. one attention
+// head inside a (T, heads * d_k) activation, without copying it out. It runs on the engine
+// TAPEGRAD_GEMM chooses (tapegrad/core/gemm_engine.hpp): OpenBLAS's cblas_sgemm by default,
+// oneDNN's dnnl_sgemm, or plain loops (the reference). Inside an autocast::bf16 scope it rounds
+// both operands to bfloat16 first and sums their products in float32 (src/ops/gemm_bf16.hpp:
+// oneDNN's bf16 matmul, or the float32 engine on the rounded operands). Implemented in
+// src/ops/matmul.cpp, the only file that includes cblas.
 #pragma once
 
 #include <cstddef>

@@ -3,8 +3,9 @@
 // Scaled dot-product attention's fast kernels, compiled once per kernel set (namespace
 // tapegrad::kernels::<set>, docs/kernels.md). The maths is the reference kernels'
 // (src/ops/attention.cpp); what differs is how it runs:
-// - The four products of each head run on OpenBLAS's sgemm (src/core/gemm.hpp), the heads read in
-//   place through its leading dimensions; the scale, the mask and the softmax are one pass over
+// - The four products of each head run on detail::gemm (src/core/gemm.hpp: the engine
+//   TAPEGRAD_GEMM chooses, OpenBLAS's sgemm by default; bf16 products inside an autocast::bf16
+//   scope), the heads read in place through its leading dimensions; the scale, the mask and the softmax are one pass over
 //   each row of scores, with exp_f32 (vectorised).
 // - Threads: the (batch, head) pairs are independent and shared out over the pool, each pair
 //   computed by one thread exactly as it would be alone, so results do not depend on the thread
@@ -37,12 +38,12 @@ std::size_t pair_grain(const AttentionDims& d) {
 }
 
 // Forward, per batch b and head i (Q, K, V the head's blocks):
-//   S = Q K^T                          (sgemm, Tq x Tk)
+//   S = Q K^T                          (gemm, Tq x Tk)
 //   S = S / c;  S[!allowed] = -1e9     c = root_dk = float(sqrt(d_k)), the tutorial's division
 //   P = softmax(S) by rows             max subtracted; the row sum in double, like ops::softmax
 //   P' = P * m                         m = keep ? 1 / (1 - p) : 0, keep the mask of the dropout
 //                                      stream, element order (b, i, row, col)
-//   O = P' V                           (sgemm, written into columns i * d_v.. of out)
+//   O = P' V                           (gemm, written into columns i * d_v.. of out)
 void forward(const float* q, const float* k, const float* v, const std::uint8_t* allowed,
              const std::uint8_t* keep, float drop_scale, float root_dk, float* p, float* p_used,
              float* out, const AttentionDims& d) {

@@ -169,8 +169,8 @@ TEST_SUITE("docs.checkpoints") {
     try {
       io::load(model, "model.safetensors");
     } catch (const CheckpointError& e) {   // e.kind: "ChecksumMismatch", "IoError", ...
-      std::cerr << e.what() << '\n';
       kind = e.kind;
+      std::cerr << e.what() << '\n';
     }
     const std::string printed = err.release();
     CHECK(kind == "ChecksumMismatch");

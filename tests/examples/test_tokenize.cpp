@@ -207,6 +207,7 @@ TEST_SUITE("examples.tokenize") {
     CHECK(help.status == 0);
     CHECK(has(help.text, "--train-bpe"));
     CHECK(has(help.text, "--decode"));
+    CHECK(has(help.text, "tokenize --bpe MODEL --text FILE --out FILE.tokens"));  // not --gpt2 only
   }
 
   TEST_CASE("files that are not regular, too large, missing or damaged: one line naming them") {

@@ -3,12 +3,14 @@
 // "docs.excerpts_match_the_source") as
 //   check_excerpts ROOT FILE.md...
 // A ```cpp block's first line names the file it comes from, as a comment: `// src/ops/layer_norm.cpp`
-// (words after the path are free). Its other lines must stand in that file in the same order,
-// each equal to one of the file's lines once the white space is folded; blank lines are passed
-// over, and a line `// ...` stands for lines left out. A block that is not taken from a file is a
+// (words after the path are free). Its other lines must stand in that file, each equal to the
+// file's line once the white space is folded: a line `// ...` stands for lines left out, and the
+// lines between two of them are consecutive lines of the file, in the same order (blank lines are
+// passed over). A block that is not taken from a file is a
 // whole program or test kept in the repository under tests/docs/ or examples/, and names that file.
 // It prints one line per block and exits 1 when one does not match, naming its first line that
 // does not, and 2 when it cannot read a file.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -56,16 +58,43 @@ std::vector<Block> cpp_blocks(const std::vector<std::string>& md) {
   return blocks;
 }
 
-// "" when every line of the block after the first stands in source in order; else the first
-// line that does not.
-std::string first_mismatch(const Block& b, const std::vector<std::string>& source) {
-  std::size_t at = 0;  // the next source line that may match
+// The block's lines after the first, cut at its `// ...` lines into runs; blank lines dropped.
+std::vector<std::vector<std::string>> runs_of(const Block& b) {
+  std::vector<std::vector<std::string>> runs(1);
   for (std::size_t i = 1; i < b.lines.size(); ++i) {
-    const std::string want = fold(b.lines[i]);
-    if (want.empty() || want.rfind("// ...", 0) == 0) continue;
-    while (at < source.size() && fold(source[at]) != want) ++at;
-    if (at == source.size()) return b.lines[i];
-    ++at;
+    const std::string line = fold(b.lines[i]);
+    if (line.rfind("// ...", 0) == 0) {
+      if (!runs.back().empty()) runs.emplace_back();
+    } else if (!line.empty()) {
+      runs.back().push_back(line);
+    }
+  }
+  if (runs.back().empty()) runs.pop_back();
+  return runs;
+}
+
+// "" when each run of the block stands in source as consecutive lines (blank lines of the source
+// passed over), the runs in the block's order; else the first line of a run that does not follow
+// the lines before it in any place of the source where they stand. A run must be contiguous so
+// that an excerpt cannot leave lines out without saying so with `// ...`.
+std::string first_mismatch(const Block& b, const std::vector<std::string>& source) {
+  std::vector<std::string> code;  // the source's non-blank lines, folded
+  for (const std::string& line : source)
+    if (!fold(line).empty()) code.push_back(fold(line));
+  std::size_t at = 0;  // the first source line the next run may start at
+  for (const std::vector<std::string>& run : runs_of(b)) {
+    std::size_t best = 0;  // the longest prefix of the run found consecutively
+    bool found = false;
+    for (std::size_t start = at; start < code.size() && !found; ++start) {
+      std::size_t n = 0;
+      while (n < run.size() && start + n < code.size() && code[start + n] == run[n]) ++n;
+      best = std::max(best, n);
+      if (n == run.size()) {
+        found = true;
+        at = start + n;
+      }
+    }
+    if (!found) return run[best];
   }
   return "";
 }
@@ -107,7 +136,9 @@ int main(int argc, char** argv) {
         if (miss.empty()) {
           std::cout << where << ": ok, " << b.lines.size() << " lines of " << path << "\n";
         } else {
-          std::cout << where << ": not in " << path << " (in this order): '" << fold(miss) << "'\n";
+          std::cout << where << ": not in " << path
+                    << " (in order, and consecutive between // ... lines): '" << fold(miss)
+                    << "'\n";
           ++bad;
         }
       }
