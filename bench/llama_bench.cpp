@@ -56,9 +56,10 @@ int load(const std::string& dir) {
   const double t0 = bench::now_seconds();
   const pretrained::PretrainedLlama llama = pretrained::load_llama(dir);
   const double seconds = bench::now_seconds() - t0;
-  std::printf("llama_bench result: task=load seconds=%.3f peak_rss_mb=%.1f file_mb=%.1f params=%lld\n",
-              seconds, status_mb("VmHWM"), weights_mb(dir),
-              static_cast<long long>(llama.model->num_params()));
+  std::printf(
+      "llama_bench result: task=load seconds=%.3f peak_rss_mb=%.1f file_mb=%.1f params=%lld\n",
+      seconds, status_mb("VmHWM"), weights_mb(dir),
+      static_cast<long long>(llama.model->num_params()));
   return 0;
 }
 
@@ -81,11 +82,12 @@ int sample(const std::string& dir, std::int64_t prompt, std::int64_t tokens) {
   const IndexArray out =
       model.generate(idx, tt::GenerateOptions(tokens).temperature(1.0).top_k(200), gen);
   const double total = bench::now_seconds() - t0;
-  std::printf("llama_bench result: task=sample prompt_tokens=%lld new_tokens=%lld "
-              "prompt_tokens_per_s=%.1f tokens_per_s=%.1f peak_rss_mb=%.1f\n",
-              static_cast<long long>(prompt), static_cast<long long>(out.shape()[1] - idx.shape()[1]),
-              double(prompt) / prompt_seconds, double(tokens) / (total - prompt_seconds),
-              status_mb("VmHWM"));
+  std::printf(
+      "llama_bench result: task=sample prompt_tokens=%lld new_tokens=%lld "
+      "prompt_tokens_per_s=%.1f tokens_per_s=%.1f peak_rss_mb=%.1f\n",
+      static_cast<long long>(prompt), static_cast<long long>(out.shape()[1] - idx.shape()[1]),
+      double(prompt) / prompt_seconds, double(tokens) / (total - prompt_seconds),
+      status_mb("VmHWM"));
   return 0;
 }
 
@@ -125,13 +127,13 @@ int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std
   std::int64_t trained = 0;
   for (const Parameter& p : model.parameters())
     if (p.requires_grad()) trained += std::int64_t(p.numel());
-  std::printf("llama_bench result: task=train batch=%lld block=%lld lora_r=%lld recompute=%d "
-              "steps=%d step_ms_median=%.1f tokens_per_s=%.1f loss_last=%.4f peak_rss_mb=%.1f "
-              "activations_mb=%.1f trained_params=%lld\n",
-              static_cast<long long>(B), static_cast<long long>(T),
-              static_cast<long long>(lora_r), recompute ? 1 : 0, steps, s.median * 1e3,
-              double(B * T) / s.median, loss_last, status_mb("VmHWM"), activations,
-              static_cast<long long>(trained));
+  std::printf(
+      "llama_bench result: task=train batch=%lld block=%lld lora_r=%lld recompute=%d "
+      "steps=%d step_ms_median=%.1f tokens_per_s=%.1f loss_last=%.4f peak_rss_mb=%.1f "
+      "activations_mb=%.1f trained_params=%lld\n",
+      static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(lora_r),
+      recompute ? 1 : 0, steps, s.median * 1e3, double(B * T) / s.median, loss_last,
+      status_mb("VmHWM"), activations, static_cast<long long>(trained));
   return 0;
 }
 
