@@ -199,9 +199,8 @@ int run(int argc, char** argv) {
                               ": expected at most the "
                               "model's context, " +
                               std::to_string(context) + " tokens");
-  std::cout << "gpt_eval: " << m.kind << " " << s.model << m.adapter << ": " << m.parameters
-            << " " << m.parameters_text() << ", vocabulary " << m.sizes.vocab
-            << ", context " << context
+  std::cout << "gpt_eval: " << m.kind << " " << s.model << m.adapter << ": " << m.parameters << " "
+            << m.parameters_text() << ", vocabulary " << m.sizes.vocab << ", context " << context
             << ", tokenizer " << m.tokenizer.name() << "; loaded in " << std::fixed
             << std::setprecision(2) << m.seconds << " s" << std::endl;
 

@@ -248,8 +248,9 @@ int run(int argc, char** argv) {
   if (s.bf16) mixed.emplace();
   if (!m.model->supports_cache()) {  // an attention of its own without one (--pos alibi)
     if (s.compare)
-      throw examples::FlagError("--compare: this model's attention keeps no cache of keys and "
-                                "values, so there is nothing to compare: sample without --compare");
+      throw examples::FlagError(
+          "--compare: this model's attention keeps no cache of keys and "
+          "values, so there is nothing to compare: sample without --compare");
     if (!s.no_cache)
       std::cout << "note: this model's attention keeps no cache of keys and values: each token "
                    "runs the whole context again"
@@ -267,9 +268,9 @@ int run(int argc, char** argv) {
             << s.tokens << " " << m.unit() << " in " << speed(s.tokens, seconds, m.unit()) << " ("
             << (cache ? "with" : "without") << " the cache)" << std::endl;
   std::cout << "gpt_sample: " << m.kind << " " << s.model << m.adapter << ", " << m.parameters
-            << " " << m.parameters_text() << ", tokenizer " << m.tokenizer.name()
-            << "; loaded in " << std::fixed
-            << std::setprecision(2) << m.seconds << " s" << std::defaultfloat << std::endl;
+            << " " << m.parameters_text() << ", tokenizer " << m.tokenizer.name() << "; loaded in "
+            << std::fixed << std::setprecision(2) << m.seconds << " s" << std::defaultfloat
+            << std::endl;
   if (timed) {  // the generation apart from the prompt's pass, which generate() made first
     const double generating = std::max(seconds - prompt_seconds, 1e-9);
     std::cout << "gpt_sample result: prompt_tokens=" << idx.size() << " new_tokens=" << s.tokens

@@ -129,7 +129,8 @@ void check_training_memory(const ModelSizes& s, double parameters, double traine
         " (weights, the gradients and AdamW's moments of the " + figure(trained) +
         " parameters that train, activations), more than the " + memory_text(allowed) +
         " it may take (" + figure(100 * GPTLimits::kTrainingShareOfMemory) + " % of the " +
-        memory_text(memory) + " of memory this machine gives the process); lower --batch-size "
+        memory_text(memory) +
+        " of memory this machine gives the process); lower --batch-size "
         "(--grad-accum K keeps the batch with K times smaller steps) or --block-size" +
         (recompute ? std::string() : ", or give --recompute (each block keeps its input only)"));
 }
@@ -283,7 +284,7 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
   if (key == "gpt.norm_eps") return py_float(1e-5);
   if (key == "gpt.train_block_size") return note(f, "gpt.block_size", path);  // (were equal)
   if (key == "gpt.data_format") return "fortunes";  // --data was read as fortunes only
-  if (key == "gpt.lora_r") return "0";               // (no adapters before they existed)
+  if (key == "gpt.lora_r") return "0";              // (no adapters before they existed)
   return note(f, key, path);
 }
 
@@ -528,7 +529,7 @@ double chunked_summed_loss(std::int64_t V, const IndexArray& x, const IndexArray
   targets_all.reshape({y.size()});
   const std::size_t rows = targets_all.size(), chunk = std::size_t(logit_rows(V));
   const Tensor features = features_of(x);  // (B, T, C), after the last norm
-  if (rows <= chunk)  // one pass: all the logits at once
+  if (rows <= chunk)                       // one pass: all the logits at once
     return ops::cross_entropy(ops::reshape(head(features), {-1, V}), targets_all, options).item();
   const std::size_t C = features.shape()[2];
   double total = 0.0;

@@ -140,13 +140,12 @@ std::vector<std::string> lora_targets(const GPTRunOptions& o, bool llama) {
 std::unique_ptr<io::StagedFolder> open_export(const GPTRunOptions& o,
                                               const std::optional<InitFrom>& init) {
   if (o.export_hf.empty()) return nullptr;
-  check<ValueError>(
-      is_llama(init) ||
-          (o.pos == "learned" && o.norm == "layernorm" && o.mlp == "gelu" && o.attention == "causal"),
-      "--export-hf: GPT-2's layout holds --pos learned --norm layernorm --mlp gelu "
-      "only, got --pos ",
-      o.pos, " --norm ", o.norm, " --mlp ", o.mlp,
-      o.attention == "causal" ? "" : " --attention " + o.attention);
+  check<ValueError>(is_llama(init) || (o.pos == "learned" && o.norm == "layernorm" &&
+                                       o.mlp == "gelu" && o.attention == "causal"),
+                    "--export-hf: GPT-2's layout holds --pos learned --norm layernorm --mlp gelu "
+                    "only, got --pos ",
+                    o.pos, " --norm ", o.norm, " --mlp ", o.mlp,
+                    o.attention == "causal" ? "" : " --attention " + o.attention);
   check<ValueError>(
       !io::same_file(o.export_hf, o.out) &&
           fs::path(o.export_hf).lexically_normal() != fs::path(o.out).lexically_normal(),
@@ -158,7 +157,8 @@ std::unique_ptr<io::StagedFolder> open_export(const GPTRunOptions& o,
 // --export-adapter's folder, taken at the start as --export-hf's is.
 std::unique_ptr<io::StagedFolder> open_export_adapter(const GPTRunOptions& o) {
   if (o.export_adapter.empty()) return nullptr;
-  for (const auto& [flag, other] : {std::pair{"--out", o.out}, std::pair{"--export-hf", o.export_hf}})
+  for (const auto& [flag, other] :
+       {std::pair{"--out", o.out}, std::pair{"--export-hf", o.export_hf}})
     check<ValueError>(other.empty() || (!io::same_file(o.export_adapter, other) &&
                                         fs::path(o.export_adapter).lexically_normal() !=
                                             fs::path(other).lexically_normal()),
@@ -198,7 +198,8 @@ void check_no_output_replaces_an_input(const GPTRunOptions& o) {
                  {"encoder.json", "vocab.bpe", "vocab.json", "merges.txt"});
   if (o.text.tokenizer.rfind("bpe-model:", 0) == 0)
     in.push_back({"--tokenizer", o.text.tokenizer.substr(10)});
-  if (o.text.tokenizer.rfind("hf:", 0) == 0) in.push_back({"--tokenizer", o.text.tokenizer.substr(3)});
+  if (o.text.tokenizer.rfind("hf:", 0) == 0)
+    in.push_back({"--tokenizer", o.text.tokenizer.substr(3)});
   std::error_code ec;
   for (fs::directory_iterator it(o.out, ec), end; !ec && it != end; it.increment(ec))
     if (is_run_output(it->path().filename().string()))
@@ -290,8 +291,8 @@ struct Model {
 
   std::shared_ptr<Generator> model_gen, data_gen;
   std::shared_ptr<tt::CausalLM> lm;
-  tt::GPT* gpt;                   ///< lm, when a GPT
-  tt::LlamaForCausalLM* llama;    ///< lm, when a Llama
+  tt::GPT* gpt;                 ///< lm, when a GPT
+  tt::LlamaForCausalLM* llama;  ///< lm, when a Llama
   optim::AdamW opt;
   optim::LambdaLR sched;
 };
@@ -359,8 +360,7 @@ void describe(const Model& m, const Run& run, const TextData& d, const GPTRunOpt
   if (o.lora_r > 0)
     std::cout << ", LoRA r=" << o.lora_r << " lora_alpha=" << o.lora_alpha
               << " lora_dropout=" << o.lora_dropout << " on " << nn::lora_layers(*m.lm).size()
-              << " layers: " << trainable_count(*m.lm)
-              << " parameters train, the rest frozen";
+              << " layers: " << trainable_count(*m.lm) << " parameters train, the rest frozen";
   std::cout << "; batch " << o.batch_size
             << (con.world > 1 ? " per rank x " + std::to_string(con.world) + " ranks" : "")
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : "")
@@ -438,9 +438,8 @@ void print_sample(tt::CausalLM& model, const TextData& d, const GPTRunOptions& o
 // --export-hf: the final model in Hugging Face's layout, with GPT-2's tokenizer when it was the
 // one trained with, and --init-from's config.json fields (its dropouts) when there was one;
 // written beside the folder, then renamed into place whole.
-void export_hf(Model& m, const Run& run, const data::Tokenizer& tokenizer,
-               const GPTRunOptions& o, const std::optional<InitFrom>& init,
-               io::StagedFolder* target) {
+void export_hf(Model& m, const Run& run, const data::Tokenizer& tokenizer, const GPTRunOptions& o,
+               const std::optional<InitFrom>& init, io::StagedFolder* target) {
   if (target == nullptr) return;
   if (o.merge_adapter) {
     const std::size_t merged = nn::merge_lora(*m.lm);
@@ -490,8 +489,8 @@ void export_adapter(const Model& m, const Run& run, const GPTRunOptions& o,
 // The closing line for bench/gpt_compare (seconds: the training steps alone; wall_seconds: the
 // whole run, data, validations, checkpoints and pictures included); the exit status: did the
 // validation loss fall?
-int report_result(const tt::CausalLM& model, const Run& run, const GPTRunOptions& o, const Console& con,
-                  double wall_seconds) {
+int report_result(const tt::CausalLM& model, const Run& run, const GPTRunOptions& o,
+                  const Console& con, double wall_seconds) {
   const double median = run.median_step_seconds();
   const double tokens = double(o.batch_size * o.grad_accum * con.world * o.block_size);
   const double final_val = run.val_history.back().second,
@@ -557,11 +556,15 @@ void check_options(GPTRunOptions& o) {
   }
   // LoRA: what the adapters' flags need, refused before anything is read.
   if (o.lora_r == 0) {
-    check<ValueError>(o.lora_targets.empty(), "--lora-targets: it names the layers --lora-r R "
+    check<ValueError>(o.lora_targets.empty(),
+                      "--lora-targets: it names the layers --lora-r R "
                       "adapts; give --lora-r");
-    check<ValueError>(o.export_adapter.empty(), "--export-adapter: expected --lora-r R, the "
-                      "adapters to write; without it every weight trains (--export-hf writes them)");
-    check<ValueError>(!o.merge_adapter, "--merge-adapter: expected --lora-r R, the adapters to "
+    check<ValueError>(
+        o.export_adapter.empty(),
+        "--export-adapter: expected --lora-r R, the "
+        "adapters to write; without it every weight trains (--export-hf writes them)");
+    check<ValueError>(!o.merge_adapter,
+                      "--merge-adapter: expected --lora-r R, the adapters to "
                       "merge; without it every weight trains");
   } else {
     check<ValueError>(o.export_hf.empty() || o.merge_adapter,
@@ -569,7 +572,8 @@ void check_options(GPTRunOptions& o) {
                       "a plain model; give --merge-adapter to fold them into the weights, or "
                       "--export-adapter DIR to write them in PEFT's layout instead");
   }
-  check<ValueError>(!o.merge_adapter || !o.export_hf.empty(), "--merge-adapter: it folds the "
+  check<ValueError>(!o.merge_adapter || !o.export_hf.empty(),
+                    "--merge-adapter: it folds the "
                     "adapters into the weights --export-hf writes; give --export-hf DIR");
   if (o.warmup >= o.steps) {
     std::cout << "note: --warmup " << o.warmup << " is not shorter than the run (--steps "

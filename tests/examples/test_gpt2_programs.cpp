@@ -225,6 +225,45 @@ TEST_SUITE("examples.gpt2") {
           std::string::npos);
   }
 
+  TEST_CASE(
+      "gpt --init-from a GPT-2 folder with --lora-r: the adapter in PEFT's layout, merged "
+      "into the exported folder, and gpt_eval --adapter scores as the merged folder") {
+    const std::string files = tapegrad::testing::gpt2_folder();
+    if (files.empty()) return;
+    const fs::path dir = tapegrad::testing::fresh_folder("gpt2_programs", "lora");
+    const fs::path model_dir = small_gpt2(dir, files), text = text_file(dir, 200);
+    const ProgramOutput out =
+        run(TAPEGRAD_GPT, "--init-from " + q(model_dir) + " --data " + q(text) +
+                              " --steps 4 --eval-windows 4 --warmup 1 --lr 1e-2 --sample-tokens 4 "
+                              "--block-size 12 --batch-size 2 --lora-r 2 --out " +
+                              q(dir / "run") + " --export-adapter " + q(dir / "adapter") +
+                              " --merge-adapter --export-hf " + q(dir / "merged"));
+    INFO(out.text);
+    REQUIRE((out.status == 0 || out.status == 1));
+    const auto config = tapegrad::pretrained::read_lora_adapter_config(
+        (dir / "adapter" / "adapter_config.json").string());
+    CHECK(config.target_modules == std::vector<std::string>{"c_attn"});  // PEFT's GPT-2 default
+    CHECK(config.fan_in_fan_out);                                        // GPT-2's Conv1D
+    auto base = tapegrad::pretrained::load_gpt2(model_dir.string());
+    tapegrad::pretrained::load_lora_adapter(*base.model, (dir / "adapter").string());
+    tapegrad::nn::merge_lora(*base.model);
+    const auto merged = tapegrad::pretrained::load_gpt2((dir / "merged").string());
+    const auto want = base.model->state_dict(), got = merged.model->state_dict();
+    for (const std::string& name : want.keys()) {
+      CAPTURE(name);
+      CHECK(tapegrad::testing::all_close(got.at(name), want.at(name), 1e-6, 1e-6));
+    }
+    const std::string score = " --text " + q(text) + " --max-windows 2";
+    const ProgramOutput adapted = run(
+        TAPEGRAD_GPT_EVAL, "--model " + q(model_dir) + " --adapter " + q(dir / "adapter") + score);
+    const ProgramOutput folded = run(TAPEGRAD_GPT_EVAL, "--model " + q(dir / "merged") + score);
+    INFO(adapted.text);
+    REQUIRE(adapted.status == 0);
+    REQUIRE(folded.status == 0);
+    CHECK(value_in(adapted.text, "gpt_eval result:", "loss") ==
+          doctest::Approx(value_in(folded.text, "gpt_eval result:", "loss")).epsilon(1e-3));
+  }
+
   TEST_CASE("--grad-accum K over batches of B trains as one batch of K * B") {
     const std::string files = tapegrad::testing::gpt2_folder();
     if (files.empty()) return;

@@ -38,7 +38,9 @@ ProgramOutput run(const std::string& program, const std::string& args) {
 
 std::string q(const fs::path& p) { return tapegrad::testing::quoted(p.string()); }
 
-data::Tokenizer tokenizer() { return data::Tokenizer(data::HFTokenizer::load(kTokenizer.string())); }
+data::Tokenizer tokenizer() {
+  return data::Tokenizer(data::HFTokenizer::load(kTokenizer.string()));
+}
 
 // A tiny Llama (its vocabulary the tokenizer's) with the tokenizer.json, in dir/llama.
 fs::path tiny_llama(const fs::path& dir) {
@@ -116,8 +118,9 @@ double windows_loss(tt::LlamaForCausalLM& model, const fs::path& text, std::size
 }  // namespace
 
 TEST_SUITE("examples.llama") {
-  TEST_CASE("gpt_eval scores a text with a Llama folder, and with a LoRA adapter: the library's "
-            "loss over windows [kW, kW + W)") {
+  TEST_CASE(
+      "gpt_eval scores a text with a Llama folder, and with a LoRA adapter: the library's "
+      "loss over windows [kW, kW + W)") {
     const fs::path dir = tapegrad::testing::fresh_folder("llama_programs", "eval");
     const fs::path model_dir = tiny_llama(dir), adapter = adapter_for(model_dir, dir),
                    text = text_file(dir);
@@ -158,22 +161,24 @@ TEST_SUITE("examples.llama") {
     CHECK(out.text.find("Hugging Face Llama folder") != std::string::npos);
   }
 
-  TEST_CASE("gpt --init-from a Llama folder with --lora-r: the adapter in PEFT's layout, and the "
-            "merged folder is the base with it folded in") {
+  TEST_CASE(
+      "gpt --init-from a Llama folder with --lora-r: the adapter in PEFT's layout, and the "
+      "merged folder is the base with it folded in") {
     const fs::path dir = tapegrad::testing::fresh_folder("llama_programs", "lora");
     const fs::path model_dir = tiny_llama(dir), text = text_file(dir);
-    const ProgramOutput out = run(
-        TAPEGRAD_GPT, "--init-from " + q(model_dir) + " --data " + q(text) +
-                          " --data-format text --block-size 16 --batch-size 2 --steps 4 "
-                          "--eval-windows 2 --lr 1e-2 --sample-tokens 4 --quiet --lora-r 4 "
-                          "--lora-alpha 16 --lora-targets q_proj,k_proj,v_proj,o_proj --out " +
-                          q(dir / "run") + " --export-adapter " + q(dir / "adapter") +
-                          " --merge-adapter --export-hf " + q(dir / "merged"));
+    const ProgramOutput out =
+        run(TAPEGRAD_GPT, "--init-from " + q(model_dir) + " --data " + q(text) +
+                              " --data-format text --block-size 16 --batch-size 2 --steps 4 "
+                              "--eval-windows 2 --lr 1e-2 --sample-tokens 4 --quiet --lora-r 4 "
+                              "--lora-alpha 16 --lora-targets q_proj,k_proj,v_proj,o_proj --out " +
+                              q(dir / "run") + " --export-adapter " + q(dir / "adapter") +
+                              " --merge-adapter --export-hf " + q(dir / "merged"));
     INFO(out.text);
     REQUIRE((out.status == 0 || out.status == 1));  // (1: the loss of 4 steps did not fall)
     CHECK(out.text.find("LoRA r=4") != std::string::npos);
     CHECK(out.text.find("gpt result: steps=4") != std::string::npos);
-    const auto config = pretrained::read_lora_adapter_config((dir / "adapter/adapter_config.json").string());
+    const auto config =
+        pretrained::read_lora_adapter_config((dir / "adapter/adapter_config.json").string());
     CHECK(config.r == 4);
     CHECK(config.lora_alpha == 16);
     CHECK(config.target_modules ==
@@ -200,16 +205,16 @@ TEST_SUITE("examples.llama") {
     // names the folders to read instead
     const std::string again = "--init-from " + q(model_dir) + " --data " + q(text) +
                               " --data-format text --block-size 16 --batch-size 2 --steps 8 "
-                              "--eval-windows 2 --quiet --resume --out " + q(dir / "run");
+                              "--eval-windows 2 --quiet --resume --out " +
+                              q(dir / "run");
     for (const std::string lora : {" --lora-r 2", ""}) {
       const ProgramOutput other = run(TAPEGRAD_GPT, again + lora);
       INFO(other.text);
       CHECK(other.status == 2);
       CHECK(other.text.find("was made with another lora_") != std::string::npos);
     }
-    const ProgramOutput checkpoint = run(TAPEGRAD_GPT_EVAL, "--model " +
-                                                                q(dir / "run/last.safetensors") +
-                                                                " --text " + q(text));
+    const ProgramOutput checkpoint =
+        run(TAPEGRAD_GPT_EVAL, "--model " + q(dir / "run/last.safetensors") + " --text " + q(text));
     INFO(checkpoint.text);
     CHECK(checkpoint.status == 2);
     CHECK(checkpoint.text.find("a checkpoint of a run that fine-tuned a Llama folder") !=
@@ -221,15 +226,17 @@ TEST_SUITE("examples.llama") {
     CHECK(eval.status == 0);
   }
 
-  TEST_CASE("gpt --init-from a Llama folder trains every weight with --recompute, and --export-hf "
-            "writes it back") {
+  TEST_CASE(
+      "gpt --init-from a Llama folder trains every weight with --recompute, and --export-hf "
+      "writes it back") {
     const fs::path dir = tapegrad::testing::fresh_folder("llama_programs", "full");
     const fs::path model_dir = tiny_llama(dir), text = text_file(dir);
-    const ProgramOutput out =
-        run(TAPEGRAD_GPT, "--init-from " + q(model_dir) + " --data " + q(text) +
-                              " --data-format text --block-size 16 --batch-size 2 --steps 3 "
-                              "--eval-windows 2 --sample-tokens 4 --quiet --recompute --dropout 0.1 "
-                              "--out " + q(dir / "run") + " --export-hf " + q(dir / "tuned"));
+    const ProgramOutput out = run(
+        TAPEGRAD_GPT, "--init-from " + q(model_dir) + " --data " + q(text) +
+                          " --data-format text --block-size 16 --batch-size 2 --steps 3 "
+                          "--eval-windows 2 --sample-tokens 4 --quiet --recompute --dropout 0.1 "
+                          "--out " +
+                          q(dir / "run") + " --export-hf " + q(dir / "tuned"));
     INFO(out.text);
     REQUIRE((out.status == 0 || out.status == 1));
     CHECK(out.text.find("blocks recomputed in backward") != std::string::npos);
@@ -241,15 +248,17 @@ TEST_SUITE("examples.llama") {
           tapegrad::testing::bytes_of(model_dir / "config.json"));
   }
 
-  TEST_CASE("a GPT trained with --lora-r keeps its adapters in the checkpoint, which gpt_sample "
-            "and gpt_eval read") {
+  TEST_CASE(
+      "a GPT trained with --lora-r keeps its adapters in the checkpoint, which gpt_sample "
+      "and gpt_eval read") {
     const fs::path dir = tapegrad::testing::fresh_folder("llama_programs", "gpt_lora");
     const fs::path text = text_file(dir);
-    const ProgramOutput out =
-        run(TAPEGRAD_GPT, "--data " + q(text) + " --data-format text --n-layer 1 --n-embd 16 "
+    const ProgramOutput out = run(
+        TAPEGRAD_GPT, "--data " + q(text) +
+                          " --data-format text --n-layer 1 --n-embd 16 "
                           "--n-head 2 --block-size 16 --batch-size 2 --steps 3 --eval-windows 2 "
-                          "--sample-tokens 4 --quiet --lora-r 2 --out " + q(dir / "run") +
-                          " --export-adapter " + q(dir / "adapter"));
+                          "--sample-tokens 4 --quiet --lora-r 2 --out " +
+                          q(dir / "run") + " --export-adapter " + q(dir / "adapter"));
     INFO(out.text);
     REQUIRE((out.status == 0 || out.status == 1));
     CHECK(fs::exists(dir / "adapter/adapter_model.safetensors"));
@@ -257,8 +266,9 @@ TEST_SUITE("examples.llama") {
         run(TAPEGRAD_GPT_SAMPLE, "--model " + q(dir / "run/last.safetensors") + " --tokens 8");
     INFO(sample.text);
     CHECK(sample.status == 0);
-    const ProgramOutput eval = run(TAPEGRAD_GPT_EVAL, "--model " + q(dir / "run/last.safetensors") +
-                                                          " --text " + q(text) + " --max-windows 2");
+    const ProgramOutput eval =
+        run(TAPEGRAD_GPT_EVAL, "--model " + q(dir / "run/last.safetensors") + " --text " + q(text) +
+                                   " --max-windows 2");
     INFO(eval.text);
     CHECK(eval.status == 0);
   }
@@ -272,8 +282,7 @@ TEST_SUITE("examples.llama") {
     const fs::path gpt2_adapter =
         fs::path(TAPEGRAD_SOURCE_DIR) / "tests/pretrained/fixtures/lora_tiny/gpt2";
     const std::string init = "--init-from " + q(model_dir) + " --data " + q(text) +
-                             " --data-format text --block-size 8 --steps 2 --out " +
-                             q(dir / "run");
+                             " --data-format text --block-size 8 --steps 2 --out " + q(dir / "run");
     const std::pair<std::string, std::string> cases[] = {
         {std::string(TAPEGRAD_GPT_EVAL) + "|--model " + q(dir / "bare") + " --text " + q(text),
          "has no tokenizer.json"},
@@ -289,9 +298,9 @@ TEST_SUITE("examples.llama") {
          "--merge-adapter: expected --lora-r R"},
         {std::string(TAPEGRAD_GPT) + "|" + init + " --export-adapter " + q(dir / "a"),
          "--export-adapter: expected --lora-r R"},
-        {std::string(TAPEGRAD_GPT) + "|" + init + " --lora-r 4 --lora-targets c_attn",
-         "c_attn"},
-        {std::string(TAPEGRAD_GPT) + "|" + init + " --n-layer 3", "--n-layer does not go with --init-from"},
+        {std::string(TAPEGRAD_GPT) + "|" + init + " --lora-r 4 --lora-targets c_attn", "c_attn"},
+        {std::string(TAPEGRAD_GPT) + "|" + init + " --n-layer 3",
+         "--n-layer does not go with --init-from"},
     };
     for (const auto& [command, message] : cases) {
       const auto bar = command.find('|');

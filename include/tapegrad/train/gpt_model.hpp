@@ -80,8 +80,8 @@ void check_training_memory(const nn::transformer::GPTConfig& c, std::int64_t bat
 /// 12 more per parameter that trains (its gradient, AdamW's two moments: a frozen one has none),
 /// and 4 per activation kept for backward: every block's, or with `recompute` every block's input
 /// and one block's activations at a time. ValueError as above, naming the flags that lower it.
-double training_bytes(const ModelSizes& s, double parameters, double trained,
-                      std::int64_t batch, std::int64_t T, bool recompute);
+double training_bytes(const ModelSizes& s, double parameters, double trained, std::int64_t batch,
+                      std::int64_t T, bool recompute);
 void check_training_memory(const ModelSizes& s, double parameters, double trained,
                            std::int64_t batch, std::int64_t T, bool recompute);
 
@@ -103,13 +103,12 @@ std::string note_or_default(const io::SafetensorsFile& f, const std::string& key
 std::pair<nn::transformer::GPTConfig, data::Tokenizer> read_model_notes(
     const io::SafetensorsFile& f, const std::string& path);
 
-
 /// A causal language model (the GPT, or a Llama) and its tokenizer, loaded to sample or score
 /// (gpt_sample, gpt_eval), in eval mode.
 struct LoadedModel {
   std::shared_ptr<nn::transformer::CausalLM> model;
   data::Tokenizer tokenizer;
-  std::string kind;      ///< "Hugging Face GPT-2 folder", "Hugging Face Llama folder", "gpt checkpoint"
+  std::string kind;  ///< "Hugging Face GPT-2 folder", "Hugging Face Llama folder", "gpt checkpoint"
   double seconds = 0.0;  ///< the time the load took
   ModelSizes sizes;
   /// The parameters: the GPT's num_params(false) (its position table included), the Llama's
