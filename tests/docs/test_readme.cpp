@@ -1,8 +1,9 @@
 // tests/docs/test_readme.cpp: the README's list of library targets and its layout paragraph name
 // every layer CMakeLists.txt builds (tapegrad_layer(<name> ...)), and its reading time for the
-// tour is the one docs/tour.md states.
+// tour is the one docs/tour.md states; it stays under 400 lines.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -53,5 +54,13 @@ TEST_SUITE("docs.readme") {
     const std::string minutes = "bottom up in about " + m[1].str() + " minutes";
     CHECK_MESSAGE(readme.find(minutes) != std::string::npos, "README.md should say '", minutes,
                   "'");
+  }
+
+  TEST_CASE("the README, the front door, stays under 400 lines") {
+    // Tables of runs and per-machine logs belong in docs/performance.md and docs/benchmarks.md.
+    const std::string readme = text_of("README.md");
+    const auto lines = std::count(readme.begin(), readme.end(), '\n');
+    CHECK_MESSAGE(lines < 400, "README.md has ", lines,
+                  " lines: move tables of runs and per-machine figures to docs/");
   }
 }
