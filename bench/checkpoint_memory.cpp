@@ -37,33 +37,16 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "process_memory.hpp"
+
 using namespace tapegrad;
 
 namespace {
 
-// A value of /proc/self/status ("VmRSS:   123456 kB"), in bytes.
 double status_bytes(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream fields(line.substr(key.size() + 1));
-      double kb = 0;
-      fields >> kb;
-      return kb * 1024.0;
-    }
-  std::cerr << "checkpoint_memory: /proc/self/status has no " << key << "\n";
-  std::exit(2);
+  return bench::status_bytes("checkpoint_memory", key);
 }
-
-// Resets VmHWM to the current resident size (Linux 4.0 and later).
-void reset_peak() {
-  const int fd = ::open("/proc/self/clear_refs", O_WRONLY);
-  if (fd < 0 || ::write(fd, "5", 1) != 1) {
-    std::perror("checkpoint_memory: cannot reset the peak RSS through /proc/self/clear_refs");
-    std::exit(2);
-  }
-  ::close(fd);
-}
+void reset_peak() { bench::reset_peak("checkpoint_memory"); }
 
 // Runs `op` in a child process and prints the peak resident memory it added, against the size of
 // `file`. Exits if the child fails.

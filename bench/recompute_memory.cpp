@@ -38,34 +38,15 @@
 
 #include <tapegrad/tapegrad.hpp>
 
+#include "process_memory.hpp"
+
 using namespace tapegrad;
 namespace tt = tapegrad::nn::transformer;
 
 namespace {
 
-// A value of /proc/self/status ("VmRSS:   123456 kB"), in bytes.
-double status_bytes(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream fields(line.substr(key.size() + 1));
-      double kb = 0;
-      fields >> kb;
-      return kb * 1024.0;
-    }
-  std::cerr << "recompute_memory: /proc/self/status has no " << key << "\n";
-  std::exit(2);
-}
-
-// Resets VmHWM to the current resident size (Linux 4.0 and later).
-void reset_peak() {
-  const int fd = ::open("/proc/self/clear_refs", O_WRONLY);
-  if (fd < 0 || ::write(fd, "5", 1) != 1) {
-    std::perror("recompute_memory: cannot reset the peak RSS through /proc/self/clear_refs");
-    std::exit(2);
-  }
-  ::close(fd);
-}
+double status_bytes(const std::string& key) { return bench::status_bytes("recompute_memory", key); }
+void reset_peak() { bench::reset_peak("recompute_memory"); }
 
 double cpu_seconds() {
   timespec ts{};
@@ -210,12 +191,14 @@ int main(int argc, char** argv) {
   const Figures plain = in_child(model, false, B, T, steps);
   const Figures re = in_child(model, true, B, T, steps);
   for (const auto& [label, f] : {std::pair{"plain", plain}, std::pair{"recompute", re}})
-    std::printf("%-10s activations %8.1f MB  step peak %8.1f MB  fwd+bwd %7.2f s wall %7.2f s cpu"
-                "  loss %.6f\n",
-                label, f.activations / 1e6, f.peak / 1e6, f.wall, f.cpu, f.loss);
-  std::printf("recompute / plain: activations %.3f  step peak %.3f  fwd+bwd time %.3f wall %.3f "
-              "cpu\n",
-              re.activations / plain.activations, re.peak / plain.peak, re.wall / plain.wall,
-              re.cpu / plain.cpu);
+    std::printf(
+        "%-10s activations %8.1f MB  step peak %8.1f MB  fwd+bwd %7.2f s wall %7.2f s cpu"
+        "  loss %.6f\n",
+        label, f.activations / 1e6, f.peak / 1e6, f.wall, f.cpu, f.loss);
+  std::printf(
+      "recompute / plain: activations %.3f  step peak %.3f  fwd+bwd time %.3f wall %.3f "
+      "cpu\n",
+      re.activations / plain.activations, re.peak / plain.peak, re.wall / plain.wall,
+      re.cpu / plain.cpu);
   return 0;
 }
