@@ -233,9 +233,12 @@ TEST_SUITE("pretrained.lora_parity") {
     CHECK(layers.size() == 14);
     for (const auto& [path, layer] : layers) CHECK(path != "lm_head");
     CHECK(layers[0].second->lora_options().scaling() == doctest::Approx(4.0 / std::sqrt(2.0)));
+    // Every layer adapted with B ~ N(0, 0.5) at scaling 2.83 amplifies rounding: PyTorch's own
+    // float32 logits here are 6.7e-6 (relative) from the same model run in float64, and OpenBLAS's
+    // SkylakeX kernels land 1.0e-5 from PyTorch's. The bound is three times float32's own error.
     on_every_kernel_set([&] {
       CHECK(relative_diff(llama_logits(*llama.model),
-                          golden().to_float("llama_all_linear.logits")) < 2e-6);
+                          golden().to_float("llama_all_linear.logits")) < 2e-5);
     });
   }
 
