@@ -7,7 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include <tapegrad/autograd/tape.hpp>
 #include <tapegrad/ops/clamp.hpp>
+#include <tapegrad/ops/reduce.hpp>
 
 #include "../helpers.hpp"
 
