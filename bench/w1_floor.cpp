@@ -139,8 +139,8 @@ void run(const Size& s, int threads) {
     });
     // logits = h Wp^T + b: every row starts as b, the product adds to it
     for (std::size_t r = 0; r < N; ++r) std::copy_n(b.data(), C, logits.data() + r * C);
-    tapegrad::ops::detail::gemm(false, true, N, C, D, 1.0f, h.data(), D, Wp.data(), D, 1.0f,
-                                logits.data(), C);
+    tapegrad::detail::gemm(false, true, N, C, D, 1.0f, h.data(), D, Wp.data(), D, 1.0f,
+                           logits.data(), C);
     // cross-entropy (mean over the non-padding rows) and its gradient, one pass per row
     const float g = float(1.0 / double(count));
     parallel_for(N, std::max<std::size_t>(1, (std::size_t{1} << 16) / C),
@@ -180,10 +180,10 @@ void run(const Size& s, int threads) {
         for (std::size_t c = 0; c < C; ++c) sums[c] += dlogits[r * C + c];
       for (std::size_t c = 0; c < C; ++c) gb[c] = float(sums[c]);
     }
-    tapegrad::ops::detail::gemm(true, false, C, D, N, 1.0f, dlogits.data(), C, h.data(), D, 0.0f,
-                                gWp.data(), D);
-    tapegrad::ops::detail::gemm(false, false, N, D, C, 1.0f, dlogits.data(), C, Wp.data(), D, 0.0f,
-                                dh.data(), D);
+    tapegrad::detail::gemm(true, false, C, D, N, 1.0f, dlogits.data(), C, h.data(), D, 0.0f,
+                           gWp.data(), D);
+    tapegrad::detail::gemm(false, false, N, D, C, 1.0f, dlogits.data(), C, Wp.data(), D, 0.0f,
+                           dh.data(), D);
     // dropout backward and the embedding gradient in one pass over the gradient's rows:
     // dW[k] = 0 + sum over k's positions p (in order) of (dh[p] * m[p]) * sqrt(D); the pad row 0
     // and rows no position holds are zero.

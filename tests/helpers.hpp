@@ -1,5 +1,6 @@
 // tests/helpers.hpp: comparisons that explain themselves when they fail, and the inputs and
-// gradient checks the op tests share.
+// gradient checks the op tests share. It includes only what it uses, not the umbrella core.hpp, so
+// that a test of a new op includes that op's own header and nothing else has to list it.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +12,11 @@
 
 #include <doctest/doctest.h>
 
-#include <tapegrad/core.hpp>
+#include <tapegrad/autograd/gradcheck.hpp>
+#include <tapegrad/core/errors.hpp>
+#include <tapegrad/core/gemm_engine.hpp>
+#include <tapegrad/core/random.hpp>
+#include <tapegrad/core/tensor.hpp>
 
 namespace tapegrad::testing {
 

@@ -37,4 +37,5 @@
 #include "tapegrad/ops/attention.hpp"
 #include "tapegrad/ops/causal_attention.hpp"
 #include "tapegrad/ops/activation.hpp"
+#include "tapegrad/ops/clamp.hpp"
 #include "tapegrad/ops/kl_div.hpp"

@@ -177,7 +177,7 @@ MachinePeak measure_peak() {
     const std::size_t n = 512, m = std::size_t{8} << 20;  // sgemm 512^3; triads of 3 x 32 MiB
     std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
     const double gemm = best_seconds(5, [&] {
-      ops::detail::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      ::tapegrad::detail::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     });
     std::vector<float> x(m, 0.0f), y(m, 1.0f), z(m, 2.0f);
     const double triad = best_seconds(5, [&] {
@@ -198,7 +198,7 @@ double measure_bf16_peak() {
     std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n, 0.0f);
     autocast::bf16 mixed;
     const double gemm = best_seconds(5, [&] {
-      ops::detail::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      ::tapegrad::detail::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     });
     volatile float keep = c[0];
     (void)keep;
@@ -265,7 +265,7 @@ std::string Profiler::table() {
   const double total = total_seconds();
   std::ostringstream os;
   char line[256];
-  // The peak's sgemm runs on tapegrad's threads as the model's products do (ops::detail::gemm
+  // The peak's sgemm runs on tapegrad's threads as the model's products do (detail::gemm
   // shares a product out over at most 2 of them); the triad is one loop on one thread.
   const int threads = get_num_threads();
   char bf16_peak[48] = "";

@@ -138,7 +138,7 @@ std::string environment_line() {
 }
 
 namespace detail {
-// Called once, by the first matrix product (src/ops/matmul.cpp).
+// Called once, by the first matrix product (src/core/gemm.cpp).
 void blas_first_use() {
   if (chosen_blas_threads.load() == 0) openblas_set_num_threads(1);  // the default: threads.hpp
   const char* quiet = std::getenv("TAPEGRAD_QUIET_BLAS");

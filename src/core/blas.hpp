@@ -5,6 +5,6 @@
 
 namespace tapegrad::detail {
 /// Sets OpenBLAS's default thread count (threads.hpp) and writes the core warning (cpu.hpp), if
-/// any, to stderr. src/ops/matmul.cpp calls it once, at the first product.
+/// any, to stderr. src/core/gemm.cpp calls it once, at the first product.
 void blas_first_use();
 }  // namespace tapegrad::detail

@@ -8,11 +8,10 @@
 #include "tapegrad/core/cpu.hpp"
 
 #include <array>
-#include <atomic>
-#include <cstdlib>
 #include <sstream>
 
 #include "dispatch.hpp"
+#include "env_choice.hpp"
 #include "tapegrad/core/errors.hpp"
 
 namespace tapegrad {
@@ -54,19 +53,14 @@ std::string names(const std::vector<CpuCapability>& sets) {
   return out;
 }
 
-// -1 until the first cpu_capability() call chooses a set.
-std::atomic<int> current{-1};
+detail::EnvChoice current;  // chosen by the first cpu_capability() call
 
 CpuCapability choose() {
   const std::vector<CpuCapability> sets = available_cpu_capabilities();
-  const char* forced = std::getenv("TAPEGRAD_CPU_CAPABILITY");
-  if (forced == nullptr || *forced == '\0') return sets.back();
-  const std::string where = "TAPEGRAD_CPU_CAPABILITY=" + std::string(forced);
-  const int wanted = index_of(forced);
-  check<ValueError>(wanted >= 0, where, ": expected reference, baseline, avx2 or avx512, got '",
-                    forced, "'");
-  detail::check_cpu_can_run(static_cast<CpuCapability>(wanted), sets, where);
-  return static_cast<CpuCapability>(wanted);
+  const detail::ForcedChoice forced = detail::forced_by_env("TAPEGRAD_CPU_CAPABILITY", kNames);
+  if (forced.index < 0) return sets.back();
+  detail::check_cpu_can_run(static_cast<CpuCapability>(forced.index), sets, forced.where);
+  return static_cast<CpuCapability>(forced.index);
 }
 
 }  // namespace
@@ -89,8 +83,8 @@ std::string_view to_string(CpuCapability capability) {
 
 CpuCapability cpu_capability_from_string(std::string_view name) {
   const int i = index_of(name);
-  check<ValueError>(i >= 0, "cpu_capability_from_string: expected reference, baseline, avx2 or ",
-                    "avx512, got '", name, "'");
+  check<ValueError>(i >= 0, "cpu_capability_from_string: expected ", detail::one_of(kNames),
+                    ", got '", name, "'");
   return static_cast<CpuCapability>(i);
 }
 
@@ -102,18 +96,13 @@ std::vector<CpuCapability> available_cpu_capabilities() {
 }
 
 CpuCapability cpu_capability() {
-  int c = current.load(std::memory_order_relaxed);
-  if (c < 0) {  // the first use; a refused TAPEGRAD_CPU_CAPABILITY throws here, every time
-    int unset = -1;
-    current.compare_exchange_strong(unset, static_cast<int>(choose()));
-    c = current.load();
-  }
-  return static_cast<CpuCapability>(c);
+  // a refused TAPEGRAD_CPU_CAPABILITY throws here, at every use
+  return static_cast<CpuCapability>(current.get([] { return static_cast<int>(choose()); }));
 }
 
 void set_cpu_capability(CpuCapability capability) {
   detail::check_cpu_can_run(capability, available_cpu_capabilities(), "set_cpu_capability");
-  current.store(static_cast<int>(capability));
+  current.set(static_cast<int>(capability));
 }
 
 }  // namespace tapegrad

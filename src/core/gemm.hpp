@@ -1,4 +1,4 @@
-// src/core/gemm.hpp (private to src/ops)
+// src/core/gemm.hpp (private to the core layer: its ops, fast kernels and profiler)
 //
 // The one matrix-multiply function every op uses, on row-major float matrices given by pointer
 // and leading dimension (the distance in elements between consecutive rows). A leading dimension
@@ -6,14 +6,14 @@
 // head inside a (T, heads * d_k) activation, without copying it out. It runs on the engine
 // TAPEGRAD_GEMM chooses (tapegrad/core/gemm_engine.hpp): OpenBLAS's cblas_sgemm by default,
 // oneDNN's dnnl_sgemm, or plain loops (the reference). Inside an autocast::bf16 scope it rounds
-// both operands to bfloat16 first and sums their products in float32 (src/ops/gemm_bf16.hpp:
+// both operands to bfloat16 first and sums their products in float32 (src/core/gemm_bf16.hpp:
 // oneDNN's bf16 matmul, or the float32 engine on the rounded operands). Implemented in
-// src/ops/matmul.cpp, the only file that includes cblas.
+// src/core/gemm.cpp, which with src/core/blas.cpp is the only file that includes cblas.
 #pragma once
 
 #include <cstddef>
 
-namespace tapegrad::ops::detail {
+namespace tapegrad::detail {
 
 /// C = alpha op(A) op(B) + beta C with op(A) (M, K) and op(B) (K, N), C (M, N). A is stored
 /// (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b. beta = 0 writes C
@@ -23,4 +23,4 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc);
 
-}  // namespace tapegrad::ops::detail
+}  // namespace tapegrad::detail

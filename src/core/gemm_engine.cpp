@@ -1,12 +1,11 @@
 // src/core/gemm_engine.cpp: the engine of every matrix product (gemm_engine.hpp), chosen once from
-// TAPEGRAD_GEMM and kept in an atomic, as the kernel set is (cpu.cpp).
+// TAPEGRAD_GEMM and kept, as the kernel set is (cpu.cpp; both through env_choice.hpp).
 #include "tapegrad/core/gemm_engine.hpp"
 
 #include <array>
-#include <atomic>
-#include <cstdlib>
 #include <string>
 
+#include "env_choice.hpp"
 #include "tapegrad/core/errors.hpp"
 
 namespace tapegrad {
@@ -30,18 +29,13 @@ void check_available(GemmEngine engine, const std::string& where) {
 }
 
 GemmEngine choose() {
-  const char* forced = std::getenv("TAPEGRAD_GEMM");
-  if (forced == nullptr || *forced == '\0') return GemmEngine::openblas;
-  const std::string where = "TAPEGRAD_GEMM=" + std::string(forced);
-  for (std::size_t i = 0; i < kNames.size(); ++i)
-    if (kNames[i] == forced) {
-      check_available(static_cast<GemmEngine>(i), where);
-      return static_cast<GemmEngine>(i);
-    }
-  fail<ValueError>(where, ": expected openblas, onednn or reference, got '", forced, "'");
+  const detail::ForcedChoice forced = detail::forced_by_env("TAPEGRAD_GEMM", kNames);
+  if (forced.index < 0) return GemmEngine::openblas;
+  check_available(static_cast<GemmEngine>(forced.index), forced.where);
+  return static_cast<GemmEngine>(forced.index);
 }
 
-std::atomic<int> current{-1};  // -1 until the first product chooses
+detail::EnvChoice current;  // chosen by the first product
 }  // namespace
 
 std::string_view to_string(GemmEngine engine) {
@@ -57,18 +51,13 @@ std::vector<GemmEngine> available_gemm_engines() {
 }
 
 GemmEngine gemm_engine() {
-  int e = current.load(std::memory_order_relaxed);
-  if (e < 0) {  // the first product; a refused TAPEGRAD_GEMM throws here, every time
-    int unset = -1;
-    current.compare_exchange_strong(unset, static_cast<int>(choose()));
-    e = current.load();
-  }
-  return static_cast<GemmEngine>(e);
+  // a refused TAPEGRAD_GEMM throws here, at every product
+  return static_cast<GemmEngine>(current.get([] { return static_cast<int>(choose()); }));
 }
 
 void set_gemm_engine(GemmEngine engine) {
   check_available(engine, "set_gemm_engine");
-  current.store(static_cast<int>(engine));
+  current.set(static_cast<int>(engine));
 }
 
 }  // namespace tapegrad

@@ -15,7 +15,7 @@
 #include "line_reader.hpp"
 #include "tapegrad/core/atomic_file.hpp"
 #include "tapegrad/core/errors.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -100,7 +100,8 @@ void BytePairEncoding::add_special_tokens(const std::vector<std::string>& tokens
     if (t.size() > 256) refuse("is longer than 256 bytes");
     // A line end would end its line of the BPE file ("\r" too, as "\r\n" ends one when read).
     if (t.find_first_of("\r\n") != std::string::npos) refuse("holds a line end (\\n or \\r)");
-    if (detail::first_invalid_utf8(t) != std::string_view::npos) refuse("is not valid UTF-8");
+    if (tapegrad::detail::first_invalid_utf8(t) != std::string_view::npos)
+      refuse("is not valid UTF-8");
     if (special_id(t) >= 0) refuse("is already a special token");
     if (std::find(tokens.begin(), tokens.begin() + std::ptrdiff_t(k), t) !=
         tokens.begin() + std::ptrdiff_t(k))
@@ -130,7 +131,7 @@ std::vector<std::uint32_t> BytePairEncoding::encode_with(std::string_view text,
   out.reserve(text.size() / 4);  // a token holds about 2 to 4 bytes of text
   const auto ordinary = [&](std::string_view stretch) {
     if (pretokenizer_ == Pretokenizer::gpt2) {
-      const std::size_t bad = detail::first_invalid_utf8(stretch);
+      const std::size_t bad = tapegrad::detail::first_invalid_utf8(stretch);
       if (bad != std::string_view::npos)
         fail<ValueError>(who, ": the text is not valid UTF-8 at byte ",
                          std::size_t(stretch.data() - text.data()) + bad,
@@ -293,7 +294,7 @@ std::string BytePairEncoding::decode(const std::vector<std::uint32_t>& ids) cons
                        ids[i], " at position ", i);
     bytes += vocab_[ids[i]];
   }
-  return detail::repair_utf8(bytes);
+  return tapegrad::detail::repair_utf8(bytes);
 }
 
 // ---- the file ----------------------------------------------------------------------------------
@@ -385,7 +386,7 @@ BytePairEncoding BytePairEncoding::read(std::istream& in, const std::string& pat
         bad("expected at most ", kMaxSpecialTokens, " special tokens, got more");
       std::string token = line.substr(8);
       if (token.empty() || token.size() > 256 || token.find('\r') != std::string::npos ||
-          detail::first_invalid_utf8(token) != std::string_view::npos)
+          tapegrad::detail::first_invalid_utf8(token) != std::string_view::npos)
         bad("expected a special token of 1 to 256 bytes of UTF-8 without a line end, got ",
             excerpt(token));
       for (std::size_t k = 0; k < special.size(); ++k)

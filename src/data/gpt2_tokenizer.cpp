@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "line_reader.hpp"
+#include "small_file.hpp"
 #include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::data {
@@ -22,27 +23,7 @@ using detail::excerpt;
 
 constexpr const char* kWho = "GPT2Tokenizer::load";
 /// GPT-2's files are 1 MB and 0.5 MB; a vocabulary of 2^20 tokens fits in 64 MiB.
-constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t(64) << 20;
-
-/// The bytes of `path`: a DataError unless it is a regular file of at most kMaxFileBytes (a FIFO
-/// would block the read for ever, /dev/zero would never end).
-std::string read_small_file(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) fail<DataError>(kWho, ": cannot read ", path, ": no such file");
-  if (!fs::is_regular_file(st))
-    fail<DataError>(kWho, ": ", path, " is not a regular file (a folder, a FIFO or a device)");
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) fail<DataError>(kWho, ": cannot read ", path, ": ", ec.message());
-  if (size > kMaxFileBytes)
-    fail<DataError>(kWho, ": ", path, " holds more than the 64 MiB a tokenizer file may have");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail<DataError>(kWho, ": cannot read ", path);
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), std::streamsize(size));
-  if (std::size_t(in.gcount()) != size) fail<DataError>(kWho, ": cannot read ", path);
-  return bytes;
-}
+constexpr std::uint64_t kMaxFileBytes = std::uint64_t(64) << 20;
 
 /// bytes_to_unicode of OpenAI's encoder.py, as a table.
 const std::array<char32_t, 256>& byte_table() {
@@ -149,7 +130,8 @@ GPT2Tokenizer GPT2Tokenizer::load(const std::string& vocab_path, const std::stri
   // ---- the vocabulary: token text -> GPT-2 id, the ids 0 .. n - 1 each once
   VocabReader reader;
   {
-    const std::string json = read_small_file(vocab_path);
+    const std::string json =
+        detail::read_small_file(vocab_path, kWho, kMaxFileBytes, "a tokenizer file");
     if (!nlohmann::json::sax_parse(json, &reader) || !reader.error.empty())
       fail<DataError>(kWho, ": ", vocab_path, ": ",
                       reader.error.empty() ? "not a JSON object of token -> id" : reader.error);
@@ -186,7 +168,8 @@ GPT2Tokenizer GPT2Tokenizer::load(const std::string& vocab_path, const std::stri
   // ---- the merges: "A B" on line k + 1 (after "#version") makes the token AB, BPE id 256 + k
   std::vector<BytePairEncoding::Merge> merges;
   {
-    const std::string text = read_small_file(merges_path);
+    const std::string text =
+        detail::read_small_file(merges_path, kWho, kMaxFileBytes, "a tokenizer file");
     std::istringstream in(text);
     detail::LineReader lines(in, merges_path, kWho);
     std::unordered_map<std::uint64_t, std::size_t> line_of;  // pair -> its line

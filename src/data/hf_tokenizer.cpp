@@ -18,7 +18,7 @@
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/data/gpt2_tokenizer.hpp"
 #include "tapegrad/data/text.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -63,7 +63,7 @@ std::string HFTokenizer::decode(const std::vector<std::uint32_t>& ids) const {
                        " at position ", i);
     bytes += model_->bytes[ids[i]];
   }
-  return detail::repair_utf8(bytes);
+  return tapegrad::detail::repair_utf8(bytes);
 }
 
 namespace {
@@ -229,7 +229,7 @@ std::vector<std::uint32_t> HFTokenizer::encode(std::string_view text, SpecialTok
   check<ValueError>(text.size() < std::numeric_limits<std::uint32_t>::max(),
                     "HFTokenizer::encode: expected a text shorter than 4 GiB, got ", text.size(),
                     " bytes");
-  const std::size_t bad = detail::first_invalid_utf8(text);
+  const std::size_t bad = tapegrad::detail::first_invalid_utf8(text);
   if (bad != std::string_view::npos)
     fail<ValueError>("HFTokenizer::encode: the text is not valid UTF-8 at byte ", bad);
   const Model& m = *model_;

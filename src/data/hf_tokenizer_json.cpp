@@ -15,6 +15,7 @@
 #include "bpe_fast.hpp"
 #include "hf_tokenizer_model.hpp"
 #include "line_reader.hpp"
+#include "small_file.hpp"
 #include "tapegrad/core/errors.hpp"
 
 namespace tapegrad::data {
@@ -354,28 +355,11 @@ bool nested_deeper_than(std::string_view text, std::size_t limit) {
   return false;
 }
 
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) fail<DataError>(kWho, ": cannot read ", path, ": no such file");
-  if (!fs::is_regular_file(st))
-    fail<DataError>(kWho, ": ", path, " is not a regular file (a folder, a FIFO or a device)");
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) fail<DataError>(kWho, ": cannot read ", path, ": ", ec.message());
-  if (size > HFTokenizer::kMaxFileBytes)
-    fail<DataError>(kWho, ": ", path, " holds ", size,
-                    " bytes, more than the 128 MiB a "
-                    "tokenizer.json may have");
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), std::streamsize(size));
-  if (!in || std::size_t(in.gcount()) != size) fail<DataError>(kWho, ": cannot read ", path);
-  return bytes;
-}
-
 }  // namespace
 
-HFTokenizer HFTokenizer::load(const std::string& path) { return from_json(read_file(path), path); }
+HFTokenizer HFTokenizer::load(const std::string& path) {
+  return from_json(detail::read_small_file(path, kWho, kMaxFileBytes, "a tokenizer.json"), path);
+}
 
 HFTokenizer HFTokenizer::from_json(std::string_view text, const std::string& source) {
   const Fields f(source);

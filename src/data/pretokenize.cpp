@@ -12,7 +12,7 @@
 
 #include "byte_level_pieces.hpp"
 #include "tapegrad/core/errors.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -73,7 +73,7 @@ const pcre2_code* oniguruma_gpt2_code() {
 template <class PieceEnd>
 void cut(std::string_view text, const char* who, const pcre2_code* code,
          const PieceEnd& piece_end, const std::function<void(std::string_view)>& sink) {
-  const std::size_t bad = detail::first_invalid_utf8(text);
+  const std::size_t bad = tapegrad::detail::first_invalid_utf8(text);
   check<ValueError>(bad == std::string_view::npos, who, ": the text is not valid UTF-8 at byte ",
                     bad, "; GPT-2's pattern reads characters, so the text must be UTF-8");
   const std::unique_ptr<pcre2_match_data, MatchDataDeleter> match(

@@ -7,7 +7,7 @@
 
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/data/text.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::data {
 
@@ -78,7 +78,7 @@ std::int64_t Tokenizer::vocab_size() const {
 
 std::vector<std::int64_t> Tokenizer::encode(std::string_view text,
                                             const std::string& source) const {
-  const std::size_t bad = detail::first_invalid_utf8(text);
+  const std::size_t bad = tapegrad::detail::first_invalid_utf8(text);
   if (bad != std::string_view::npos) fail<DataError>(source, ": not valid UTF-8 at byte ", bad);
   const auto widen = [](const std::vector<std::uint32_t>& ids) {
     return std::vector<std::int64_t>(ids.begin(), ids.end());

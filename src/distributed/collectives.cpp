@@ -27,11 +27,7 @@ std::vector<std::int64_t> gather_shapes(const Shape& shape, MPI_Comm comm, const
 
 std::string shape_text(const std::int64_t* s) {
   if (s[0] < 0) return "(more than 8 dimensions)";
-  std::ostringstream os;
-  os << '(';
-  for (std::int64_t d = 0; d < s[0]; ++d) os << (d ? ", " : "") << s[d + 1];
-  os << (s[0] == 1 ? ",)" : ")");
-  return os.str();
+  return str(Shape(s + 1, s + 1 + s[0]));
 }
 
 // ShapeError on every rank unless every rank's shape equals rank `reference`'s.

@@ -9,12 +9,12 @@
 #include "checkpoint_errors.hpp"
 #include "dtypes.hpp"
 #include "tapegrad/core/sizes.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::io {
 
 void SafetensorsFile::check_new_name(const std::string& name, const char* what) const {
-  check<ValueError>(first_invalid_utf8(name) == std::string_view::npos,
+  check<ValueError>(tapegrad::detail::first_invalid_utf8(name) == std::string_view::npos,
                     "SafetensorsFile: expected a UTF-8 ", what, " name, got invalid bytes in ",
                     in_quotes(name));
   check<ValueError>(name != "__metadata__", "SafetensorsFile: expected a ", what,
@@ -101,8 +101,8 @@ void SafetensorsFile::add_alias(std::string alias, std::string target) {
 }
 
 void SafetensorsFile::set_metadata(std::string key, std::string value) {
-  check<ValueError>(first_invalid_utf8(key) == std::string_view::npos &&
-                        first_invalid_utf8(value) == std::string_view::npos,
+  check<ValueError>(tapegrad::detail::first_invalid_utf8(key) == std::string_view::npos &&
+                        tapegrad::detail::first_invalid_utf8(value) == std::string_view::npos,
                     "SafetensorsFile: expected UTF-8 metadata, got invalid bytes in the entry ",
                     in_quotes(key));
   if (const auto it = metadata_index_.find(key); it != metadata_index_.end()) {

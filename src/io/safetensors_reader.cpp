@@ -41,7 +41,7 @@
 #include "input_file.hpp"
 #include "json_util.hpp"
 #include "tapegrad/core/sizes.hpp"
-#include "utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace tapegrad::io {
 
@@ -157,7 +157,8 @@ std::uint64_t check_header_length(const Source& src, const Refusal& refuse) {
 
 // 4: UTF-8.
 void check_utf8(std::string_view header, const Refusal& refuse) {
-  if (const std::size_t bad = first_invalid_utf8(header); bad != std::string_view::npos)
+  if (const std::size_t bad = tapegrad::detail::first_invalid_utf8(header);
+      bad != std::string_view::npos)
     refuse.fail("InvalidHeader", "expected a UTF-8 header, got the invalid byte ",
                 hex_byte(header[bad]), " at header byte ", bad);
 }

@@ -53,8 +53,8 @@ void forward(const float* q, const float* k, const float* v, const std::uint8_t*
     for (std::size_t pair = first; pair < last; ++pair) {
       const std::size_t b = pair / d.h, hd = pair % d.h, at = pair * block;
       float* S = p + at;
-      ops::detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D,
-                        k + b * d.Tk * D + hd * d.dk, D, 0.0f, S, d.Tk);
+      detail::gemm(false, true, d.Tq, d.Tk, d.dk, 1.0f, q + b * d.Tq * D + hd * d.dk, D,
+                   k + b * d.Tk * D + hd * d.dk, D, 0.0f, S, d.Tk);
       for (std::size_t r = 0; r < d.Tq && d.Tk > 0; ++r) {
         float* row = S + r * d.Tk;
         const std::uint8_t* ok = !allowed ? nullptr : allowed + (b * d.Tq + r) * d.Tk;
@@ -72,9 +72,9 @@ void forward(const float* q, const float* k, const float* v, const std::uint8_t*
         float* pu = p_used + at;
         for (std::size_t i = 0; i < block; ++i) pu[i] = S[i] * (keep[at + i] ? drop_scale : 0.0f);
       }
-      ops::detail::gemm(false, false, d.Tq, d.dv, d.Tk, 1.0f, P + at, d.Tk,
-                        v + b * d.Tk * Dv + hd * d.dv, Dv, 0.0f, out + b * d.Tq * Dv + hd * d.dv,
-                        Dv);
+      detail::gemm(false, false, d.Tq, d.dv, d.Tk, 1.0f, P + at, d.Tk,
+                   v + b * d.Tk * Dv + hd * d.dv, Dv, 0.0f, out + b * d.Tq * Dv + hd * d.dv,
+                   Dv);
     }
   });
 }
@@ -102,13 +102,13 @@ void backward(const float* dout, const float* q, const float* k, const float* v,
       const float* dO = dout + b * d.Tq * Dv + hd * d.dv;
       const float* V = v + b * d.Tk * Dv + hd * d.dv;
       if (dv)
-        ops::detail::gemm(true, false, d.Tk, d.dv, d.Tq, 1.0f, P_used + at, d.Tk, dO, Dv, 0.0f,
-                          dv + b * d.Tk * Dv + hd * d.dv, Dv);
+        detail::gemm(true, false, d.Tk, d.dv, d.Tq, 1.0f, P_used + at, d.Tk, dO, Dv, 0.0f,
+                     dv + b * d.Tk * Dv + hd * d.dv, Dv);
       if (!dq && !dk) continue;
-      ops::detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS,
-                        d.Tk);  // dP'
-      for (std::size_t r = 0; r < d.Tq; ++r) {
-        float* g = dS + r * d.Tk;
+      detail::gemm(false, true, d.Tq, d.Tk, d.dv, 1.0f, dO, Dv, V, Dv, 0.0f, dS,
+                   d.Tk);  // dP'
+ for (std::size_t r = 0; r < d.Tq; ++r) {
+   float* g = dS + r * d.Tk;
         const float* P = p + at + r * d.Tk;
         if (keep) {
           const std::uint8_t* kept = keep + at + r * d.Tk;
@@ -124,11 +124,11 @@ void backward(const float* dout, const float* q, const float* k, const float* v,
       const float* Q = q + b * d.Tq * D + hd * d.dk;
       const float* K = k + b * d.Tk * D + hd * d.dk;
       if (dq)
-        ops::detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS, d.Tk, K, D, 0.0f,
-                          dq + b * d.Tq * D + hd * d.dk, D);
+        detail::gemm(false, false, d.Tq, d.dk, d.Tk, 1.0f, dS, d.Tk, K, D, 0.0f,
+                     dq + b * d.Tq * D + hd * d.dk, D);
       if (dk)
-        ops::detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS, d.Tk, Q, D, 0.0f,
-                          dk + b * d.Tk * D + hd * d.dk, D);
+        detail::gemm(true, false, d.Tk, d.dk, d.Tq, 1.0f, dS, d.Tk, Q, D, 0.0f,
+                     dk + b * d.Tk * D + hd * d.dk, D);
     }
   });
 }

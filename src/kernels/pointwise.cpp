@@ -1,6 +1,6 @@
 // src/kernels/pointwise.cpp
 //
-// The pointwise activations' fast loops, compiled once per kernel set (namespace
+// The pointwise ops' fast loops, compiled once per kernel set (namespace
 // tapegrad::kernels::<set>, docs/kernels.md). The formulas are src/ops/pointwise_kernels.hpp's,
 // the same float operations; exp is exp_f32, inline arithmetic with no branches, so the loops
 // compile to 8 or 16 elements at a time, where the C library's expf is a call that no loop around
@@ -23,13 +23,13 @@ struct FastMath {
 };
 
 template <class Op>
-void forward(const float* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = Op::template forward<FastMath>(x[i]);
+void forward(Op op, const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = op.template forward<FastMath>(x[i]);
 }
 
 template <class Op>
-void backward(const float* x, float* dy, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dy[i] = Op::template backward<FastMath>(x[i], dy[i]);
+void backward(Op op, const float* x, float* dy, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dy[i] = op.template backward<FastMath>(x[i], dy[i]);
 }
 
 }  // namespace
@@ -43,3 +43,7 @@ TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_forward<tapegrad::ops::ReluSquared
                      forward<tapegrad::ops::ReluSquared>);
 TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_backward<tapegrad::ops::ReluSquared>,
                      backward<tapegrad::ops::ReluSquared>);
+TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_forward<tapegrad::ops::Clamp>,
+                     forward<tapegrad::ops::Clamp>);
+TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_backward<tapegrad::ops::Clamp>,
+                     backward<tapegrad::ops::Clamp>);

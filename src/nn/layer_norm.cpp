@@ -41,11 +41,8 @@ Tensor LayerNorm::forward(const Tensor& x) {
 }
 
 void LayerNorm::extra_repr(std::ostream& os) const {
-  os << '(';
-  for (std::size_t i = 0; i < options_.normalized_shape().size(); ++i)
-    os << (i ? ", " : "") << options_.normalized_shape()[i];
-  os << (options_.normalized_shape().size() == 1 ? ",)" : ")")
-     << ", eps=" << py_float(options_.eps())
+  const auto& shape = options_.normalized_shape();  // (checked >= 0 by the constructor)
+  os << str(Shape(shape.begin(), shape.end())) << ", eps=" << py_float(options_.eps())
      << ", elementwise_affine=" << (options_.elementwise_affine() ? "True" : "False");
   if (options_.variant() == LayerNormVariant::annotated) os << ", variant=annotated";
 }

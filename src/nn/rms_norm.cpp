@@ -35,10 +35,8 @@ Tensor RMSNorm::forward(const Tensor& x) {
 }
 
 void RMSNorm::extra_repr(std::ostream& os) const {
-  const auto& shape = options_.normalized_shape();
-  os << '(';
-  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  os << (shape.size() == 1 ? ",)" : ")") << ", eps=";
+  const auto& shape = options_.normalized_shape();  // (checked >= 0 by the constructor)
+  os << str(Shape(shape.begin(), shape.end())) << ", eps=";
   if (options_.eps())
     os << py_float(*options_.eps());
   else

@@ -26,7 +26,6 @@ namespace tt = nn::transformer;
 using detail::all_finite;
 using detail::is_float;
 using detail::prefault;
-using detail::shape_text;
 
 namespace {
 
@@ -178,7 +177,7 @@ GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
     if (t.name == "lm_head.weight") {
       const Shape want{std::size_t(config.vocab_size), std::size_t(config.n_embd)};
       if (t.shape != want)
-        refuse(path, "lm_head.weight is " + shape_text(t.shape) + ", expected " + shape_text(want) +
+        refuse(path, "lm_head.weight is " + str(t.shape) + ", expected " + str(want) +
                          " (vocab_size, n_embd) from config.json");
       if (!is_float(t.dtype))
         refuse(path, "lm_head.weight holds " + std::string(io::dtype_name(t.dtype)) +
@@ -194,8 +193,8 @@ GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
       const auto P = std::size_t(config.n_positions);
       const Shape want = key.ends_with(".masked_bias") ? Shape{} : Shape{1, 1, P, P};
       if (t.shape != want && !(want.empty() && t.shape == Shape{1}))
-        refuse(path, "'" + t.name + "' is " + shape_text(t.shape) + ", expected the mask buffer " +
-                         shape_text(want) + " (n_positions " + std::to_string(config.n_positions) +
+        refuse(path, "'" + t.name + "' is " + str(t.shape) + ", expected the mask buffer " +
+                         str(want) + " (n_positions " + std::to_string(config.n_positions) +
                          " from config.json)");
       continue;
     }
@@ -204,8 +203,8 @@ GPT2Weights::GPT2Weights(const std::string& path, const GPT2Config& config)
       refuse(path, "unexpected key '" + t.name + "': GPT-2 with n_layer " +
                        std::to_string(config.n_layer) + " (config.json) has no such tensor");
     if (t.shape != it->second->shape)
-      refuse(path, "'" + t.name + "' is " + shape_text(t.shape) + ", config.json says " +
-                       shape_text(it->second->shape) + " (n_embd " + std::to_string(config.n_embd) +
+      refuse(path, "'" + t.name + "' is " + str(t.shape) + ", config.json says " +
+                       str(it->second->shape) + " (n_embd " + std::to_string(config.n_embd) +
                        ", n_positions " + std::to_string(config.n_positions) + ", vocab_size " +
                        std::to_string(config.vocab_size) + ")");
     if (!is_float(t.dtype))

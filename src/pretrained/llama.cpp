@@ -27,7 +27,6 @@ namespace tt = nn::transformer;
 using detail::all_finite;
 using detail::is_float;
 using detail::prefault;
-using detail::shape_text;
 
 namespace {
 
@@ -227,15 +226,15 @@ LlamaWeights::LlamaWeights(const std::string& folder, const tt::LlamaConfig& con
     if (is_inv_freq_buffer(key, config_.num_hidden_layers())) {  // not read: computed
       const Shape want{std::size_t(config_.head_size() / 2)};
       if (t.shape != want)
-        refuse(path, "'" + key + "' is " + shape_text(t.shape) + ", expected the rotary buffer " +
-                         shape_text(want) + " (head_dim / 2)" + config_says);
+        refuse(path, "'" + key + "' is " + str(t.shape) + ", expected the rotary buffer " +
+                         str(want) + " (head_dim / 2)" + config_says);
       continue;
     }
     if (key == "lm_head.weight" && config_.tie_word_embeddings()) {  // tied, yet stored
       const Shape want{std::size_t(config_.vocab_size()), std::size_t(config_.hidden_size())};
       if (t.shape != want)
-        refuse(path, "'lm_head.weight' is " + shape_text(t.shape) + ", config.json says " +
-                         shape_text(want) + config_says);
+        refuse(path, "'lm_head.weight' is " + str(t.shape) + ", config.json says " +
+                         str(want) + config_says);
       shards_->tied_lm_head_in_file = true;
       shards_->lm_head_file = f;
       continue;
@@ -245,8 +244,8 @@ LlamaWeights::LlamaWeights(const std::string& folder, const tt::LlamaConfig& con
       refuse(path, "unexpected key '" + key + "': a Llama" + config_says + " has no such tensor");
     if (it->second == nullptr) refuse(path, "'" + key + "' is stored twice");
     if (t.shape != it->second->shape)
-      refuse(path, "'" + key + "' is " + shape_text(t.shape) + ", config.json says " +
-                       shape_text(it->second->shape) + config_says);
+      refuse(path, "'" + key + "' is " + str(t.shape) + ", config.json says " +
+                       str(it->second->shape) + config_says);
     it->second = nullptr;  // seen
   }
   std::size_t missing = 0;

@@ -30,7 +30,6 @@ namespace tapegrad::pretrained {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using detail::shape_text;
 using detail::shown;
 
 namespace {
@@ -411,11 +410,11 @@ LoRAAdapterConfig load_lora_adapter(nn::Module& model, const std::string& folder
     const Shape want = is_a ? Shape{r, in} : Shape{out, r};
     if (t.shape.size() == 2 && t.shape != want && t.shape[is_a ? 1 : 0] == (is_a ? in : out) &&
         t.shape[is_a ? 0 : 1] != r)
-      refuse(path, "'" + key + "' is " + shape_text(t.shape) + ": its r " +
+      refuse(path, "'" + key + "' is " + str(t.shape) + ": its r " +
                        std::to_string(t.shape[is_a ? 0 : 1]) + " disagrees with r " +
                        std::to_string(r) + " in adapter_config.json");
     if (t.shape != want)
-      refuse(path, "'" + key + "' is " + shape_text(t.shape) + ", expected " + shape_text(want) +
+      refuse(path, "'" + key + "' is " + str(t.shape) + ", expected " + str(want) +
                        (is_a ? " (r, in_features)" : " (out_features, r)") + " to fit " +
                        layer.context() + " (in_features " + std::to_string(in) + ", out_features " +
                        std::to_string(out) + ")");

@@ -21,15 +21,6 @@ inline bool is_float(io::Dtype d) {
   return d == io::Dtype::F32 || d == io::Dtype::F16 || d == io::Dtype::BF16 || d == io::Dtype::F64;
 }
 
-/// "(3, 4)", "(8,)": a shape as PyTorch prints a tuple.
-inline std::string shape_text(const Shape& s) {
-  std::ostringstream os;
-  os << "(";
-  for (std::size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-  os << (s.size() == 1 ? ",)" : ")");
-  return os.str();
-}
-
 /// Whether every value is finite: no exponent of all ones (inf, NaN), counted on the bits so that
 /// the loop vectorizes.
 inline bool all_finite(std::span<const float> values) {

@@ -240,10 +240,7 @@ std::string part_note(const io::SafetensorsFile& f, const std::string& key, cons
 void check_notes_fit_tensors(const tt::GPTConfig& c, const io::SafetensorsFile& f,
                              const std::string& path) {
   auto shape_of = [&](const std::string& name) -> std::string {
-    if (!f.contains(name)) return "none";
-    std::string s = "(";
-    for (std::size_t d : f.record(name).shape) s += (s.size() > 1 ? ", " : "") + std::to_string(d);
-    return s + ")";
+    return f.contains(name) ? str(f.record(name).shape) : "none";
   };
   auto expect = [&](const std::string& name, const std::string& shape, const std::string& notes) {
     if (shape_of(name) != shape)

@@ -299,7 +299,7 @@ TEST_SUITE("data.gpt2_tokenizer") {
     fs::remove(merges);
     testing::write_file(merges, good_merges);
     fs::resize_file(vocab, (std::uintmax_t(64) << 20) + 1);  // sparse: no disk is used
-    const std::string too_big = vocab + " holds more than the 64 MiB";
+    const std::string too_big = vocab + " holds 67108865 bytes, more than the 64 MiB";
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load(dir.string()), doctest::Contains(too_big.c_str()),
                          DataError);
     CHECK_THROWS_WITH_AS(GPT2Tokenizer::load((dir / "nowhere").string()),

@@ -1,4 +1,4 @@
-// tests/kernels/test_pointwise.cpp: the pointwise activations (silu, relu_squared) on every kernel set
+// tests/kernels/test_pointwise.cpp: the pointwise ops (silu, relu_squared, clamp) on every kernel set
 // this CPU can run. The fast sets
 // (baseline, avx2, avx512: one source compiled three times) give the same bits; the reference
 // kernels use the C library's exp where the fast ones use exp_f32, so they differ by a rounding or
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <tapegrad/core.hpp>
+#include <tapegrad/ops/clamp.hpp>
 
 #include "../helpers.hpp"
 #include "kernel_set_compare.hpp"
@@ -21,8 +22,9 @@ using tapegrad::testing::roundings_apart;
 
 namespace {
 using Op = Tensor (*)(const Tensor&);
-const std::pair<const char*, Op> kOps[] = {{"silu", ops::silu},
-                                           {"relu_squared", ops::relu_squared}};
+Tensor clamp(const Tensor& x) { return ops::clamp(x, -0.5f, 0.8f); }
+const std::pair<const char*, Op> kOps[] = {
+    {"silu", ops::silu}, {"relu_squared", ops::relu_squared}, {"clamp", clamp}};
 
 // y and dx of op on the set, over [-30, 30] and the special values; dx for dy = 1 (the
 // derivative) or dy = 1 + x / 16.
@@ -41,7 +43,7 @@ std::vector<Array> run(Op op, CpuCapability set, bool dy_ones = false) {
 
 TEST_SUITE("ops.pointwise_kernels") {
   TEST_CASE(
-      "silu and relu_squared: every fast kernel set gives the same bits, forward and backward") {
+      "the pointwise ops: every fast kernel set gives the same bits, forward and backward") {
     CapabilityGuard guard;
     for (const auto& [name, op] : kOps) {
       CAPTURE(name);
@@ -56,7 +58,7 @@ TEST_SUITE("ops.pointwise_kernels") {
   }
 
   TEST_CASE(
-      "silu and relu_squared: the reference kernels agree with the fast ones within 8 float "
+      "the pointwise ops: the reference kernels agree with the fast ones within 8 float "
       "roundings") {
     CapabilityGuard guard;
     for (const auto& [name, op] : kOps) {
@@ -70,14 +72,17 @@ TEST_SUITE("ops.pointwise_kernels") {
   }
 
   TEST_CASE(
-      "relu_squared: the reference and the fast kernels give the same bits (no exp to differ)") {
+      "relu_squared and clamp: the reference and the fast kernels give the same bits (no exp to "
+      "differ)") {
     CapabilityGuard guard;
-    const auto fast = run(ops::relu_squared, available_cpu_capabilities().back()),
-               ref = run(ops::relu_squared, CpuCapability::reference);
-    for (std::size_t i = 0; i < fast.size(); ++i) CHECK(bit_equal(ref[i], fast[i]));
+    for (const Op op : {Op(ops::relu_squared), Op(clamp)}) {
+      const auto fast = run(op, available_cpu_capabilities().back()),
+                 ref = run(op, CpuCapability::reference);
+      for (std::size_t i = 0; i < fast.size(); ++i) CHECK(bit_equal(ref[i], fast[i]));
+    }
   }
 
-  TEST_CASE("silu and relu_squared: backward runs the kernels of the set in use when the op ran") {
+  TEST_CASE("the pointwise ops: backward runs the kernels of the set in use when the op ran") {
     CapabilityGuard guard;
     for (const auto& [name, op] : kOps) {
       CAPTURE(name);

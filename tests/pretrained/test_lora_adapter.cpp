@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <tapegrad/autograd/grad_mode.hpp>
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/io.hpp>
 #include <tapegrad/io/staged_folder.hpp>

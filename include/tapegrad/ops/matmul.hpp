@@ -1,7 +1,7 @@
 // include/tapegrad/ops/matmul.hpp
 //
-// Matrix products through OpenBLAS (src/ops/matmul.cpp is the only file that includes
-// xtensor-blas / cblas). A side that needs no gradient costs no work in backward.
+// Matrix products, each on the engine TAPEGRAD_GEMM chooses (OpenBLAS's sgemm by default; see
+// tapegrad/core/gemm_engine.hpp). A side that needs no gradient costs no work in backward.
 #pragma once
 
 #include "tapegrad/core/tensor.hpp"

@@ -1,4 +1,4 @@
-// src/ops/gemm_bf16.cpp: the matrix products of an autocast::bf16 scope (gemm_bf16.hpp).
+// src/core/gemm_bf16.cpp: the matrix products of an autocast::bf16 scope (gemm_bf16.hpp).
 //
 // Each operand is first copied, rounded, into a compact buffer of its stored layout (a block of
 // columns addressed with a larger leading dimension, as an attention head is, becomes a matrix of
@@ -24,7 +24,7 @@
 #include "tapegrad/core/errors.hpp"
 #include "tapegrad/core/gemm_engine.hpp"
 
-namespace tapegrad::ops::detail {
+namespace tapegrad::detail {
 
 namespace {
 
@@ -176,4 +176,4 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
   fp32_gemm(ta, tb, M, N, K, alpha, a, a_cols, b, b_cols, beta, C, ldc);
 }
 
-}  // namespace tapegrad::ops::detail
+}  // namespace tapegrad::detail

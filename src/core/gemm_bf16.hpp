@@ -1,11 +1,11 @@
-// src/ops/gemm_bf16.hpp (private to src/ops): the matrix product of an autocast::bf16 scope
+// src/core/gemm_bf16.hpp (private to src/core): the matrix product of an autocast::bf16 scope
 // (core/autocast.hpp), which detail::gemm (src/core/gemm.hpp) hands every product to while a
 // scope is open. Same arguments as detail::gemm.
 #pragma once
 
 #include <cstddef>
 
-namespace tapegrad::ops::detail {
+namespace tapegrad::detail {
 
 /// C = alpha bf16(op(A)) bf16(op(B)) + beta C: the operands rounded to bfloat16 (to nearest, ties
 /// to even), their products summed in float32. On oneDNN's bf16 kernels when tapegrad was built
@@ -18,4 +18,4 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
                float* C, std::size_t ldc, Fp32Gemm fp32_gemm);
 
-}  // namespace tapegrad::ops::detail
+}  // namespace tapegrad::detail

@@ -1,7 +1,7 @@
-// src/data/utf8.cpp: UTF-8 checked and repaired (utf8.hpp).
+// src/core/utf8.cpp: UTF-8 checked and repaired (utf8.hpp).
 #include "utf8.hpp"
 
-namespace tapegrad::data::detail {
+namespace tapegrad::detail {
 
 namespace {
 
@@ -70,4 +70,4 @@ std::string repair_utf8(std::string_view bytes) {
   return out;
 }
 
-}  // namespace tapegrad::data::detail
+}  // namespace tapegrad::detail
