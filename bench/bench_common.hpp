@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,20 @@ inline Args parse_args(int argc, char** argv) {
   tapegrad::set_num_threads(a.threads);
   tapegrad::keep_freed_memory(true);  // as a training program does (memory.hpp)
   return a;
+}
+
+/// The value of `flag` as a whole number >= 1, or an exception naming the flag.
+inline std::int64_t parse_positive(const std::string& flag, const std::string& value) {
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || n < 1)
+    throw std::invalid_argument(flag + ": expected a whole number >= 1, got '" + value + "'");
+  return n;
 }
 
 /// Prints "NAME threads=T median_ms=... min_ms=... max_ms=... n=N warmup=W EXTRA".

@@ -7,6 +7,8 @@
 //     build/bench/llama_bench sample DIR [--prompt 64] [--tokens 256]
 //     build/bench/llama_bench train DIR [--batch-size 4] [--block-size 512] [--steps 3]
 //                                       [--lora-r 8] [--recompute]
+//     --bf16 (any task but load): forward and backward under autocast::bf16, as PyTorch's
+//     torch.autocast("cpu", dtype=torch.bfloat16) on the peer's side
 //
 // load: pretrained::load_llama, its time and the peak resident memory (VmHWM) against the
 // weights' size. sample: a prompt of random ids, then new tokens with the key-value cache
@@ -21,6 +23,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +66,10 @@ int load(const std::string& dir) {
   return 0;
 }
 
-int sample(const std::string& dir, std::int64_t prompt, std::int64_t tokens) {
+int sample(const std::string& dir, std::int64_t prompt, std::int64_t tokens, bool bf16) {
   pretrained::PretrainedLlama llama = pretrained::load_llama(dir);
+  std::optional<autocast::bf16> mixed;
+  if (bf16) mixed.emplace();
   tt::LlamaForCausalLM& model = *llama.model;
   model.eval();
   Generator ids(1);
@@ -92,7 +97,7 @@ int sample(const std::string& dir, std::int64_t prompt, std::int64_t tokens) {
 }
 
 int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std::int64_t lora_r,
-          bool recompute) {
+          bool recompute, bool bf16) {
   pretrained::PretrainedLlama llama = pretrained::load_llama(dir);
   tt::LlamaForCausalLM& model = *llama.model;
   if (lora_r > 0)
@@ -114,8 +119,13 @@ int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std
     const IndexArray x = random_ids(std::size_t(B), std::size_t(T), model.vocab_size(), gen),
                      y = random_ids(std::size_t(B), std::size_t(T), model.vocab_size(), gen);
     const double t0 = bench::now_seconds();
-    Tensor loss = model.loss(x, y);
-    loss.backward();
+    Tensor loss;
+    {
+      std::optional<autocast::bf16> mixed;  // the products of forward and backward; AdamW in fp32
+      if (bf16) mixed.emplace();
+      loss = model.loss(x, y);
+      loss.backward();
+    }
     opt.step();
     opt.zero_grad();
     if (step >= 1) seconds.push_back(bench::now_seconds() - t0);
@@ -127,6 +137,8 @@ int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std
     tapegrad::keep_freed_memory(false);
     const IndexArray x = random_ids(std::size_t(B), std::size_t(T), model.vocab_size(), gen),
                      y = random_ids(std::size_t(B), std::size_t(T), model.vocab_size(), gen);
+    std::optional<autocast::bf16> mixed;
+    if (bf16) mixed.emplace();
     const double before = status_mb("VmRSS");
     Tensor loss = model.loss(x, y);
     activations = status_mb("VmRSS") - before;
@@ -138,11 +150,11 @@ int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std
   for (const Parameter& p : model.parameters())
     if (p.requires_grad()) trained += std::int64_t(p.numel());
   std::printf(
-      "llama_bench result: task=train batch=%lld block=%lld lora_r=%lld recompute=%d "
+      "llama_bench result: task=train batch=%lld block=%lld lora_r=%lld recompute=%d bf16=%d "
       "steps=%d step_ms_median=%.1f tokens_per_s=%.1f loss_last=%.4f peak_rss_mb=%.1f "
       "activations_mb=%.1f trained_params=%lld\n",
       static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(lora_r),
-      recompute ? 1 : 0, steps, s.median * 1e3, double(B * T) / s.median, loss_last,
+      recompute ? 1 : 0, bf16 ? 1 : 0, steps, s.median * 1e3, double(B * T) / s.median, loss_last,
       status_mb("VmHWM"), activations, static_cast<long long>(trained));
   return 0;
 }
@@ -152,50 +164,49 @@ int train(const std::string& dir, std::int64_t B, std::int64_t T, int steps, std
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s load DIR | sample DIR [--prompt N] [--tokens N] | train DIR "
-                 "[--batch-size B] [--block-size T] [--steps N] [--lora-r R] [--recompute]\n",
+                 "usage: %s load DIR | sample DIR [--prompt N] [--tokens N] [--bf16] | train DIR "
+                 "[--batch-size B] [--block-size T] [--steps N] [--lora-r R] [--recompute] "
+                 "[--bf16]\n",
                  argv[0]);
     return 2;
   }
   const std::string task = argv[1], dir = argv[2];
   std::int64_t B = 4, T = 512, prompt = 64, tokens = 256, lora_r = 0;
   int steps = 3;
-  bool recompute = false;
-  for (int i = 3; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--recompute") {
-      recompute = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "%s: expected a value\n", flag.c_str());
-      return 2;
-    }
-    const std::string value = argv[++i];
-    if (flag == "--batch-size")
-      B = std::stoll(value);
-    else if (flag == "--block-size")
-      T = std::stoll(value);
-    else if (flag == "--steps")
-      steps = std::stoi(value);
-    else if (flag == "--prompt")
-      prompt = std::stoll(value);
-    else if (flag == "--tokens")
-      tokens = std::stoll(value);
-    else if (flag == "--lora-r")
-      lora_r = std::stoll(value);
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
+  bool recompute = false, bf16 = false;
   try {
+    for (int i = 3; i < argc; ++i) {
+      const std::string flag = argv[i];
+      if (flag == "--recompute" || flag == "--bf16") {
+        (flag == "--bf16" ? bf16 : recompute) = true;
+        continue;
+      }
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "llama_bench: %s: expected a value\n", flag.c_str());
+        return 2;
+      }
+      const std::string value = argv[++i];
+      std::int64_t* target = flag == "--batch-size" ? &B
+                             : flag == "--block-size" ? &T
+                             : flag == "--prompt"     ? &prompt
+                             : flag == "--tokens"     ? &tokens
+                             : flag == "--lora-r"     ? &lora_r
+                                                      : nullptr;
+      if (flag == "--steps")
+        steps = int(bench::parse_positive(flag, value));
+      else if (target != nullptr)
+        *target = bench::parse_positive(flag, value);
+      else {
+        std::fprintf(stderr, "llama_bench: unknown flag %s\n", flag.c_str());
+        return 2;
+      }
+    }
     set_num_threads(1);
     tapegrad::keep_freed_memory(true);  // as the programs do (memory.hpp)
     if (task == "load") return load(dir);
-    if (task == "sample") return sample(dir, prompt, tokens);
-    if (task == "train") return train(dir, B, T, steps, lora_r, recompute);
-    std::fprintf(stderr, "unknown task %s (load, sample or train)\n", task.c_str());
+    if (task == "sample") return sample(dir, prompt, tokens, bf16);
+    if (task == "train") return train(dir, B, T, steps, lora_r, recompute, bf16);
+    std::fprintf(stderr, "llama_bench: unknown task %s (load, sample or train)\n", task.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llama_bench: %s\n", e.what());

@@ -4,11 +4,13 @@ folder, with the plain-PyTorch Llama of scripts/golden/llama_hf.py (transformers
 the LoRA of scripts/golden/lora_peft.py (PEFT's). Run by bench/llama_compare with Debian's PyTorch.
 
     llama_torch.py load DIR
-    llama_torch.py sample DIR [--prompt 64] [--tokens 256]
+    llama_torch.py sample DIR [--prompt 64] [--tokens 256] [--bf16]
     llama_torch.py train DIR [--batch-size 4] [--block-size 512] [--steps 3] [--lora-r 8] [--recompute]
+                     [--bf16]
 
 --recompute runs each decoder layer under torch.utils.checkpoint (use_reentrant=False), as
-transformers' gradient_checkpointing_enable() does. Prints one "llama_torch result:" line with the
+transformers' gradient_checkpointing_enable() does. --bf16 runs the forward (and with it the
+backward) under torch.autocast("cpu", dtype=torch.bfloat16). Prints one "llama_torch result:" line with the
 fields of llama_bench's.
 """
 import argparse
@@ -70,6 +72,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--lora-r", type=int, default=0)
     ap.add_argument("--recompute", action="store_true")
+    ap.add_argument("--bf16", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
 
@@ -87,7 +90,7 @@ def main():
     gen = torch.Generator().manual_seed(1)
     if a.task == "sample":
         idx = torch.randint(0, V, (1, a.prompt), generator=gen)
-        with torch.no_grad():
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
             model(idx)
             t0 = time.perf_counter()
             logits, past = model(idx)
@@ -122,8 +125,9 @@ def main():
         y = torch.randint(0, V, (a.batch_size, a.block_size), generator=gen)
         before = rss_mb()
         t0 = time.perf_counter()
-        logits, _ = model(x)
-        loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            logits, _ = model(x)
+            loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
         activations = rss_mb() - before
         loss.backward()
         opt.step()
@@ -134,7 +138,7 @@ def main():
     median = statistics.median(times)
     trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
     print(f"llama_torch result: task=train batch={a.batch_size} block={a.block_size} lora_r={a.lora_r} "
-          f"recompute={int(a.recompute)} steps={a.steps} step_ms_median={median * 1e3:.1f} "
+          f"recompute={int(a.recompute)} bf16={int(a.bf16)} steps={a.steps} step_ms_median={median * 1e3:.1f} "
           f"tokens_per_s={a.batch_size * a.block_size / median:.1f} loss_last={loss_last:.4f} "
           f"peak_rss_mb={peak_rss_mb():.1f} activations_mb={activations:.1f} trained_params={trained}")
 
