@@ -88,7 +88,9 @@ function sameValues(shown, expected, what) {
 async function finish(error) {
   clearTimeout(guard);
   if (error) failures.push(String(error));
-  try { if (session) await wd("DELETE", "/"); } catch { /* the browser is gone already */ }
+  // Ending the session is what makes chromedriver quit Chromium (DELETE /session/{id}: no trailing
+  // slash, which chromedriver would answer with "unknown command" and leave the browser running).
+  try { if (session) await fetch(`${base}/session/${session}`, { method: "DELETE" }); } catch { /* gone */ }
   driver.kill();
   if (failures.length) {
     console.log(`the tape explorer's page: ${failures.length} failures\n  ` + failures.slice(0, 30).join("\n  "));
