@@ -304,11 +304,12 @@ Tensor LlamaForCausalLM::loss(const IndexArray& idx, const IndexArray& targets,
   check<ShapeError>(targets.shape() == idx.shape(), context(),
                     ": expected targets of the shape of idx ", idx.shape(), ", got ",
                     targets.shape());
-  const Tensor logits = forward(idx);
+  // forward(idx)'s logits, computed as the (B T, vocab_size) rows the loss takes: the head on the
+  // flattened features, so the largest tensor of the step is never copied to be reshaped.
+  const Tensor logits = head(ops::reshape(features(idx), {-1, config_.hidden_size()}));
   IndexArray flat = targets;
   flat.reshape({targets.size()});
-  return ops::cross_entropy(ops::reshape(logits, {-1, config_.vocab_size()}), flat,
-                            ops::CrossEntropyOptions().ignore_index(ignore_index));
+  return ops::cross_entropy(logits, flat, ops::CrossEntropyOptions().ignore_index(ignore_index));
 }
 
 ParameterGroups LlamaForCausalLM::parameter_groups() const { return nn::parameter_groups(*this); }
