@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,13 +78,17 @@ bool native_bf16() {
   return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
 
-// One oneDNN matmul primitive per shape, transposes, leading dimension of C, alpha and beta,
-// built on first use (building one takes far longer than running a small product) and kept.
+// oneDNN's matmul primitives, one per shape, transposes, leading dimension of C, alpha and beta,
+// built on first use (building one takes far longer than running a small product) and kept, the
+// most recently used first, up to kCapacity of them: a program whose shapes keep changing (a
+// growing key-value cache, say) would otherwise keep every primitive it ever built. The lock
+// guards the list only; a product runs outside it, on its thread's own stream.
 class Matmuls {
  public:
   using Key =
       std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t, float, float>;
-  Matmuls() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  static constexpr std::size_t kCapacity = 256;
+  Matmuls() : engine_(dnnl::engine::kind::cpu, 0) {}
 
   // C = alpha op(A) op(B) + beta C for compact bfloat16 A and B; false when oneDNN has no
   // implementation for this CPU (then the caller takes the float32 path).
@@ -97,35 +102,62 @@ class Matmuls {
     const memory::desc b({dim(K), dim(N)}, memory::data_type::bf16,
                          tb ? memory::dims{1, dim(K)} : memory::dims{dim(N), 1});
     const memory::desc c({dim(M), dim(N)}, memory::data_type::f32, memory::dims{dim(ldc), 1});
-    std::lock_guard<std::mutex> lock(mutex_);
-    const Key key{M, N, K, ta, tb, ldc, alpha, beta};
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      dnnl::primitive_attr attr;
-      if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-      if (beta != 0.0f) {
-        dnnl::post_ops ops;
-        ops.append_sum(beta);
-        attr.set_post_ops(ops);
-      }
-      try {
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
-        it = cache_.emplace(key, dnnl::matmul(pd)).first;
-      } catch (const dnnl::error&) {
-        return false;
-      }
-    }
+    const std::shared_ptr<const dnnl::matmul> product =
+        find_or_build({M, N, K, ta, tb, ldc, alpha, beta}, a, b, c);
+    if (!product) return false;
+    thread_local dnnl::stream stream(engine_);
     memory am(a, engine_, A), bm(b, engine_, B), cm(c, engine_, C);
-    it->second.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    stream_.wait();
+    product->execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
     return true;
   }
 
+  std::size_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return index_.size();
+  }
+
  private:
+  using Entry = std::pair<Key, std::shared_ptr<const dnnl::matmul>>;
+
+  // The primitive for `key`, moved to the front; built (and the least recently used one dropped
+  // beyond kCapacity) when absent; null when oneDNN cannot build it here.
+  std::shared_ptr<const dnnl::matmul> find_or_build(const Key& key, const dnnl::memory::desc& a,
+                                                    const dnnl::memory::desc& b,
+                                                    const dnnl::memory::desc& c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const auto it = index_.find(key); it != index_.end()) {
+      recent_.splice(recent_.begin(), recent_, it->second);
+      return it->second->second;
+    }
+    const auto [alpha, beta] = std::pair(std::get<6>(key), std::get<7>(key));
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
+    std::shared_ptr<const dnnl::matmul> product;
+    try {
+      product = std::make_shared<const dnnl::matmul>(
+          dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine_));
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+    recent_.emplace_front(key, product);
+    index_[key] = recent_.begin();
+    if (recent_.size() > kCapacity) {
+      index_.erase(recent_.back().first);
+      recent_.pop_back();  // a thread still running it holds its own shared_ptr
+    }
+    return product;
+  }
+
   dnnl::engine engine_;
-  dnnl::stream stream_;
   std::mutex mutex_;
-  std::map<Key, dnnl::matmul> cache_;
+  std::list<Entry> recent_;  // most recently used first
+  std::map<Key, std::list<Entry>::iterator> index_;
 };
 
 Matmuls& matmuls() {
@@ -177,3 +209,13 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
 }
 
 }  // namespace tapegrad::detail
+
+namespace tapegrad::autocast {
+std::size_t bf16_products_kept() {
+#ifdef TAPEGRAD_ONEDNN
+  return detail::matmuls().size();
+#else
+  return 0;
+#endif
+}
+}  // namespace tapegrad::autocast

@@ -150,3 +150,52 @@ TEST_CASE("a product big enough for oneDNN's bf16 kernels stays within the bound
     }
   }
 }
+
+TEST_CASE("oneDNN's bf16 products are kept for the 256 most recently used shapes, no more") {
+  // A sampler's growing cache, or any loop over new shapes, would otherwise keep a built product
+  // for every shape it ever saw. 300 shapes of 64 x 256 columns, each of over 2^20 multiply-adds.
+  const testing::GemmEngineScope restore;
+  const auto engines = available_gemm_engines();
+  const bool onednn = std::find(engines.begin(), engines.end(), GemmEngine::onednn) != engines.end();
+  set_gemm_engine(GemmEngine::openblas);  // (oneDNN multiplies every bf16 product but reference's)
+  Generator gen(7);
+  const Tensor b = Tensor(randn({256, 64}, &gen));
+  for (std::size_t m = 64; m < 364; ++m) {
+    const Tensor a = Tensor(randn({m, 256}, &gen));
+    autocast::bf16 mixed;
+    const Tensor c = ops::matmul(a, b);
+    if (m == 64 || m == 363) {  // the product is still right: the last row against its sum
+      double want = 0.0;
+      for (std::size_t k = 0; k < 256; ++k)
+        want += double(round_to_bf16(a.data()(m - 1, k))) * double(round_to_bf16(b.data()(k, 0)));
+      CHECK(c.data()(m - 1, 0) == doctest::Approx(want).epsilon(1e-4));
+    }
+  }
+  // oneDNN builds no bf16 product on a CPU without AVX-512 (or ONEDNN_MAX_CPU_ISA=AVX2): none kept.
+  const std::size_t kept = autocast::bf16_products_kept();
+  CHECK(kept <= 256u);
+  if (onednn && kept > 0) CHECK(kept == 256u);
+  if (!onednn) CHECK(kept == 0u);
+}
+
+TEST_CASE("a bf16 weight gradient summed over many tokens has the same bits at 1, 2 and 3 threads") {
+  // dW = dY^T X sums over every token of the batch: a long K and a small output, the shape for
+  // which a library would be most tempted to split K across threads (and so sum in another order).
+  const testing::GemmEngineScope restore;
+  const int threads = get_num_threads();
+  Generator gen(11);
+  const Tensor dy_t = Tensor(randn({48, 16384}, &gen)), x = Tensor(randn({16384, 40}, &gen));
+  for (const GemmEngine engine : available_gemm_engines()) {
+    CAPTURE(to_string(engine));
+    set_gemm_engine(engine);
+    std::vector<Array> results;
+    for (const int n : {1, 2, 3}) {
+      set_num_threads(n);
+      autocast::bf16 mixed;
+      results.push_back(ops::matmul(dy_t, x).data());
+    }
+    set_num_threads(threads);
+    CHECK(testing::bit_equal(results[0], results[1]));
+    CHECK(testing::bit_equal(results[0], results[2]));
+  }
+}

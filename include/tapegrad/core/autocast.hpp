@@ -24,6 +24,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace tapegrad::autocast {
@@ -39,6 +40,10 @@ class bf16 {
 
 /// Whether an autocast::bf16 scope is open on this thread.
 bool bf16_enabled();
+
+/// How many of oneDNN's bf16 products are kept built, one per shape (0 without oneDNN): the most
+/// recently used, at most 256, so a program whose shapes keep changing does not grow for ever.
+std::size_t bf16_products_kept();
 
 /// x's bfloat16: the upper 16 bits of the float after rounding to nearest, ties to even (NaN stays
 /// a NaN, infinities stay infinite, a float beyond bfloat16's largest finite value rounds to
