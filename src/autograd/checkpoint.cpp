@@ -40,8 +40,8 @@ thread_local StreamFrame* innermost_frame = nullptr;
 
 struct StreamFrame {
   enum class Kind { note, replay };
-  StreamFrame(Kind kind, std::vector<RandomStream>& streams, std::uint64_t seq = 0)
-      : kind(kind), streams(streams), seq(seq), enclosing(innermost_frame) {
+  StreamFrame(Kind how, std::vector<RandomStream>& taken, std::uint64_t entry = 0)
+      : kind(how), streams(taken), seq(entry), enclosing(innermost_frame) {
     innermost_frame = this;
   }
   ~StreamFrame() { innermost_frame = enclosing; }

@@ -13,12 +13,13 @@
 
 #include <cblas.h>
 #ifdef TAPEGRAD_ONEDNN
+#include <omp.h>  // (Debian's oneDNN runs its threads with OpenMP: each call here gets one)
+
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
 #include "blas.hpp"
 #include "gemm_bf16.hpp"
-#include "onednn_threads.hpp"
 #include "parallel.hpp"
 #include "tapegrad/core/autocast.hpp"
 #include "tapegrad/core/errors.hpp"
@@ -57,6 +58,22 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
+// the thread count (for any library): OpenBLAS may round an element differently depending on where
+// its row falls in a call (its Haswell kernels do, its SkylakeX ones at some sizes), and oneDNN's
+// own split of a product depends on its thread count, so only the same calls on 1 or 2 threads
+// keep the results bit-identical. A block is worth a thread from about a million multiply-adds.
+// At most 2 blocks: each call repacks the other operand, and in paired runs 4 blocks made W5 12 %
+// slower on 1 thread and 20 % on 2 than 2 blocks did. The price: a product uses at most 2 threads,
+// whatever set_num_threads says (the elementwise kernels use them all).
+GemmCut gemm_cut(std::size_t M, std::size_t N, std::size_t K) {
+  constexpr std::size_t kMaxBlocks = 2;
+  const bool by_rows = M >= N;
+  const std::size_t extent = by_rows ? M : N, other = by_rows ? N : M;
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / std::max<std::size_t>(other * K, 1));
+  return {by_rows, extent, std::clamp<std::size_t>(extent / grain, 1, kMaxBlocks)};
+}
+
 namespace {
 // The float32 product, on the engine TAPEGRAD_GEMM chose.
 void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
@@ -82,21 +99,11 @@ void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
   }
   const CBLAS_TRANSPOSE op_a = trans_a ? CblasTrans : CblasNoTrans,
                         op_b = trans_b ? CblasTrans : CblasNoTrans;
-  // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
-  // the thread count (for either library): OpenBLAS may round an element differently depending on where its row falls
-  // in a call (its Haswell kernels do, its SkylakeX ones at some sizes), so only the same calls on
-  // 1 or 2 threads keep the results bit-identical. A block is worth a thread from about a million
-  // multiply-adds. At most 2 blocks: each call repacks the other operand, and in paired runs 4
-  // blocks made W5 12 % slower on 1 thread and 20 % on 2 than 2 blocks did. The price: a product
-  // uses at most 2 threads, whatever set_num_threads says (the elementwise kernels use them all).
-  constexpr std::size_t kMaxBlocks = 2;
-  const bool by_rows = M >= N;
-  const std::size_t n = by_rows ? M : N, other = by_rows ? N : M;
-  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / (other * K));
-  const std::size_t blocks = std::clamp<std::size_t>(n / grain, 1, kMaxBlocks);
-  parallel_for(blocks, 1, [&](std::size_t first, std::size_t last) {
+  const GemmCut cut = gemm_cut(M, N, K);
+  const bool by_rows = cut.by_rows;
+  parallel_for(cut.count, 1, [&](std::size_t first, std::size_t last) {
     for (std::size_t b = first; b < last; ++b) {
-      const std::size_t begin = n * b / blocks, end = n * (b + 1) / blocks;
+      const std::size_t begin = cut.begin(b), end = cut.begin(b + 1);
       const int len = static_cast<int>(end - begin);
 #ifdef TAPEGRAD_ONEDNN
       if (engine == GemmEngine::onednn) {

@@ -23,4 +23,15 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc);
 
+/// How gemm cuts C (M, N) for threads: along its longer side (rows when M >= N) into `count`
+/// blocks, [extent * b / count, extent * (b + 1) / count) for b < count, by the shape alone, never
+/// by the thread count, so an element is computed by the same call on 1 thread or on several.
+/// At most 2 blocks, each worth a thread (about a million multiply-adds or more).
+struct GemmCut {
+  bool by_rows;
+  std::size_t extent, count;
+  std::size_t begin(std::size_t b) const { return extent * b / count; }
+};
+GemmCut gemm_cut(std::size_t M, std::size_t N, std::size_t K);
+
 }  // namespace tapegrad::detail

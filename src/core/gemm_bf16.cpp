@@ -7,6 +7,8 @@
 // in another order.
 #include "gemm_bf16.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdint>
 #include <list>
@@ -16,10 +18,13 @@
 #include <tuple>
 
 #ifdef TAPEGRAD_ONEDNN
+#include <omp.h>
+
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
-#include "onednn_threads.hpp"
+#include "gemm.hpp"
+#include "parallel.hpp"
 #include "tapegrad/core/autocast.hpp"
 #include "tapegrad/core/cpu.hpp"
 #include "tapegrad/core/errors.hpp"
@@ -85,31 +90,55 @@ bool native_bf16() {
 // guards the list only; a product runs outside it, on its thread's own stream.
 class Matmuls {
  public:
-  using Key =
-      std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t, float, float>;
+  using Key = std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t, std::size_t,
+                         std::size_t, float, float>;
   static constexpr std::size_t kCapacity = 256;
   Matmuls() : engine_(dnnl::engine::kind::cpu, 0) {}
 
-  // C = alpha op(A) op(B) + beta C for compact bfloat16 A and B; false when oneDNN has no
-  // implementation for this CPU (then the caller takes the float32 path).
+  // C = alpha op(A) op(B) + beta C for bfloat16 A and B with leading dimensions lda and ldb, on
+  // one oneDNN thread; false when oneDNN has no implementation for this CPU (then the caller takes
+  // the float32 path).
   bool run(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
-           std::uint16_t* A, std::uint16_t* B, float beta, float* C, std::size_t ldc) {
+           const std::uint16_t* A, std::size_t lda, const std::uint16_t* B, std::size_t ldb,
+           float beta, float* C, std::size_t ldc) {
+    // One OpenMP thread for this thread's oneDNN calls, before a product is built: oneDNN plans a
+    // product's split (the sums' order) for the threads it sees then, and keeps the plan.
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
     using dnnl::memory;
     const auto dim = [](std::size_t v) { return memory::dim(v); };
     // op(A) (M, K): stored (M, K), or (K, M) read transposed; likewise op(B) (K, N).
     const memory::desc a({dim(M), dim(K)}, memory::data_type::bf16,
-                         ta ? memory::dims{1, dim(M)} : memory::dims{dim(K), 1});
+                         ta ? memory::dims{1, dim(lda)} : memory::dims{dim(lda), 1});
     const memory::desc b({dim(K), dim(N)}, memory::data_type::bf16,
-                         tb ? memory::dims{1, dim(K)} : memory::dims{dim(N), 1});
+                         tb ? memory::dims{1, dim(ldb)} : memory::dims{dim(ldb), 1});
     const memory::desc c({dim(M), dim(N)}, memory::data_type::f32, memory::dims{dim(ldc), 1});
-    const std::shared_ptr<const dnnl::matmul> product =
-        find_or_build({M, N, K, ta, tb, ldc, alpha, beta}, a, b, c);
+    const std::shared_ptr<const Product> product =
+        find_or_build({M, N, K, ta, tb, lda, ldb, ldc, alpha, beta}, a, b, c);
     if (!product) return false;
     thread_local dnnl::stream stream(engine_);
-    memory am(a, engine_, A), bm(b, engine_, B), cm(c, engine_, C);
-    product->execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    memory am(a, engine_, const_cast<std::uint16_t*>(A)), bm(b, engine_, const_cast<std::uint16_t*>(B)),
+        cm(c, engine_, C);
+    // Its working memory is this thread's: oneDNN's own would be shared by every thread that runs
+    // the product (Debian's build has no ONEDNN_ENABLE_CONCURRENT_EXEC), and two blocks of one
+    // shape run at once.
+    memory scratchpad(product->scratchpad, engine_,
+                      scratch<std::uint8_t>(std::max<std::size_t>(product->scratchpad.get_size(), 1), 0));
+    product->matmul.execute(stream, {{DNNL_ARG_SRC, am},
+                                     {DNNL_ARG_WEIGHTS, bm},
+                                     {DNNL_ARG_DST, cm},
+                                     {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
     return true;
+  }
+
+  // Whether oneDNN has bf16 products on this CPU at all (any shape will tell): AVX-512 or more.
+  bool available() {
+    static const bool yes = [this] {
+      const std::uint16_t one[1] = {0x3f80};
+      float c[1] = {0.0f};
+      return run(false, false, 1, 1, 1, 1.0f, one, 1, one, 1, 0.0f, c, 1);
+    }();
+    return yes;
   }
 
   std::size_t size() {
@@ -118,11 +147,15 @@ class Matmuls {
   }
 
  private:
-  using Entry = std::pair<Key, std::shared_ptr<const dnnl::matmul>>;
+  struct Product {
+    dnnl::matmul matmul;
+    dnnl::memory::desc scratchpad;  // the working memory it needs
+  };
+  using Entry = std::pair<Key, std::shared_ptr<const Product>>;
 
   // The primitive for `key`, moved to the front; built (and the least recently used one dropped
   // beyond kCapacity) when absent; null when oneDNN cannot build it here.
-  std::shared_ptr<const dnnl::matmul> find_or_build(const Key& key, const dnnl::memory::desc& a,
+  std::shared_ptr<const Product> find_or_build(const Key& key, const dnnl::memory::desc& a,
                                                     const dnnl::memory::desc& b,
                                                     const dnnl::memory::desc& c) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -130,7 +163,7 @@ class Matmuls {
       recent_.splice(recent_.begin(), recent_, it->second);
       return it->second->second;
     }
-    const auto [alpha, beta] = std::pair(std::get<6>(key), std::get<7>(key));
+    const auto [alpha, beta] = std::pair(std::get<8>(key), std::get<9>(key));
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
     if (beta != 0.0f) {
@@ -138,10 +171,11 @@ class Matmuls {
       ops.append_sum(beta);
       attr.set_post_ops(ops);
     }
-    std::shared_ptr<const dnnl::matmul> product;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    std::shared_ptr<const Product> product;
     try {
-      product = std::make_shared<const dnnl::matmul>(
-          dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine_));
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
+      product = std::make_shared<const Product>(Product{dnnl::matmul(pd), pd.scratchpad_desc()});
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -193,12 +227,35 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
   constexpr std::size_t kMinMultiplyAdds = std::size_t(1) << 20;
   if (gemm_engine() != GemmEngine::reference && M * N * K >= kMinMultiplyAdds) {
     warn_if_emulated();
-    match_onednn_threads();
     std::uint16_t* a = scratch<std::uint16_t>(a_rows * a_cols, 0);
     std::uint16_t* b = scratch<std::uint16_t>(b_rows * b_cols, 1);
     compact_bf16(A, a_rows, a_cols, lda, a);
     compact_bf16(B, b_rows, b_cols, ldb, b);
-    if (matmuls().run(ta, tb, M, N, K, alpha, a, b, beta, C, ldc)) return;
+    // The float32 engine's cut (gemm.hpp), each block one single-threaded oneDNN product: oneDNN's
+    // own split of a product depends on its thread count, and with it the sums' order (a weight's
+    // gradient over many tokens, on its emulated AVX-512 kernels, measured), so the bits would.
+    const GemmCut cut = gemm_cut(M, N, K);
+    const auto block = [&](std::size_t i) {
+      const std::size_t begin = cut.begin(i), end = cut.begin(i + 1);
+      if (cut.by_rows)  // rows of op(A) and of C; a row of A^T is a column of the stored A
+        return matmuls().run(ta, tb, end - begin, N, K, alpha, ta ? a + begin : a + begin * K,
+                             a_cols, b, b_cols, beta, C + begin * ldc, ldc);
+      return matmuls().run(ta, tb, M, end - begin, K, alpha, a, a_cols,
+                           tb ? b + begin * K : b + begin, b_cols, beta, C + begin, ldc);
+    };
+    if (matmuls().available()) {
+      std::atomic<bool> failed{false};
+      parallel_for(cut.count, 1, [&](std::size_t first, std::size_t last) {
+        for (std::size_t i = first; i < last; ++i) try {
+            if (!block(i)) failed = true;
+          } catch (...) {  // (a body must not throw: the calling thread reports it below)
+            failed = true;
+          }
+      });
+      check<InvariantError>(!failed, "gemm_bf16: oneDNN's bf16 product failed on ", M, "x", K,
+                            " @ ", K, "x", N, ", though this CPU has them");
+      return;
+    }
   }
 #endif
   float* a = scratch<float>(a_rows * a_cols, 0);

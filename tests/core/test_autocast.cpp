@@ -153,22 +153,22 @@ TEST_CASE("a product big enough for oneDNN's bf16 kernels stays within the bound
 
 TEST_CASE("oneDNN's bf16 products are kept for the 256 most recently used shapes, no more") {
   // A sampler's growing cache, or any loop over new shapes, would otherwise keep a built product
-  // for every shape it ever saw. 300 shapes of 64 x 256 columns, each of over 2^20 multiply-adds.
+  // for every shape it ever saw. 300 shapes (64, k) @ (k, 256), k = 64 .. 363: over 2^20
+  // multiply-adds each, and 300 shapes whatever the blocks the product is cut into.
   const testing::GemmEngineScope restore;
   const auto engines = available_gemm_engines();
   const bool onednn = std::find(engines.begin(), engines.end(), GemmEngine::onednn) != engines.end();
   set_gemm_engine(GemmEngine::openblas);  // (oneDNN multiplies every bf16 product but reference's)
   Generator gen(7);
-  const Tensor b = Tensor(randn({256, 64}, &gen));
-  for (std::size_t m = 64; m < 364; ++m) {
-    const Tensor a = Tensor(randn({m, 256}, &gen));
+  for (std::size_t k = 64; k < 364; ++k) {
+    const Tensor a = Tensor(randn({64, k}, &gen)), b = Tensor(randn({k, 256}, &gen));
     autocast::bf16 mixed;
     const Tensor c = ops::matmul(a, b);
-    if (m == 64 || m == 363) {  // the product is still right: the last row against its sum
+    if (k == 64 || k == 363) {  // the product is still right: an element against its sum
       double want = 0.0;
-      for (std::size_t k = 0; k < 256; ++k)
-        want += double(round_to_bf16(a.data()(m - 1, k))) * double(round_to_bf16(b.data()(k, 0)));
-      CHECK(c.data()(m - 1, 0) == doctest::Approx(want).epsilon(1e-4));
+      for (std::size_t i = 0; i < k; ++i)
+        want += double(round_to_bf16(a.data()(63, i))) * double(round_to_bf16(b.data()(i, 255)));
+      CHECK(c.data()(63, 255) == doctest::Approx(want).epsilon(1e-4));
     }
   }
   // oneDNN builds no bf16 product on a CPU without AVX-512 (or ONEDNN_MAX_CPU_ISA=AVX2): none kept.
