@@ -48,12 +48,11 @@ Tensor Linear::forward(const Tensor& x) {
   // ops::linear checks x's last dimension; inside this scope its message names the module
   // ("mat1 and mat2 shapes cannot be multiplied (10x8 and 16x11) | Linear 'out': ...").
   autograd::ModuleScope scope(type_name(), path());
-  Tensor y = ops::linear(x, weight, bias);
-  if (!has_lora()) return y;
-  // PEFT's lora.Linear.forward, in its order: result + lora_B(lora_A(dropout(x))) * scaling.
-  // The frozen weight's own entry (when x requires grad) computes dx only.
-  const Tensor update = lora_B->forward(lora_A->forward(lora_dropout->forward(x)));
-  return y + update * lora_options_->scaling();
+  if (!has_lora()) return ops::linear(x, weight, bias);
+  // PEFT's lora.Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling, as one op whose
+  // entry keeps only x, dropout(x) and the (N, r) lora_A(dropout(x)) (ops/matmul.hpp).
+  return ops::lora_linear(x, weight, bias, lora_dropout->forward(x), lora_A->weight,
+                          lora_B->weight, float(lora_options_->scaling()));
 }
 
 // ---- LoRA ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 //           (..., n, k) @ (k, m) -> (..., n, m): the leading dims are folded into the rows, so it
 //           is one GEMM of (N, k) @ (k, m) and the gradient of the (k, m) side sums over all rows.
 //   linear  x (*, in), weight (out, in), bias (out): y = x W^T + b, one GEMM on x seen as (N, in).
+//   lora_linear  linear plus a LoRA adapter's s (xd A^T) B^T, added into y by a second GEMM.
 // Backward reads the saved operands; a side that needs no gradient costs no work.
 #include "tapegrad/ops/matmul.hpp"
 
@@ -185,6 +186,35 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return y;
 }
 
+namespace {
+// linear's backward, for dy (N, out) seen as rows: dX = dY W, dW = dY^T X, and db = the column
+// sums of dY in double, each column down the rows in order (sum(dy, dim 0) on the reductions'
+// kernels of the set the forward ran on). A side that needs no gradient costs nothing.
+void linear_backward(const char* op, const Array& dy, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, void (*sum_dims)(const float*, const std::size_t*,
+                                                          const std::size_t*, std::size_t, double*)) {
+  const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
+  if (x.requires_grad()) {
+    Array dx = Array::from_shape(x.shape());
+    gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
+    x.accumulate_grad(std::move(dx), op);
+  }
+  if (weight.requires_grad()) {
+    Array dweight = Array::from_shape(weight.shape());
+    gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
+    weight.accumulate_grad(std::move(dweight), op);
+  }
+  if (bias.defined() && bias.requires_grad()) {
+    std::vector<double> sums(out_f, 0.0);
+    const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
+    sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
+    Array dbias = Array::from_shape({out_f});
+    std::copy(sums.begin(), sums.end(), dbias.data());
+    bias.accumulate_grad(std::move(dbias), op);
+  }
+}
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // Y (N, out) = X (N, in) W^T + b        (X: x with its leading dims folded into N rows)
   // dX = dY W        dW = dY^T X (summed over all N rows by the GEMM)        db[j] = sum_r dY[r, j]
@@ -220,27 +250,65 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
   const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
+  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, sum_dims](Array dy) {
+    linear_backward("linear", dy, x, weight, bias, sum_dims);
+  });
+  return y;
+}
+
+Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Tensor& x_adapter, const Tensor& lora_a, const Tensor& lora_b,
+                   float scaling) {
+  // Y = X W^T + b + s (Xd A^T) B^T        H = Xd A^T (N, r), kept for backward
+  // dX = dY W    dW = dY^T X    db = column sums of dY        (linear's)
+  // dB = s dY^T H    dH = s dY B    dA = dH^T Xd    dXd = dH A
+  const std::string where = autograd::where("lora_linear");
+  Tensor base = [&] {  // linear's checks and product, without its entry
+    autograd::NoGradGuard no_grad;
+    return linear(x, weight, bias);
+  }();
+  const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = x.numel() / in_f;
+  check<ShapeError>(x_adapter.shape() == x.shape(), where, ": expected the adapter's input of x's shape ",
+                    x.shape(), ", got ", x_adapter.shape());
+  check<ShapeError>(lora_a.dim() == 2 && lora_a.shape()[1] == in_f, where,
+                    ": expected lora_A of shape (r, ", in_f, "), got ", lora_a.shape());
+  const std::size_t r = lora_a.shape()[0];
+  check<ShapeError>(lora_b.dim() == 2 && lora_b.shape()[0] == out_f && lora_b.shape()[1] == r,
+                    where, ": expected lora_B of shape (", out_f, ", ", r, "), got ",
+                    lora_b.shape());
+  Array h = Array::from_shape({N, r});
+  gemm(false, true, N, r, in_f, x_adapter.data().data(), lora_a.data().data(), h.data(), false);
+  Array out = std::move(base.mutable_data());  // (no other handle holds base)
+  ::tapegrad::detail::gemm(false, true, N, out_f, r, scaling, h.data(), r, lora_b.data().data(), r,
+                           1.0f, out.data(), out_f);
+  Tensor y(std::move(out));
+  std::vector<Tensor> inputs{x, weight, x_adapter, lora_a, lora_b};
+  if (bias.defined()) inputs.push_back(bias);
+  const auto sum_dims = kernels::pick<reduce_sum_dims>();
   autograd::record(
-      "linear", y, inputs, {x, weight}, [x, weight, bias, N, in_f, out_f, sum_dims](Array dy) {
-        if (x.requires_grad()) {
-          Array dx = Array::from_shape(x.shape());
-          gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
-          x.accumulate_grad(std::move(dx), "linear");
+      "lora_linear", y, inputs, {x, weight, x_adapter, lora_a, lora_b},
+      [x, weight, bias, x_adapter, lora_a, lora_b, h = std::move(h), scaling, sum_dims, N, in_f,
+       out_f, r](Array dy) {
+        linear_backward("lora_linear", dy, x, weight, bias, sum_dims);
+        if (lora_b.requires_grad()) {
+          Array db = Array::from_shape(lora_b.shape());
+          ::tapegrad::detail::gemm(true, false, out_f, r, N, scaling, dy.data(), out_f, h.data(), r,
+                                   0.0f, db.data(), r);
+          lora_b.accumulate_grad(std::move(db), "lora_linear");
         }
-        if (weight.requires_grad()) {
-          Array dweight = Array::from_shape(weight.shape());
-          gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
-          weight.accumulate_grad(std::move(dweight), "linear");
+        if (!lora_a.requires_grad() && !x_adapter.requires_grad()) return;
+        Array dh = Array::from_shape({N, r});
+        ::tapegrad::detail::gemm(false, false, N, r, out_f, scaling, dy.data(), out_f,
+                                 lora_b.data().data(), r, 0.0f, dh.data(), r);
+        if (lora_a.requires_grad()) {
+          Array da = Array::from_shape(lora_a.shape());
+          gemm(true, false, r, in_f, N, dh.data(), x_adapter.data().data(), da.data(), false);
+          lora_a.accumulate_grad(std::move(da), "lora_linear");
         }
-        if (bias.requires_grad()) {
-          // Column sums in double, each column down the rows in order: sum(dy, dim 0) of dy seen as
-          // (N, out), on the reductions' kernels of the set the forward ran on.
-          std::vector<double> sums(out_f, 0.0);
-          const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
-          sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
-          Array dbias = Array::from_shape({out_f});
-          std::copy(sums.begin(), sums.end(), dbias.data());
-          bias.accumulate_grad(std::move(dbias), "linear");
+        if (x_adapter.requires_grad()) {
+          Array dxd = Array::from_shape(x_adapter.shape());
+          gemm(false, false, N, in_f, r, dh.data(), lora_a.data().data(), dxd.data(), false);
+          x_adapter.accumulate_grad(std::move(dxd), "lora_linear");
         }
       });
   return y;

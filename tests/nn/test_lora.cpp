@@ -151,15 +151,20 @@ TEST_SUITE("nn.lora") {
     CHECK_FALSE(lin.bias.requires_grad());
     CHECK(lin.lora_A->weight.requires_grad());
     CHECK(lin.lora_B->weight.requires_grad());
-    SUBCASE("an input that needs no gradient: the base product records nothing") {
+    SUBCASE("an input that needs no gradient: one lora_linear entry, its frozen weight needs none") {
       const Tensor loss = ops::sum(lin.forward(testing::input({2, 4}, 5, false)));
-      std::size_t linears = 0;
+      std::size_t lora_linears = 0, linears = 0;
       for (const autograd::TapeEntry& e : autograd::tape_of(loss).entries()) {
-        for (const auto& in : e.inputs) CHECK(in.name != "weight");
+        for (const auto& in : e.inputs)
+          if (in.name == "weight" || in.name == "bias") CHECK_FALSE(in.requires_grad);
+        lora_linears += e.op == "lora_linear";
         linears += e.op == "linear";
       }
-      CHECK(linears == 2);  // lora_A and lora_B
+      CHECK(lora_linears == 1);  // the base product and the adapter's two, in one entry
+      CHECK(linears == 0);
       loss.backward();
+      CHECK_FALSE(lin.weight.has_grad());
+      CHECK(lin.lora_A->weight.has_grad());
     }
     SUBCASE("an input that needs one: the base product's entry sees a weight that needs none") {
       const Tensor x = testing::input({2, 4}, 5);

@@ -23,4 +23,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// A wrong last dim of x is ShapeError("mat1 and mat2 shapes cannot be multiplied ... | Linear 'out': ...").
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+/// y = x W^T + b + scaling (x_adapter A^T) B^T: a Linear with a LoRA adapter (PEFT's lora.Linear:
+/// x_adapter is lora_dropout(x), x itself when nothing drops), A (r, in), B (out, r), as ONE op.
+/// Its entry keeps x, x_adapter and the small x_adapter A^T (N, r) for backward; composed of
+/// linear, mul and add ops, the tape would also keep three (N, out) tensors a layer.
+/// dB = s dy^T H, dA = (s dy B)^T x_adapter, dx_adapter = (s dy B) A, and linear's dx, dW, db.
+Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Tensor& x_adapter, const Tensor& lora_a, const Tensor& lora_b,
+                   float scaling);
+
 }  // namespace tapegrad::ops
