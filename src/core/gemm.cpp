@@ -58,6 +58,16 @@ void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t 
   fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+void gemm_weight(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                 float alpha, const float* A, std::size_t lda, const Tensor& weight,
+                 std::size_t ldb, float beta, float* C, std::size_t ldc) {
+  const float* B = weight.data().data();
+  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
+    return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm,
+                     &weight);
+  fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on
 // the thread count (for any library): OpenBLAS may round an element differently depending on where
 // its row falls in a call (its Haswell kernels do, its SkylakeX ones at some sizes), and oneDNN's

@@ -13,6 +13,8 @@
 
 #include <cstddef>
 
+#include "tapegrad/core/tensor.hpp"
+
 namespace tapegrad::detail {
 
 /// C = alpha op(A) op(B) + beta C with op(A) (M, K) and op(B) (K, N), C (M, N). A is stored
@@ -22,6 +24,13 @@ namespace tapegrad::detail {
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc);
+
+/// gemm with B the storage of `weight` (a Linear's (out, in) weight, read as W^T or W): the same
+/// product, but inside an autocast::bf16 scope a leaf weight is rounded to bfloat16 once per
+/// version and kept until the scope closes, as PyTorch's autocast keeps a weight's cast.
+void gemm_weight(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
+                 float alpha, const float* A, std::size_t lda, const Tensor& weight,
+                 std::size_t ldb, float beta, float* C, std::size_t ldc);
 
 /// How gemm cuts C (M, N) for threads: along its longer side (rows when M >= N) into `count`
 /// blocks, [extent * b / count, extent * (b + 1) / count) for b < count, by the shape alone, never

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #ifdef TAPEGRAD_ONEDNN
 #include <omp.h>
@@ -215,22 +216,69 @@ void warn_if_emulated() {
 
 }  // namespace
 
+#ifdef TAPEGRAD_ONEDNN
+namespace {
+// ---- weights rounded once per version -----------------------------------------------------------
+// A weight's bfloat16 copy, made the first time a product of this thread's autocast scope reads
+// it and kept until the scope closes, as PyTorch's autocast keeps a weight's cast: a training step
+// rounds each weight once where it read it twice (forward and dx), and a generated token reads
+// the copies where it rounded every weight again. The entry holds the tensor, and serves its copy
+// only while the tensor's storage is still at B and its version unchanged, so an in-place change
+// (which bumps the version) or a replaced storage is never served a stale copy.
+struct RoundedWeight {
+  Tensor owner;
+  const float* storage;
+  std::uint64_t version;
+  std::size_t rows, cols, ld;
+  std::vector<std::uint16_t> bits;
+};
+thread_local std::map<const float*, RoundedWeight> rounded_weights;
+
+const std::uint16_t* rounded_weight(const Tensor& w, const float* B, std::size_t rows,
+                                    std::size_t cols, std::size_t ld) {
+  RoundedWeight& e = rounded_weights[B];
+  if (e.owner.defined() && e.owner.data().data() == e.storage && e.storage == B &&
+      e.owner.version() == e.version && e.rows == rows && e.cols == cols && e.ld == ld)
+    return e.bits.data();
+  e = RoundedWeight{w, B, w.version(), rows, cols, ld, std::vector<std::uint16_t>(rows * cols)};
+  compact_bf16(B, rows, cols, ld, e.bits.data());
+  return e.bits.data();
+}
+}  // namespace
+#endif
+
+void drop_rounded_weights() {
+#ifdef TAPEGRAD_ONEDNN
+  rounded_weights.clear();
+#endif
+}
+
 void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
-               float* C, std::size_t ldc, Fp32Gemm fp32_gemm) {
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b) {
   // The stored shapes: A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
   const std::size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
   const std::size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
 #ifdef TAPEGRAD_ONEDNN
   // A small product (an attention head's, say) costs less through the float32 engine than the
   // conversion and call of a oneDNN primitive: the same rounded operands, summed in another order.
+  // A weight already rounded in this scope (a leaf's: a parameter) goes to oneDNN whatever its
+  // size: only the other operand is left to round.
   constexpr std::size_t kMinMultiplyAdds = std::size_t(1) << 20;
-  if (gemm_engine() != GemmEngine::reference && M * N * K >= kMinMultiplyAdds) {
+  const bool kept = weight_b != nullptr && weight_b->is_leaf();
+  if (gemm_engine() != GemmEngine::reference && (M * N * K >= kMinMultiplyAdds || kept) &&
+      matmuls().available()) {
     warn_if_emulated();
     std::uint16_t* a = scratch<std::uint16_t>(a_rows * a_cols, 0);
-    std::uint16_t* b = scratch<std::uint16_t>(b_rows * b_cols, 1);
     compact_bf16(A, a_rows, a_cols, lda, a);
-    compact_bf16(B, b_rows, b_cols, ldb, b);
+    const std::uint16_t* b = nullptr;
+    if (kept) {
+      b = rounded_weight(*weight_b, B, b_rows, b_cols, ldb);
+    } else {
+      std::uint16_t* rounded = scratch<std::uint16_t>(b_rows * b_cols, 1);
+      compact_bf16(B, b_rows, b_cols, ldb, rounded);
+      b = rounded;
+    }
     // The float32 engine's cut (gemm.hpp), each block one single-threaded oneDNN product: oneDNN's
     // own split of a product depends on its thread count, and with it the sums' order (a weight's
     // gradient over many tokens, on its emulated AVX-512 kernels, measured), so the bits would.
@@ -243,20 +291,20 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
       return matmuls().run(ta, tb, M, end - begin, K, alpha, a, a_cols,
                            tb ? b + begin * K : b + begin, b_cols, beta, C + begin, ldc);
     };
-    if (matmuls().available()) {
-      std::atomic<bool> failed{false};
-      parallel_for(cut.count, 1, [&](std::size_t first, std::size_t last) {
-        for (std::size_t i = first; i < last; ++i) try {
-            if (!block(i)) failed = true;
-          } catch (...) {  // (a body must not throw: the calling thread reports it below)
-            failed = true;
-          }
-      });
-      check<InvariantError>(!failed, "gemm_bf16: oneDNN's bf16 product failed on ", M, "x", K,
-                            " @ ", K, "x", N, ", though this CPU has them");
-      return;
-    }
+    std::atomic<bool> failed{false};
+    parallel_for(cut.count, 1, [&](std::size_t first, std::size_t last) {
+      for (std::size_t i = first; i < last; ++i) try {
+          if (!block(i)) failed = true;
+        } catch (...) {  // (a body must not throw: the calling thread reports it below)
+          failed = true;
+        }
+    });
+    check<InvariantError>(!failed, "gemm_bf16: oneDNN's bf16 product failed on ", M, "x", K,
+                          " @ ", K, "x", N, ", though this CPU has them");
+    return;
   }
+#else
+  (void)weight_b;
 #endif
   float* a = scratch<float>(a_rows * a_cols, 0);
   float* b = scratch<float>(b_rows * b_cols, 1);

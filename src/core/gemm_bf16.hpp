@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "tapegrad/core/tensor.hpp"
+
 namespace tapegrad::detail {
 
 /// C = alpha bf16(op(A)) bf16(op(B)) + beta C: the operands rounded to bfloat16 (to nearest, ties
@@ -14,8 +16,13 @@ namespace tapegrad::detail {
 /// differs from oneDNN's).
 using Fp32Gemm = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, float, const float*,
                           std::size_t, const float*, std::size_t, float, float*, std::size_t);
+/// weight_b, when given, is the tensor whose storage B is (a Linear's weight): a leaf's is rounded
+/// once per version and kept until this thread's autocast scope closes (drop_rounded_weights).
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
-               float* C, std::size_t ldc, Fp32Gemm fp32_gemm);
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b = nullptr);
+
+/// Forgets this thread's rounded weights: the outermost autocast::bf16 scope's end calls it.
+void drop_rounded_weights();
 
 }  // namespace tapegrad::detail

@@ -196,7 +196,8 @@ void linear_backward(const char* op, const Array& dy, const Tensor& x, const Ten
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
   if (x.requires_grad()) {
     Array dx = Array::from_shape(x.shape());
-    gemm(false, false, N, in_f, out_f, dy.data(), weight.data().data(), dx.data(), false);
+    ::tapegrad::detail::gemm_weight(false, false, N, in_f, out_f, 1.0f, dy.data(), out_f, weight,
+                                    in_f, 0.0f, dx.data(), in_f);
     x.accumulate_grad(std::move(dx), op);
   }
   if (weight.requires_grad()) {
@@ -245,7 +246,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           for (std::size_t r = first; r < last; ++r)
             std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
         });
-  gemm(false, true, N, out_f, in_f, x.data().data(), weight.data().data(), out.data(), has_bias);
+  ::tapegrad::detail::gemm_weight(false, true, N, out_f, in_f, 1.0f, x.data().data(), in_f, weight,
+                                  in_f, has_bias ? 1.0f : 0.0f, out.data(), out_f);
   Tensor y(std::move(out));
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};

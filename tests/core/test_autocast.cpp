@@ -199,3 +199,28 @@ TEST_CASE("a bf16 weight gradient summed over many tokens has the same bits at 1
     CHECK(testing::bit_equal(results[0], results[2]));
   }
 }
+
+TEST_CASE("a weight is rounded once per scope, and a change in place is never served stale") {
+  // Inside a scope, Linear's weight (a leaf) is rounded on first use and its copy kept, as
+  // PyTorch's autocast keeps a weight's cast. The copy must follow the weight: an in-place write
+  // (a version bump) or new storage within the same scope gives the product of the new values.
+  Generator gen(13);
+  const Tensor x = Tensor(randn({128, 96}, &gen));   // 128 x 96 x 100: over 2^20 multiply-adds
+  const Tensor w = Tensor(randn({100, 96}, &gen), true);
+  const auto fresh = [&](const Tensor& weight) {  // a product of these values, in a scope of its own
+    autocast::bf16 mixed;
+    return ops::linear(x, Tensor(weight.data())).data();  // a new leaf: nothing kept for it yet
+  };
+  autocast::bf16 mixed;
+  const Array first = ops::linear(x, w, Tensor()).data();
+  CHECK(testing::bit_equal(ops::linear(x, w, Tensor()).data(), first));  // served from the copy
+  w.mutable_data()(3, 5) += 1.0f;  // in place: the version goes up
+  const Array after_write = ops::linear(x, w, Tensor()).data();
+  CHECK_FALSE(testing::bit_equal(after_write, first));
+  CHECK(testing::bit_equal(after_write, fresh(w)));
+  w.mutable_data() = randn({100, 96}, &gen);  // new storage
+  CHECK(testing::bit_equal(ops::linear(x, w, Tensor()).data(), fresh(w)));
+  // A weight that is no leaf (computed in the step) is rounded at every product, the same bits.
+  const Tensor computed = w * 1.0f;
+  CHECK(testing::bit_equal(ops::linear(x, computed, Tensor()).data(), fresh(w)));
+}
