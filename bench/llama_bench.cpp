@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       const std::string value = argv[++i];
-      std::int64_t* target = flag == "--batch-size" ? &B
+      std::int64_t* target = flag == "--batch-size"   ? &B
                              : flag == "--block-size" ? &T
                              : flag == "--prompt"     ? &prompt
                              : flag == "--tokens"     ? &tokens

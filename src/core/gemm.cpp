@@ -80,7 +80,8 @@ GemmCut gemm_cut(std::size_t M, std::size_t N, std::size_t K) {
   constexpr std::size_t kMaxBlocks = 2;
   const bool by_rows = M >= N;
   const std::size_t extent = by_rows ? M : N, other = by_rows ? N : M;
-  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 20) / std::max<std::size_t>(other * K, 1));
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 20) / std::max<std::size_t>(other * K, 1));
   return {by_rows, extent, std::clamp<std::size_t>(extent / grain, 1, kMaxBlocks)};
 }
 
@@ -124,10 +125,9 @@ void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
         const float* a = by_rows ? (trans_a ? A + begin : A + begin * lda) : A;
         const float* bb = by_rows ? B : (trans_b ? B + begin * ldb : B + begin);
         float* c = by_rows ? C + begin * ldc : C + begin;
-        const dnnl_status_t status =
-            dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(m), dnnl_dim_t(nn),
-                       dnnl_dim_t(K), alpha, a, dnnl_dim_t(lda), bb, dnnl_dim_t(ldb), beta, c,
-                       dnnl_dim_t(ldc));
+        const dnnl_status_t status = dnnl_sgemm(
+            trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dnnl_dim_t(m), dnnl_dim_t(nn), dnnl_dim_t(K),
+            alpha, a, dnnl_dim_t(lda), bb, dnnl_dim_t(ldb), beta, c, dnnl_dim_t(ldc));
         check<InvariantError>(status == dnnl_success, "gemm: oneDNN's dnnl_sgemm failed (status ",
                               int(status), ") on ", M, "x", K, " @ ", K, "x", N);
         continue;

@@ -41,7 +41,8 @@ namespace {
 // compiles it three times (AVX-512, AVX2 and the x86-64 baseline) and the loader picks the widest
 // this CPU runs: the same bits from each.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TAPEGRAD_WIDEST_X86 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define TAPEGRAD_WIDEST_X86 \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TAPEGRAD_WIDEST_X86
 #endif
@@ -91,8 +92,8 @@ bool native_bf16() {
 // guards the list only; a product runs outside it, on its thread's own stream.
 class Matmuls {
  public:
-  using Key = std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t, std::size_t,
-                         std::size_t, float, float>;
+  using Key = std::tuple<std::size_t, std::size_t, std::size_t, bool, bool, std::size_t,
+                         std::size_t, std::size_t, float, float>;
   static constexpr std::size_t kCapacity = 256;
   Matmuls() : engine_(dnnl::engine::kind::cpu, 0) {}
 
@@ -117,13 +118,14 @@ class Matmuls {
         find_or_build({M, N, K, ta, tb, lda, ldb, ldc, alpha, beta}, a, b, c);
     if (!product) return false;
     thread_local dnnl::stream stream(engine_);
-    memory am(a, engine_, const_cast<std::uint16_t*>(A)), bm(b, engine_, const_cast<std::uint16_t*>(B)),
-        cm(c, engine_, C);
+    memory am(a, engine_, const_cast<std::uint16_t*>(A)),
+        bm(b, engine_, const_cast<std::uint16_t*>(B)), cm(c, engine_, C);
     // Its working memory is this thread's: oneDNN's own would be shared by every thread that runs
     // the product (Debian's build has no ONEDNN_ENABLE_CONCURRENT_EXEC), and two blocks of one
     // shape run at once.
-    memory scratchpad(product->scratchpad, engine_,
-                      scratch<std::uint8_t>(std::max<std::size_t>(product->scratchpad.get_size(), 1), 0));
+    memory scratchpad(
+        product->scratchpad, engine_,
+        scratch<std::uint8_t>(std::max<std::size_t>(product->scratchpad.get_size(), 1), 0));
     product->matmul.execute(stream, {{DNNL_ARG_SRC, am},
                                      {DNNL_ARG_WEIGHTS, bm},
                                      {DNNL_ARG_DST, cm},
@@ -157,8 +159,8 @@ class Matmuls {
   // The primitive for `key`, moved to the front; built (and the least recently used one dropped
   // beyond kCapacity) when absent; null when oneDNN cannot build it here.
   std::shared_ptr<const Product> find_or_build(const Key& key, const dnnl::memory::desc& a,
-                                                    const dnnl::memory::desc& b,
-                                                    const dnnl::memory::desc& c) {
+                                               const dnnl::memory::desc& b,
+                                               const dnnl::memory::desc& c) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (const auto it = index_.find(key); it != index_.end()) {
       recent_.splice(recent_.begin(), recent_, it->second);
@@ -299,8 +301,8 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
           failed = true;
         }
     });
-    check<InvariantError>(!failed, "gemm_bf16: oneDNN's bf16 product failed on ", M, "x", K,
-                          " @ ", K, "x", N, ", though this CPU has them");
+    check<InvariantError>(!failed, "gemm_bf16: oneDNN's bf16 product failed on ", M, "x", K, " @ ",
+                          K, "x", N, ", though this CPU has them");
     return;
   }
 #else

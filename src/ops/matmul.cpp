@@ -51,7 +51,7 @@ namespace {
 // Where each matrix of a broadcast batch lies: for each of the batch's matrices (in row-major
 // order of the batch shape), the index of the matrix of a and of b it multiplies.
 struct BatchMap {
-  Shape shape;                        // the broadcast batch dims
+  Shape shape;  // the broadcast batch dims
   std::vector<std::size_t> of_a, of_b;
 };
 
@@ -64,8 +64,8 @@ BatchMap broadcast_batches(const Shape& sa, const Shape& sb, const std::string& 
   for (std::size_t d = 0; d < r; ++d) {
     const std::size_t da = d + ra >= r ? sa[d + ra - r] : 1, db = d + rb >= r ? sb[d + rb - r] : 1;
     check<ShapeError>(da == db || da == 1 || db == 1, "The size of tensor a (", da,
-                      ") must match the size of tensor b (", db, ") at non-singleton dimension ",
-                      d, " | ", where,
+                      ") must match the size of tensor b (", db, ") at non-singleton dimension ", d,
+                      " | ", where,
                       ": expected batch dimensions that broadcast (equal, or one of them 1), got "
                       "shapes ",
                       sa, " and ", sb);
@@ -114,8 +114,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const std::size_t k = sa.back(), m = sb.back();
   if (sb.size() == 2) {
     const std::size_t n = product(sa, 0, sa.size() - 1);  // leading dims folded into the rows
-    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k,
-                      " and ", sb[0], "x", m, ") | ", where,
+    check<ShapeError>(sb[0] == k, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ",
+                      sb[0], "x", m, ") | ", where,
                       ": expected (..., n, k) @ (k, m) with the same k, got shapes ", sa, " and ",
                       sb);
     Shape out_shape = sa;
@@ -140,11 +140,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const std::size_t n = sa[sa.size() - 2];
   const auto map = std::make_shared<const BatchMap>(broadcast_batches(sa, sb, where));
   const std::size_t count = map->of_a.size();
-  check<ShapeError>(sb[sb.size() - 2] == k,
-                    "Expected size for first two dimensions of batch2 tensor to be: [", count,
-                    ", ", k, "] but got: [", count, ", ", sb[sb.size() - 2], "]. | ", where,
-                    ": expected (..., n, k) @ (..., k, m) with the same k, got shapes ", sa,
-                    " and ", sb);
+  check<ShapeError>(
+      sb[sb.size() - 2] == k, "Expected size for first two dimensions of batch2 tensor to be: [",
+      count, ", ", k, "] but got: [", count, ", ", sb[sb.size() - 2], "]. | ", where,
+      ": expected (..., n, k) @ (..., k, m) with the same k, got shapes ", sa, " and ", sb);
   Shape out_shape = map->shape;
   out_shape.push_back(n);
   out_shape.push_back(m);
@@ -176,8 +175,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
       for (std::size_t i = 0; i < count; ++i) {
         const std::size_t j = map->of_b[i];
-        gemm(true, false, k, m, n, A + map->of_a[i] * n * k, dY + i * n * m,
-             db.data() + j * k * m, done[j]);
+        gemm(true, false, k, m, n, A + map->of_a[i] * n * k, dY + i * n * m, db.data() + j * k * m,
+             done[j]);
         done[j] = true;
       }
       b.accumulate_grad(std::move(db), "matmul");
@@ -191,8 +190,9 @@ namespace {
 // sums of dY in double, each column down the rows in order (sum(dy, dim 0) on the reductions'
 // kernels of the set the forward ran on). A side that needs no gradient costs nothing.
 void linear_backward(const char* op, const Array& dy, const Tensor& x, const Tensor& weight,
-                     const Tensor& bias, void (*sum_dims)(const float*, const std::size_t*,
-                                                          const std::size_t*, std::size_t, double*)) {
+                     const Tensor& bias,
+                     void (*sum_dims)(const float*, const std::size_t*, const std::size_t*,
+                                      std::size_t, double*)) {
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
   if (x.requires_grad()) {
     Array dx = Array::from_shape(x.shape());
@@ -270,8 +270,9 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
     return linear(x, weight, bias);
   }();
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = x.numel() / in_f;
-  check<ShapeError>(x_adapter.shape() == x.shape(), where, ": expected the adapter's input of x's shape ",
-                    x.shape(), ", got ", x_adapter.shape());
+  check<ShapeError>(x_adapter.shape() == x.shape(), where,
+                    ": expected the adapter's input of x's shape ", x.shape(), ", got ",
+                    x_adapter.shape());
   check<ShapeError>(lora_a.dim() == 2 && lora_a.shape()[1] == in_f, where,
                     ": expected lora_A of shape (r, ", in_f, "), got ", lora_a.shape());
   const std::size_t r = lora_a.shape()[0];

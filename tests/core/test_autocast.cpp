@@ -116,8 +116,9 @@ TEST_CASE("backward's products round their operands too, and gradients stay floa
   CHECK(testing::all_close(x.grad(), want, 1e-6, 1e-6));
 }
 
-TEST_CASE("a product big enough for oneDNN's bf16 kernels stays within the bound, whatever the "
-          "thread count") {
+TEST_CASE(
+    "a product big enough for oneDNN's bf16 kernels stays within the bound, whatever the "
+    "thread count") {
   // 2^20 multiply-adds or more go to oneDNN (smaller ones take the float32 engine): 130 x 100 x 90
   // is 1.17 million. Linear's product too, which reads its weight transposed.
   const testing::GemmEngineScope restore;
@@ -157,7 +158,8 @@ TEST_CASE("oneDNN's bf16 products are kept for the 256 most recently used shapes
   // multiply-adds each, and 300 shapes whatever the blocks the product is cut into.
   const testing::GemmEngineScope restore;
   const auto engines = available_gemm_engines();
-  const bool onednn = std::find(engines.begin(), engines.end(), GemmEngine::onednn) != engines.end();
+  const bool onednn =
+      std::find(engines.begin(), engines.end(), GemmEngine::onednn) != engines.end();
   set_gemm_engine(GemmEngine::openblas);  // (oneDNN multiplies every bf16 product but reference's)
   Generator gen(7);
   for (std::size_t k = 64; k < 364; ++k) {
@@ -178,7 +180,8 @@ TEST_CASE("oneDNN's bf16 products are kept for the 256 most recently used shapes
   if (!onednn) CHECK(kept == 0u);
 }
 
-TEST_CASE("a bf16 weight gradient summed over many tokens has the same bits at 1, 2 and 3 threads") {
+TEST_CASE(
+    "a bf16 weight gradient summed over many tokens has the same bits at 1, 2 and 3 threads") {
   // dW = dY^T X sums over every token of the batch: a long K and a small output, the shape for
   // which a library would be most tempted to split K across threads (and so sum in another order).
   const testing::GemmEngineScope restore;
@@ -205,12 +208,13 @@ TEST_CASE("a weight is rounded once per scope, and a change in place is never se
   // PyTorch's autocast keeps a weight's cast. The copy must follow the weight: an in-place write
   // (a version bump) or new storage within the same scope gives the product of the new values.
   Generator gen(13);
-  const Tensor x = Tensor(randn({128, 96}, &gen));   // 128 x 96 x 100: over 2^20 multiply-adds
+  const Tensor x = Tensor(randn({128, 96}, &gen));  // 128 x 96 x 100: over 2^20 multiply-adds
   const Tensor w = Tensor(randn({100, 96}, &gen), true);
-  const auto fresh = [&](const Tensor& weight) {  // a product of these values, in a scope of its own
-    autocast::bf16 mixed;
-    return ops::linear(x, Tensor(weight.data())).data();  // a new leaf: nothing kept for it yet
-  };
+  const auto fresh =
+      [&](const Tensor& weight) {  // a product of these values, in a scope of its own
+        autocast::bf16 mixed;
+        return ops::linear(x, Tensor(weight.data())).data();  // a new leaf: nothing kept for it yet
+      };
   autocast::bf16 mixed;
   const Array first = ops::linear(x, w, Tensor()).data();
   CHECK(testing::bit_equal(ops::linear(x, w, Tensor()).data(), first));  // served from the copy

@@ -151,7 +151,8 @@ TEST_SUITE("nn.lora") {
     CHECK_FALSE(lin.bias.requires_grad());
     CHECK(lin.lora_A->weight.requires_grad());
     CHECK(lin.lora_B->weight.requires_grad());
-    SUBCASE("an input that needs no gradient: one lora_linear entry, its frozen weight needs none") {
+    SUBCASE(
+        "an input that needs no gradient: one lora_linear entry, its frozen weight needs none") {
       const Tensor loss = ops::sum(lin.forward(testing::input({2, 4}, 5, false)));
       std::size_t lora_linears = 0, linears = 0;
       for (const autograd::TapeEntry& e : autograd::tape_of(loss).entries()) {
