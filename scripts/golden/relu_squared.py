@@ -7,21 +7,11 @@
 import torch
 import torch.nn.functional as F
 
+from cpp_floats import show  # (scripts/golden/cpp_floats.py)
+
 torch.manual_seed(0)
 print("// torch", torch.__version__)
 
-
-def literal(v):  # a C++ float literal that rounds to v
-    if v != v:
-        return "nan"
-    if v in (float("inf"), float("-inf")):
-        return ("-" if v < 0 else "") + "inf"
-    text = "%.9g" % v
-    return text + (".0f" if text.lstrip("-").isdigit() else "f")
-
-
-def show(name, t):
-    print("const std::vector<float> %s = {%s};" % (name, ", ".join(literal(v) for v in t.tolist())))
 
 
 x = (torch.randn(12) * 2).requires_grad_()

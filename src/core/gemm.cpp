@@ -50,22 +50,30 @@ void fp32_gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::si
                float* C, std::size_t ldc);
 }  // namespace
 
+namespace {
+// Both entries: the bf16 product inside an autocast::bf16 scope (given B's tensor when it is a
+// weight), the float32 one otherwise.
+void multiply(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
+              const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+              float* C, std::size_t ldc, const Tensor* weight_b) {
+  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
+    return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm,
+                     weight_b);
+  fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+}  // namespace
+
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
           std::size_t ldc) {
-  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
-    return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm);
-  fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  multiply(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
 }
 
 void gemm_weight(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* A, std::size_t lda, const Tensor& weight,
                  std::size_t ldb, float beta, float* C, std::size_t ldc) {
-  const float* B = weight.data().data();
-  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
-    return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm,
-                     &weight);
-  fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  multiply(trans_a, trans_b, M, N, K, alpha, A, lda, weight.data().data(), ldb, beta, C, ldc,
+           &weight);
 }
 
 // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on

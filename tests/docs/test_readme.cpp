@@ -4,20 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
+
+#include "source_text.hpp"
 
 namespace {
 
-std::string text_of(const std::string& relative) {
-  std::ifstream in(std::string(TAPEGRAD_SOURCE_DIR) + "/" + relative);
-  REQUIRE_MESSAGE(in, "cannot read ", relative);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using tapegrad::testing::source_text;
 
 // The README's paragraph that starts with `start`, up to the next blank line.
 std::string paragraph(const std::string& readme, const std::string& start) {
@@ -30,7 +24,7 @@ std::string paragraph(const std::string& readme, const std::string& start) {
 
 TEST_SUITE("docs.readme") {
   TEST_CASE("the README names every library target, in its layout and in its list of targets") {
-    const std::string cmake = text_of("CMakeLists.txt"), readme = text_of("README.md");
+    const std::string cmake = source_text("CMakeLists.txt"), readme = source_text("README.md");
     const std::string layout = paragraph(readme, "`ls src` is the architecture");
     const std::string targets = paragraph(readme, "The library is a stack of layers");
     const std::regex layer(R"(\ntapegrad_layer\((\w+) |\n\s+tapegrad_layer\((\w+) )");
@@ -49,7 +43,7 @@ TEST_SUITE("docs.readme") {
 
   TEST_CASE("the README's reading time for the tour is the tour's own") {
     std::smatch m;
-    const std::string tour = text_of("docs/tour.md"), readme = text_of("README.md");
+    const std::string tour = source_text("docs/tour.md"), readme = source_text("README.md");
     REQUIRE(std::regex_search(tour, m, std::regex(R"(lines: about (\d+) minutes\*\*)")));
     const std::string minutes = "bottom up in about " + m[1].str() + " minutes";
     CHECK_MESSAGE(readme.find(minutes) != std::string::npos, "README.md should say '", minutes,
@@ -58,7 +52,7 @@ TEST_SUITE("docs.readme") {
 
   TEST_CASE("the README, the front door, stays under 400 lines") {
     // Tables of runs and per-machine logs belong in docs/performance.md and docs/benchmarks.md.
-    const std::string readme = text_of("README.md");
+    const std::string readme = source_text("README.md");
     const auto lines = std::count(readme.begin(), readme.end(), '\n');
     CHECK_MESSAGE(lines < 400, "README.md has ", lines,
                   " lines: move tables of runs and per-machine figures to docs/");
