@@ -21,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -268,7 +269,10 @@ int run(int argc, char** argv) {
 
   snapshot(0, "null");
   for (std::int64_t step = 1; step <= s.steps; ++step) {
+    std::optional<autograd::KeepOutputs> keep;  // step 1's page shows every entry's output
+    if (step == 1) keep.emplace();
     const Tensor loss = criterion.forward(model.forward(batch.ids), targets);
+    keep.reset();
     if (step > 1) {
       loss.backward();
     } else {  // step 1, opened up: its tape, its leaves, and its backward as the engine ran it

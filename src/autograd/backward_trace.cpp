@@ -33,7 +33,12 @@ void trace_entry(const EntryBase& e, const TensorImpl& output, bool ran) {
   step.op = e.op;
   step.module = e.module ? *e.module : "";
   step.ran = ran;
-  step.output = output.storage->data;
+  if (e.kept_output.defined())
+    step.output = e.kept_output.data();
+  else if (output.storage)
+    step.output = output.storage->data;
+  else
+    step.output_kept = false;
   if (ran) step.grad_output = *output.grad;
   active_trace->steps.push_back(std::move(step));
 }
@@ -50,6 +55,9 @@ void trace_added(const TensorImpl& target, const RowSparseGrad& grad) {
 }
 
 }  // namespace detail
+
+KeepOutputs::KeepOutputs() : enclosing_(detail::keep_outputs) { detail::keep_outputs = true; }
+KeepOutputs::~KeepOutputs() { detail::keep_outputs = enclosing_; }
 
 BackwardTrace::BackwardTrace() : data_(std::make_unique<detail::TraceData>()) {
   check<AutogradError>(detail::active_trace == nullptr,

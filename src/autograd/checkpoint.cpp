@@ -69,7 +69,8 @@ std::vector<Tensor> outside_reads(const Tensor& out, std::uint64_t first) {
     const TensorImpl& impl = TensorAccess::impl(t);
     if (!impl.requires_grad) return;
     if (impl.is_leaf() || impl.grad_fn->seq < first) {
-      if (found.insert(&impl).second) reads.push_back(t);
+      // a handle that keeps the data (an entry's inputs are edges): the recompute reads it
+      if (found.insert(&impl).second) reads.push_back(TensorAccess::wrap(TensorAccess::handle(t)));
     } else if (seen.insert(impl.grad_fn.get()).second) {
       stack.push_back(impl.grad_fn.get());
     }

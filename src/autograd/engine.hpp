@@ -141,6 +141,7 @@ void profile_mark();
 // ---- backward_trace.cpp: autograd::BackwardTrace's hooks, one branch each when it is off ------
 struct TraceData;
 inline thread_local TraceData* active_trace = nullptr;  // this thread's BackwardTrace's data
+inline thread_local bool keep_outputs = false;  // an autograd::KeepOutputs lives on this thread
 /// Before entry `e`, reached by a backward, runs (or is passed over: `ran` false).
 void trace_entry(const EntryBase& e, const TensorImpl& output, bool ran);
 /// After accumulate_grad added `grad` into `target`'s gradient.

@@ -26,11 +26,12 @@ void attach(EntryBase* entry, const char* op, const Tensor& output, const Tensor
   entry->module = module_stack_top();
   entry->output_shape = output.shape();
   for (std::size_t i = 0; i < n_inputs; ++i)
-    if (inputs[i].defined()) entry->inputs.push_back(inputs[i]);  // an optional input may be absent
+    if (inputs[i].defined()) entry->inputs.push_back(inputs[i].edge());  // absent if optional
   for (std::size_t i = 0; i < n_saved; ++i) {
     const bool is_output = saved[i].is_same(output);  // kept without its graph: no cycle
     entry->saved.push_back({is_output ? output.detach() : saved[i], saved[i].version(), is_output});
   }
+  if (keep_outputs) entry->kept_output = output.detach();  // the data only: no cycle
   entry->seq = next_seq.fetch_add(1, std::memory_order_relaxed);
   list_entry(entry);               // for autograd::tape() (listing.cpp)
   out.requires_grad = true;        // the output now depends on something trainable

@@ -11,7 +11,7 @@ Parameter::Parameter(Array data, bool requires_grad) : Tensor(std::move(data), r
 
 Parameter::Parameter(const Tensor& t, bool requires_grad) {
   check<ValueError>(t.defined(), "Parameter: expected a defined tensor, got an empty handle");
-  impl_ = share_storage(TensorAccess::impl(t));  // shares data and version, like detach()
+  adopt(share_storage(TensorAccess::impl(t)));  // shares data and version, like detach()
   impl_->requires_grad = requires_grad;
 }
 

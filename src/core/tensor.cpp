@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <ostream>
+#include <sstream>
 
 #include <xtensor/xio.hpp>
 
@@ -26,23 +27,107 @@ Tensor::Tensor(Array data, bool requires_grad) {
     fail<ShapeError>("Tensor: the array of shape ", data.shape(), " holds ", data.size(),
                      " elements, not the product of its sizes");
   }
-  impl_ = make_impl(std::move(data));
+  adopt(make_impl(std::move(data)));
   impl_->requires_grad = requires_grad;
 }
 
-const Array& Tensor::data() const {
-  check_defined(impl_);
-  return impl_->storage->data;
+// ---- handles: the ones that keep the data, and edges -------------------------------------------
+
+void Tensor::adopt(std::shared_ptr<TensorImpl> impl) {
+  impl_ = std::move(impl);
+  edge_ = false;
+  if (impl_) impl_->data_handles.fetch_add(1, std::memory_order_relaxed);
 }
+
+namespace {
+// A data-keeping handle of `impl` is going. The last one drops the data of an op's output that
+// edges (the tape) still refer to: nothing can read it any more. A leaf keeps its data (a hook,
+// an optimizer or the next forward reads it through the parameter), and a tensor nobody else
+// refers to is freed whole by its last handle anyway.
+void let_go(const std::shared_ptr<TensorImpl>& impl) {
+  if (impl->data_handles.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (impl->is_leaf() || impl.use_count() == 1 || impl->storage == nullptr) return;
+  impl->released_shape = impl->storage->data.shape();
+  impl->storage.reset();
+}
+}  // namespace
+
+Tensor::Tensor(const Tensor& other) noexcept : impl_(other.impl_), edge_(other.edge_) {
+  if (impl_ && !edge_) impl_->data_handles.fetch_add(1, std::memory_order_relaxed);
+}
+Tensor::Tensor(Tensor&& other) noexcept : impl_(std::move(other.impl_)), edge_(other.edge_) {}
+Tensor& Tensor::operator=(const Tensor& other) noexcept {
+  Tensor copy(other);
+  return *this = std::move(copy);
+}
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  if (impl_ && !edge_) let_go(impl_);
+  impl_ = std::move(other.impl_);
+  edge_ = other.edge_;
+  return *this;
+}
+Tensor::~Tensor() {
+  if (impl_ && !edge_) let_go(impl_);
+}
+
+Tensor Tensor::edge() const {
+  Tensor out;
+  out.impl_ = impl_;
+  out.edge_ = true;
+  return out;
+}
+
+namespace {
+const Shape& shape_of(const TensorImpl& impl) {
+  return impl.storage ? impl.storage->data.shape() : impl.released_shape;
+}
+
+// "'embed.lut.weight' (10, 3)", "the output of 'add' (2, 3)" or "tensor (10, 3)".
+std::string describe(const TensorImpl& impl) {
+  std::ostringstream os;
+  if (!impl.name.empty())
+    os << '\'' << impl.name << "' ";
+  else if (!impl.is_leaf())
+    os << "the output of '" << impl.producer() << "' ";
+  else
+    os << "tensor ";
+  os << str(shape_of(impl));
+  return os.str();
+}
+
+// The data of `impl` as a non-edge handle reads it; a clear error where it cannot be read.
+Storage& storage_of(const std::shared_ptr<TensorImpl>& impl, bool edge, const char* what) {
+  check_defined(impl);
+  if (edge)
+    fail<AutogradError>("Tensor::", what, ": this handle is an edge() of ",
+                        describe(*impl),
+                        ", which routes gradients but never reads data; an op whose backward "
+                        "reads an input must capture the input itself, not its edge()");
+  if (impl->storage == nullptr)  // cannot happen through a non-edge handle; kept as a guard
+    fail<AutogradError>("Tensor::", what, ": the data of ", describe(*impl),
+                        " was freed (no handle kept it)");
+  return *impl->storage;
+}
+}  // namespace
+
+const Array& Tensor::data() const { return storage_of(impl_, edge_, "data").data; }
 
 Array& Tensor::mutable_data() const {
-  check_defined(impl_);
-  ++impl_->storage->version;
-  return impl_->storage->data;
+  Storage& s = storage_of(impl_, edge_, "mutable_data");
+  ++s.version;
+  return s.data;
 }
 
-const Shape& Tensor::shape() const { return data().shape(); }
-std::size_t Tensor::numel() const { return data().size(); }
+const Shape& Tensor::shape() const {
+  check_defined(impl_);
+  return shape_of(*impl_);
+}
+std::size_t Tensor::numel() const {
+  std::size_t n = 1;
+  for (std::size_t d : shape()) n *= d;
+  return n;
+}
 
 float Tensor::item() const {
   check<ValueError>(
@@ -51,14 +136,8 @@ float Tensor::item() const {
   return data().data()[0];
 }
 
-std::uint64_t Tensor::version() const {
-  check_defined(impl_);
-  return impl_->storage->version;
-}
-void Tensor::bump_version() const {
-  check_defined(impl_);
-  ++impl_->storage->version;
-}
+std::uint64_t Tensor::version() const { return storage_of(impl_, edge_, "version").version; }
+void Tensor::bump_version() const { ++storage_of(impl_, edge_, "bump_version").version; }
 
 bool Tensor::requires_grad() const { return impl_ != nullptr && impl_->requires_grad; }
 bool Tensor::is_leaf() const { return impl_ == nullptr || impl_->is_leaf(); }
@@ -131,8 +210,9 @@ void Tensor::zero_grad(bool set_to_none) const {
 
 Tensor Tensor::detach() const {
   check_defined(impl_);
+  storage_of(impl_, edge_, "detach");
   Tensor out;
-  out.impl_ = share_storage(*impl_);  // same data, same version counter, no graph
+  out.adopt(share_storage(*impl_));  // same data, same version counter, no graph
   return out;
 }
 
@@ -146,16 +226,7 @@ void Tensor::set_name(std::string name) const {
 }
 
 std::string Tensor::describe() const {
-  if (impl_ == nullptr) return "an empty tensor";
-  std::ostringstream os;
-  if (!impl_->name.empty())
-    os << '\'' << impl_->name << "' ";
-  else if (!impl_->is_leaf())
-    os << "the output of '" << impl_->producer() << "' ";
-  else
-    os << "tensor ";
-  os << str(shape());
-  return os.str();
+  return impl_ == nullptr ? "an empty tensor" : ::tapegrad::describe(*impl_);
 }
 
 // ---- printing -----------------------------------------------------------------------------------

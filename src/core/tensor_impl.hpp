@@ -7,6 +7,7 @@
 // lets an op's closure keep `y.detach()` (its own output's data) without owning its own entry.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -29,6 +30,11 @@ struct Storage {
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;  // this tensor's data, perhaps shared with others
+  // The handles that keep the data (every Tensor but edges). When the last goes and the tensor is
+  // the output of an op that edges still refer to, the data is dropped (`storage` null) and only
+  // its shape is kept, for the tape's listing and the gradient's shape check.
+  std::atomic<std::size_t> data_handles{0};
+  Shape released_shape;
   bool requires_grad = false;
   bool is_buffer = false;  // a Buffer: never requires grad, never has .grad
   // The entry that produced this tensor, owned by it (null for a leaf). The entry holds this
@@ -78,7 +84,7 @@ struct TensorAccess {
   static const std::shared_ptr<TensorImpl>& handle(const Tensor& t) { return t.impl_; }
   static Tensor wrap(std::shared_ptr<TensorImpl> impl) {
     Tensor t;
-    t.impl_ = std::move(impl);
+    t.adopt(std::move(impl));
     return t;
   }
 };

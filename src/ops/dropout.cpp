@@ -113,7 +113,7 @@ Tensor dropout(const Tensor& x, double p, bool training, DropoutStream stream, b
     apply(stream.seed, stream.call, p, x.data().data(), out.data(), n);
     y = Tensor(std::move(out));
   }
-  autograd::record("dropout", y, {x}, /*saved=*/{}, [x, stream, p, apply](Array dy) {
+  autograd::record("dropout", y, {x}, /*saved=*/{}, [x = x.edge(), stream, p, apply](Array dy) {
     apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());  // dx = dy * m
     x.accumulate_grad(std::move(dy), "dropout");
   });
@@ -157,13 +157,13 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
     kernels::pick<dropout_add_rows>()(x.data().data(), rows.data(), out.data(), B, n);
     Tensor y(std::move(out));
     autograd::record("add_rows", y, {x}, {},
-                     [x](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
+                     [x = x.edge()](Array dy) { x.accumulate_grad(std::move(dy), "add_rows"); });
     return y;
   }
   kernels::pick<dropout_add_rows_apply>()(stream.seed, stream.call, p, x.data().data(), rows.data(),
                                           out.data(), B, n);
   Tensor y(std::move(out));
-  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x, stream, p, apply](Array dy) {
+  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x = x.edge(), stream, p, apply](Array dy) {
     apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());
     x.accumulate_grad(std::move(dy), "add_rows_dropout");
   });

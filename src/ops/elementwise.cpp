@@ -142,7 +142,9 @@ void same_shape_backward(decltype(&elementwise_binary_backward) backward, Binary
                          const char* name, const Tensor& a, const Tensor& b, Array dy) {
   const bool want_a = a.requires_grad(), want_b = b.requires_grad();
   Array db = want_b ? Array::from_shape(dy.shape()) : Array();
-  backward(op, dy.data(), a.data().data(), b.data().data(), want_a ? dy.data() : nullptr,
+  const bool reads_inputs = op != BinaryOp::sub;  // sub's a and b may be edges: never read
+  backward(op, dy.data(), reads_inputs ? a.data().data() : nullptr,
+           reads_inputs ? b.data().data() : nullptr, want_a ? dy.data() : nullptr,
            want_b ? db.data() : nullptr, dy.size());
   if (want_a) a.accumulate_grad(std::move(dy), name);
   if (want_b) b.accumulate_grad(std::move(db), name);
@@ -168,7 +170,7 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& a, float c = 0.0f,
   if (saves == Saves::input) saved.push_back(a);
   if (saves == Saves::output) saved.push_back(y);
   const Tensor kept = saves == Saves::output ? y.detach() : Tensor();  // not y: a cycle
-  autograd::record(name, y, {a}, saved, [=](Array dy) {
+  autograd::record(name, y, {a}, saved, [=, a = saves == Saves::input ? a : a.edge()](Array dy) {
     backward(op, saves == Saves::input ? a.data().data() : nullptr,
              saves == Saves::output ? kept.data().data() : nullptr, c, dy.data(), dy.size());
     a.accumulate_grad(std::move(dy), name);
@@ -183,7 +185,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
   // y = a + b        da = dy        db = dy        (each summed back to its input's shape)
   Tensor y(binary("add", BinaryOp::add, a.data(), b.data(),
                   [](const auto& x, const auto& z) { return x + z; }));
-  autograd::record("add", y, {a, b}, {}, [a, b](Array dy) {
+  autograd::record("add", y, {a, b}, {}, [a = a.edge(), b = b.edge()](Array dy) {
     // b gets a copy (or its broadcast sum); a then takes dy's own buffer when the shapes agree.
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(dy, b.shape()), "add");
     if (a.requires_grad())
@@ -197,7 +199,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   // y = a - b        da = dy        db = -dy
   Tensor y(binary("sub", BinaryOp::sub, a.data(), b.data(),
                   [](const auto& x, const auto& z) { return x - z; }));
-  autograd::record("sub", y, {a, b}, {}, [a, b, backward = binary_backward_in_use()](Array dy) {
+  autograd::record("sub", y, {a, b}, {}, [a = a.edge(), b = b.edge(), backward = binary_backward_in_use()](Array dy) {
     if (same_shapes(dy, a, b)) return same_shape_backward(backward, BinaryOp::sub, "sub", a, b, dy);
     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "sub");
     if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(-dy), b.shape()), "sub");
@@ -290,7 +292,7 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, double value) {
   Array out = Array::from_shape(s);
   masked_fill(a.data().data(), full_mask->data(), v, out.data(), out.size());
   Tensor y(std::move(out));
-  autograd::record("masked_fill", y, {a}, {}, [a, full_mask, masked_fill](Array dy) {
+  autograd::record("masked_fill", y, {a}, {}, [a = a.edge(), full_mask, masked_fill](Array dy) {
     masked_fill(dy.data(), full_mask->data(), 0.0f, dy.data(), dy.size());  // dy becomes da
     a.accumulate_grad(std::move(dy), "masked_fill");
   });

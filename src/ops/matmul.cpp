@@ -40,6 +40,17 @@ void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const f
                            accumulate ? 1.0f : 0.0f, C, N);
 }
 
+// A product's backward reads one side only for the other side's gradient (dA = dY B^T reads B),
+// whether each side wanted a gradient decided when the forward ran, as PyTorch's graph does. A side
+// that is not read is kept as an edge: the tape then holds its place in the graph, not its data.
+Tensor read_if(const Tensor& t, bool read) { return read ? t : t.edge(); }
+std::vector<Tensor> reads(const Tensor& a, bool read_a, const Tensor& b, bool read_b) {
+  std::vector<Tensor> saved;
+  if (read_a) saved.push_back(a);
+  if (read_b) saved.push_back(b);
+  return saved;
+}
+
 std::size_t product(const Shape& s, std::size_t from, std::size_t to) {
   std::size_t p = 1;
   for (std::size_t i = from; i < to; ++i) p *= s[i];
@@ -123,13 +134,16 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Array out = Array::from_shape(out_shape);
     gemm(false, false, n, m, k, a.data().data(), b.data().data(), out.data(), false);
     Tensor y(std::move(out));
-    autograd::record("matmul", y, {a, b}, {a, b}, [a, b, n, k, m](Array dy) {
-      if (a.requires_grad()) {
+    const bool want_a = a.requires_grad(), want_b = b.requires_grad();
+    autograd::record("matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
+                     [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, n, k,
+                      m](Array dy) {
+      if (want_a) {
         Array da = Array::from_shape(a.shape());
         gemm(false, true, n, k, m, dy.data(), b.data().data(), da.data(), false);
         a.accumulate_grad(std::move(da), "matmul");
       }
-      if (b.requires_grad()) {
+      if (want_b) {
         Array db = Array::from_shape(b.shape());
         gemm(true, false, k, m, n, a.data().data(), dy.data(), db.data(), false);
         b.accumulate_grad(std::move(db), "matmul");
@@ -153,11 +167,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     gemm(false, false, n, m, k, pa + map->of_a[i] * n * k, pb + map->of_b[i] * k * m,
          out.data() + i * n * m, false);
   Tensor y(std::move(out));
-  autograd::record("matmul", y, {a, b}, {a, b}, [a, b, map, count, n, k, m](Array dy) {
-    const float *A = a.data().data(), *B = b.data().data(), *dY = dy.data();
+  const bool want_a = a.requires_grad(), want_b = b.requires_grad();
+  autograd::record("matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
+                   [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, map, count, n,
+                    k, m](Array dy) {
+    const float *A = want_b ? a.data().data() : nullptr, *B = want_a ? b.data().data() : nullptr;
+    const float* dY = dy.data();
     // A matrix's first gradient is written, the next ones added (beta = 1).
     const auto written = [](std::size_t matrices) { return std::vector<bool>(matrices, false); };
-    if (a.requires_grad()) {
+    if (want_a) {
       Array da = Array::from_shape(a.shape());
       da.fill(0.0f);  // a matrix of a that no batch entry uses cannot exist, but stay defined
       std::vector<bool> done = written(product(a.shape(), 0, a.dim() - 2));
@@ -169,7 +187,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       }
       a.accumulate_grad(std::move(da), "matmul");
     }
-    if (b.requires_grad()) {
+    if (want_b) {
       Array db = Array::from_shape(b.shape());
       db.fill(0.0f);
       std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
@@ -188,24 +206,31 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 namespace {
 // linear's backward, for dy (N, out) seen as rows: dX = dY W, dW = dY^T X, and db = the column
 // sums of dY in double, each column down the rows in order (sum(dy, dim 0) on the reductions'
-// kernels of the set the forward ran on). A side that needs no gradient costs nothing.
+// kernels of the set the forward ran on). A side that needs no gradient costs nothing; which sides
+// do (`want`) was decided by the forward, which kept x's data only for dW.
+struct LinearGrads {
+  bool x, weight, bias;
+  explicit LinearGrads(const Tensor& input, const Tensor& w, const Tensor& b)
+      : x(input.requires_grad()), weight(w.requires_grad()),
+        bias(b.defined() && b.requires_grad()) {}
+};
 void linear_backward(const char* op, const Array& dy, const Tensor& x, const Tensor& weight,
-                     const Tensor& bias,
+                     const Tensor& bias, LinearGrads want,
                      void (*sum_dims)(const float*, const std::size_t*, const std::size_t*,
                                       std::size_t, double*)) {
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
-  if (x.requires_grad()) {
+  if (want.x) {
     Array dx = Array::from_shape(x.shape());
     ::tapegrad::detail::gemm_weight(false, false, N, in_f, out_f, 1.0f, dy.data(), out_f, weight,
                                     in_f, 0.0f, dx.data(), in_f);
     x.accumulate_grad(std::move(dx), op);
   }
-  if (weight.requires_grad()) {
+  if (want.weight) {
     Array dweight = Array::from_shape(weight.shape());
     gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
     weight.accumulate_grad(std::move(dweight), op);
   }
-  if (bias.defined() && bias.requires_grad()) {
+  if (want.bias) {
     std::vector<double> sums(out_f, 0.0);
     const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
     sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
@@ -252,9 +277,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
   const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
-  autograd::record("linear", y, inputs, {x, weight}, [x, weight, bias, sum_dims](Array dy) {
-    linear_backward("linear", dy, x, weight, bias, sum_dims);
-  });
+  const LinearGrads want(x, weight, bias);  // x's data is read for dW only (a frozen W: never)
+  autograd::record("linear", y, inputs, reads(x, want.weight, weight, want.x),
+                   [x = read_if(x, want.weight), weight, bias, want, sum_dims](Array dy) {
+                     linear_backward("linear", dy, x, weight, bias, want, sum_dims);
+                   });
   return y;
 }
 
@@ -288,27 +315,35 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   std::vector<Tensor> inputs{x, weight, x_adapter, lora_a, lora_b};
   if (bias.defined()) inputs.push_back(bias);
   const auto sum_dims = kernels::pick<reduce_sum_dims>();
+  // What backward reads: x for dW only, xd for dA only, A for dXd only, B for dH (dA or dXd).
+  const LinearGrads want(x, weight, bias);
+  const bool want_xd = x_adapter.requires_grad(), want_a = lora_a.requires_grad(),
+             want_b = lora_b.requires_grad();
+  std::vector<Tensor> saved = reads(x, want.weight, weight, want.x);
+  for (const Tensor& t : reads(x_adapter, want_a, lora_a, want_xd)) saved.push_back(t);
+  if (want_a || want_xd) saved.push_back(lora_b);
   autograd::record(
-      "lora_linear", y, inputs, {x, weight, x_adapter, lora_a, lora_b},
-      [x, weight, bias, x_adapter, lora_a, lora_b, h = std::move(h), scaling, sum_dims, N, in_f,
-       out_f, r](Array dy) {
-        linear_backward("lora_linear", dy, x, weight, bias, sum_dims);
-        if (lora_b.requires_grad()) {
+      "lora_linear", y, inputs, saved,
+      [x = read_if(x, want.weight), weight, bias, want, x_adapter = read_if(x_adapter, want_a),
+       lora_a = read_if(lora_a, want_xd), lora_b = read_if(lora_b, want_a || want_xd), want_xd,
+       want_a, want_b, h = std::move(h), scaling, sum_dims, N, in_f, out_f, r](Array dy) {
+        linear_backward("lora_linear", dy, x, weight, bias, want, sum_dims);
+        if (want_b) {
           Array db = Array::from_shape(lora_b.shape());
           ::tapegrad::detail::gemm(true, false, out_f, r, N, scaling, dy.data(), out_f, h.data(), r,
                                    0.0f, db.data(), r);
           lora_b.accumulate_grad(std::move(db), "lora_linear");
         }
-        if (!lora_a.requires_grad() && !x_adapter.requires_grad()) return;
+        if (!want_a && !want_xd) return;
         Array dh = Array::from_shape({N, r});
         ::tapegrad::detail::gemm(false, false, N, r, out_f, scaling, dy.data(), out_f,
                                  lora_b.data().data(), r, 0.0f, dh.data(), r);
-        if (lora_a.requires_grad()) {
+        if (want_a) {
           Array da = Array::from_shape(lora_a.shape());
           gemm(true, false, r, in_f, N, dh.data(), x_adapter.data().data(), da.data(), false);
           lora_a.accumulate_grad(std::move(da), "lora_linear");
         }
-        if (x_adapter.requires_grad()) {
+        if (want_xd) {
           Array dxd = Array::from_shape(x_adapter.shape());
           gemm(false, false, N, in_f, r, dh.data(), lora_a.data().data(), dxd.data(), false);
           x_adapter.accumulate_grad(std::move(dxd), "lora_linear");

@@ -83,7 +83,7 @@ Tensor sum(const Tensor& a) {
   Array out = Array::from_shape({});
   out() = static_cast<float>(total);
   Tensor y(std::move(out));
-  autograd::record("sum", y, {a}, {}, [a](Array dy) {
+  autograd::record("sum", y, {a}, {}, [a = a.edge()](Array dy) {
     Array da = Array::from_shape(a.shape());
     da.fill(dy());
     a.accumulate_grad(std::move(da), "sum");
@@ -98,7 +98,7 @@ Tensor mean(const Tensor& a) {
   Array out = Array::from_shape({});
   out() = static_cast<float>(total / n);
   Tensor y(std::move(out));
-  autograd::record("mean", y, {a}, {}, [a, n](Array dy) {
+  autograd::record("mean", y, {a}, {}, [a = a.edge(), n](Array dy) {
     Array da = Array::from_shape(a.shape());
     da.fill(static_cast<float>(double(dy()) / n));
     a.accumulate_grad(std::move(da), "mean");
@@ -182,7 +182,7 @@ Tensor sum_or_mean(const char* op, const Tensor& a, const std::vector<std::int64
   // where o is i with its reduced coordinates set to 0, count the number of elements in the sum.
   Reduction r = plan_reduction(autograd::where(op), a.shape(), dims, keepdim);
   Tensor y(sum_over(a.data(), r, mean));
-  autograd::record(op, y, {a}, {}, [a, r = std::move(r), mean, op](Array dy) {
+  autograd::record(op, y, {a}, {}, [a = a.edge(), r = std::move(r), mean, op](Array dy) {
     a.accumulate_grad(sum_over_backward(dy, a.shape(), r, mean), op);
   });
   return y;
@@ -267,7 +267,7 @@ Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
   kernels::pick<reduce_max_along>()(a.data().data(), p.outer, p.n, p.inner, values.data(),
                                     indices.data());
   Tensor y(std::move(values));
-  autograd::record("max", y, {a}, {}, [a, p, indices = std::move(indices)](Array dy) {
+  autograd::record("max", y, {a}, {}, [a = a.edge(), p, indices = std::move(indices)](Array dy) {
     Array da = xt::zeros<float>(a.shape());
     for (std::size_t o = 0; o < p.outer; ++o)
       for (std::size_t i = 0; i < p.inner; ++i) {

@@ -104,7 +104,7 @@ Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& s
   forward(x.data().data(), cos.data().data(), sin.data().data(), out.data(), l);
   Tensor y(std::move(out));
   autograd::record(op, y, {x}, /*saved=*/{cos, sin},
-                   [x, cos, sin, l, op, backward_kernel](Array dy) {
+                   [x = x.edge(), cos, sin, l, op, backward_kernel](Array dy) {
                      Array dx = Array::from_shape(dy.shape());
                      backward_kernel(dy.data(), cos.data().data(), sin.data().data(), dx.data(), l);
                      x.accumulate_grad(std::move(dx), op);

@@ -114,7 +114,7 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& shape) {
   }
   checked_numel(out_shape, where);  // the non-zero sizes of an empty shape, too
   Tensor y(reshaped(a.data(), out_shape));
-  autograd::record("reshape", y, {a}, {}, [a](Array dy) {
+  autograd::record("reshape", y, {a}, {}, [a = a.edge()](Array dy) {
     dy.reshape(a.shape());  // the same elements in the same order: no copy
     a.accumulate_grad(std::move(dy), "reshape");
   });
@@ -130,7 +130,7 @@ Tensor transpose(const Tensor& a, std::int64_t dim0, std::int64_t dim1) {
   for (std::size_t i = 0; i < rank; ++i) perm[i] = i;
   if (rank > 0) std::swap(perm[d0], perm[d1]);
   Tensor y(permuted(a.data(), perm));
-  autograd::record("transpose", y, {a}, {}, [a, perm](Array dy) {
+  autograd::record("transpose", y, {a}, {}, [a = a.edge(), perm](Array dy) {
     a.accumulate_grad(permuted(dy, perm), "transpose");  // a swap is its own inverse
   });
   return y;
@@ -156,7 +156,7 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
     seen[perm[i]] = true;
   }
   Tensor y(permuted(a.data(), perm));
-  autograd::record("permute", y, {a}, {}, [a, inv = inverse(perm)](Array dy) {
+  autograd::record("permute", y, {a}, {}, [a = a.edge(), inv = inverse(perm)](Array dy) {
     a.accumulate_grad(permuted(dy, inv), "permute");
   });
   return y;
@@ -189,7 +189,7 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
       std::copy_n(src + (o * b.n + from + k * stride) * b.inner, b.inner,
                   out.data() + (o * len + k) * b.inner);
   Tensor y(std::move(out));
-  autograd::record("slice", y, {a}, {}, [a, b, len, from, stride](Array dy) {
+  autograd::record("slice", y, {a}, {}, [a = a.edge(), b, len, from, stride](Array dy) {
     Array da = xt::zeros<float>(a.shape());
     for (std::size_t o = 0; o < b.outer; ++o)
       for (std::size_t k = 0; k < len; ++k)
@@ -199,6 +199,15 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
   });
   return y;
 }
+
+namespace {
+std::vector<Tensor> edges(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> out;
+  out.reserve(tensors.size());
+  for (const Tensor& t : tensors) out.push_back(t.edge());
+  return out;
+}
+}  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   // y = [t_0 | t_1 | ...] along dim        dt_j = the block of dy that t_j filled
@@ -241,7 +250,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
   }
   Tensor y(std::move(out));
-  autograd::record("cat", y, tensors, {}, [tensors, widths, outer = b.outer, row](Array dy) {
+  autograd::record("cat", y, tensors, {}, [tensors = edges(tensors), widths, outer = b.outer, row](Array dy) {
     std::size_t at = 0;  // where tensor j's columns start in a block
     for (std::size_t j = 0; j < tensors.size(); ++j) {
       if (tensors[j].requires_grad()) {
@@ -270,7 +279,7 @@ Tensor unsqueeze(const Tensor& a, std::int64_t dim) {
     out_shape[k] = k == d ? 1 : a.shape()[from++];
   Tensor y(reshaped(a.data(), out_shape));
   autograd::record("unsqueeze", y, {a}, {},
-                   [a](Array dy) { a.accumulate_grad(reshaped(dy, a.shape()), "unsqueeze"); });
+                   [a = a.edge()](Array dy) { a.accumulate_grad(reshaped(dy, a.shape()), "unsqueeze"); });
   return y;
 }
 

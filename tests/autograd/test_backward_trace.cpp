@@ -3,6 +3,8 @@
 // gradient its closure added (and the total after it), and nothing at all when no trace is on.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include <tapegrad/core.hpp>
 
 using namespace tapegrad;
@@ -13,11 +15,31 @@ bool same(const Array& a, const Array& b) { return a.shape() == b.shape() && a =
 }  // namespace
 
 TEST_SUITE("autograd.backward_trace") {
+  TEST_CASE("without KeepOutputs, an output is freed once nothing reads it, and reported empty") {
+    Parameter w(Array{0.5f, -1.0f, 2.0f});
+    Tensor y = ops::mul(w, w);     // y * y saves y: its data stays until that entry runs
+    Tensor z = ops::mul(y, y);     // sum reads only z's shape: z's data goes with its last handle
+    Tensor loss = ops::sum(z);
+    z = Tensor();
+    y = Tensor();
+    autograd::BackwardTrace trace;
+    loss.backward();
+    const auto& steps = trace.steps();
+    REQUIRE(steps.size() == 3);
+    CHECK(steps[1].op == "mul");
+    CHECK_FALSE(steps[1].output_kept);  // z: nothing read it (sum reads its shape)
+    CHECK(steps[1].output.size() == Array().size());
+    CHECK_FALSE(steps[2].output_kept);  // y: y * y read it, and had run
+    CHECK(same(w.grad(), Array{4.0f * 0.125f, -4.0f, 4.0f * 8.0f}));  // d(w^4) = 4 w^3
+  }
+
   TEST_CASE("each entry appears in the engine's order with what it received and what it added") {
     Parameter w(Array{0.5f, -1.0f, 2.0f});
     Tensor x(Array{1.0f, 2.0f, 3.0f});
+    std::optional<autograd::KeepOutputs> keep(std::in_place);  // every output, for steps[k].output
     Tensor y = ops::mul(w, x);      // #a: y = w x
     Tensor loss = ops::sum(y * y);  // #b mul, #c sum
+    keep.reset();
     const autograd::Tape tape = autograd::tape_of(loss);
     autograd::BackwardTrace trace;
     loss.backward();

@@ -29,6 +29,24 @@ namespace detail {
 struct TraceData;  // src/autograd/backward_trace.cpp
 }  // namespace detail
 
+/// While one lives on a thread, every entry recorded there keeps its output's values, so that a
+/// BackwardTrace of a later backward can report them all. Without it the tape keeps only what
+/// backwards read: an output that only an edge refers to (the output of a Linear fed to an add)
+/// is freed with its last handle, and its Step::output is empty.
+///
+///     autograd::KeepOutputs keep;                  // before the forward
+///     Tensor loss = model.forward(x) ...;
+class KeepOutputs {
+ public:
+  KeepOutputs();
+  ~KeepOutputs();
+  KeepOutputs(const KeepOutputs&) = delete;
+  KeepOutputs& operator=(const KeepOutputs&) = delete;
+
+ private:
+  bool enclosing_;
+};
+
 class BackwardTrace {
  public:
   /// One accumulate_grad call made by an entry's closure.
@@ -44,7 +62,9 @@ class BackwardTrace {
     std::string op;
     std::string module;
     bool ran = false;   ///< its output received a gradient, so its closure ran
-    Array output;       ///< the entry's output, as the forward computed it
+    Array output;       ///< the entry's output, as the forward computed it (if kept)
+    bool output_kept = true;  ///< false when no handle kept it: the tape keeps only what a
+                              ///< backward reads (see KeepOutputs); output is then empty
     Array grad_output;  ///< d(loss)/d(output) handed to the closure (empty if it did not run)
     std::vector<Added> added;  ///< in the order the closure called accumulate_grad
   };

@@ -50,6 +50,9 @@ struct TapeEntry {
     std::string name;            ///< a parameter's or buffer's path; "" for others
     std::uintptr_t id = 0;       ///< identifies the tensor in to_dot()
     std::int64_t producer = -1;  ///< the entry that produced it, or -1 for a leaf
+    /// Its values are still in memory: false once no handle and no backward that reads them is
+    /// left (the entry holds an input as an edge: its place in the graph, not its data).
+    bool values_kept = true;
   };
   struct Saved {
     Shape shape;

@@ -12,6 +12,11 @@
 // own storage: there are no views. `const Tensor&` is shallow const: it does not make the data
 // read-only. Leaves accumulate gradients (+=) until zero_grad(). The full rule:
 // docs/semantics.md#tensors-parameters-and-buffers.
+//
+// A handle keeps its tensor's data alive. The tape does not: an entry refers to its inputs by
+// edge() handles, which route gradients and know shapes but never read data. So the output of
+// an op is freed once no handle and no backward that reads it remain (PyTorch frees what no
+// saved tensor holds in the same way): `y = x + b` keeps neither x's nor b's values.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +41,11 @@ class Tensor {
  public:
   Tensor() = default;  ///< an empty handle; defined() is false
   explicit Tensor(Array data, bool requires_grad = false);
+  Tensor(const Tensor& other) noexcept;
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other) noexcept;
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor();
 
   bool defined() const { return impl_ != nullptr; }
   const Array& data() const;    ///< read the values
@@ -97,8 +107,21 @@ class Tensor {
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }  ///< identity
   TensorImpl* impl() const { return impl_.get(); }
 
+  /// The same tensor for its place in the graph only: an edge routes gradients (accumulate_grad,
+  /// requires_grad, the tape's traversal) and knows its shape and name, but does not keep the
+  /// data alive, and data() through it throws. An op whose backward needs only an input's shape
+  /// (add, cat, a product's side whose gradient is not wanted) captures `x.edge()`, so that the
+  /// tape does not hold x's values; the tape holds every entry's inputs this way. The data of a
+  /// non-leaf goes when its last non-edge handle goes.
+  Tensor edge() const;
+  bool is_edge() const { return edge_; }
+
  protected:
   std::shared_ptr<TensorImpl> impl_;
+  bool edge_ = false;  // an edge() handle: does not count towards keeping the data
+
+  /// Points this (empty) handle at `impl` and counts it as one of the handles that keep the data.
+  void adopt(std::shared_ptr<TensorImpl> impl);
   friend class Parameter;
   friend class Buffer;
   friend struct TensorAccess;
