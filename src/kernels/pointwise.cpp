@@ -32,6 +32,18 @@ void backward(Op op, const float* x, float* dy, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dy[i] = op.template backward<FastMath>(x[i], dy[i]);
 }
 
+void swiglu_forward(const float* g, const float* u, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = tapegrad::ops::Silu{}.forward<FastMath>(g[i]) * u[i];
+}
+
+void swiglu_backward(const float* g, const float* u, float* dy, float* du, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    du[i] = dy[i] * tapegrad::ops::Silu{}.forward<FastMath>(g[i]);
+    dy[i] = tapegrad::ops::Silu{}.backward<FastMath>(g[i], dy[i] * u[i]);
+  }
+}
+
 }  // namespace
 }  // namespace tapegrad::kernels::TAPEGRAD_CAPABILITY
 
@@ -47,3 +59,5 @@ TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_forward<tapegrad::ops::Clamp>,
                      forward<tapegrad::ops::Clamp>);
 TAPEGRAD_FAST_KERNEL(tapegrad::ops::pointwise_backward<tapegrad::ops::Clamp>,
                      backward<tapegrad::ops::Clamp>);
+TAPEGRAD_FAST_KERNEL(tapegrad::ops::swiglu_forward, swiglu_forward);
+TAPEGRAD_FAST_KERNEL(tapegrad::ops::swiglu_backward, swiglu_backward);

@@ -37,7 +37,7 @@ SwiGLU::SwiGLU(SwiGLUOptions options, std::shared_ptr<Generator> generator)
 
 Tensor SwiGLU::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
-  return w2->forward(ops::silu(w1->forward(x)) * w3->forward(x));
+  return w2->forward(ops::swiglu(w1->forward(x), w3->forward(x)));  // silu(w1 x) * w3 x
 }
 
 }  // namespace tapegrad::nn

@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "../core/parallel.hpp"
+#include "../core/bf16_saved.hpp"
 #include "../core/gemm.hpp"
 #include "reduce_kernels.hpp"
+#include "tapegrad/core/autocast.hpp"
 #include "tapegrad/autograd/tape.hpp"
 
 namespace tapegrad::ops {
@@ -214,8 +216,8 @@ struct LinearGrads {
       : x(input.requires_grad()), weight(w.requires_grad()),
         bias(b.defined() && b.requires_grad()) {}
 };
-void linear_backward(const char* op, const Array& dy, const Tensor& x, const Tensor& weight,
-                     const Tensor& bias, LinearGrads want,
+void linear_backward(const char* op, const Array& dy, const Tensor& x, const ::tapegrad::detail::SavedInput& x_saved,
+                     const Tensor& weight, const Tensor& bias, LinearGrads want,
                      void (*sum_dims)(const float*, const std::size_t*, const std::size_t*,
                                       std::size_t, double*)) {
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
@@ -227,7 +229,8 @@ void linear_backward(const char* op, const Array& dy, const Tensor& x, const Ten
   }
   if (want.weight) {
     Array dweight = Array::from_shape(weight.shape());
-    gemm(true, false, out_f, in_f, N, dy.data(), x.data().data(), dweight.data(), false);
+    Array widened;
+    gemm(true, false, out_f, in_f, N, dy.data(), x_saved.values(widened), dweight.data(), false);
     weight.accumulate_grad(std::move(dweight), op);
   }
   if (want.bias) {
@@ -278,9 +281,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
   const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
   const LinearGrads want(x, weight, bias);  // x's data is read for dW only (a frozen W: never)
-  autograd::record("linear", y, inputs, reads(x, want.weight, weight, want.x),
-                   [x = read_if(x, want.weight), weight, bias, want, sum_dims](Array dy) {
-                     linear_backward("linear", dy, x, weight, bias, want, sum_dims);
+  auto x_saved = ::tapegrad::detail::SavedInput::of(x, want.weight);
+  const std::vector<Tensor> saved = reads(x, x_saved.keeps_tensor(want.weight), weight, want.x);
+  autograd::record("linear", y, inputs, saved,
+                   [x = x.edge(), x_saved = std::move(x_saved), weight, bias, want,
+                    sum_dims](Array dy) {
+                     linear_backward("linear", dy, x, x_saved, weight, bias, want, sum_dims);
                    });
   return y;
 }
@@ -319,15 +325,19 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const LinearGrads want(x, weight, bias);
   const bool want_xd = x_adapter.requires_grad(), want_a = lora_a.requires_grad(),
              want_b = lora_b.requires_grad();
-  std::vector<Tensor> saved = reads(x, want.weight, weight, want.x);
-  for (const Tensor& t : reads(x_adapter, want_a, lora_a, want_xd)) saved.push_back(t);
+  using ::tapegrad::detail::SavedInput;
+  SavedInput x_saved = SavedInput::of(x, want.weight), xd_saved = SavedInput::of(x_adapter, want_a);
+  std::vector<Tensor> saved = reads(x, x_saved.keeps_tensor(want.weight), weight, want.x);
+  for (const Tensor& t : reads(x_adapter, xd_saved.keeps_tensor(want_a), lora_a, want_xd))
+    saved.push_back(t);
   if (want_a || want_xd) saved.push_back(lora_b);
   autograd::record(
       "lora_linear", y, inputs, saved,
-      [x = read_if(x, want.weight), weight, bias, want, x_adapter = read_if(x_adapter, want_a),
-       lora_a = read_if(lora_a, want_xd), lora_b = read_if(lora_b, want_a || want_xd), want_xd,
-       want_a, want_b, h = std::move(h), scaling, sum_dims, N, in_f, out_f, r](Array dy) {
-        linear_backward("lora_linear", dy, x, weight, bias, want, sum_dims);
+      [x = x.edge(), x_saved = std::move(x_saved), weight, bias, want, x_adapter = x_adapter.edge(),
+       xd_saved = std::move(xd_saved), lora_a = read_if(lora_a, want_xd),
+       lora_b = read_if(lora_b, want_a || want_xd), want_xd, want_a, want_b, h = std::move(h),
+       scaling, sum_dims, N, in_f, out_f, r](Array dy) {
+        linear_backward("lora_linear", dy, x, x_saved, weight, bias, want, sum_dims);
         if (want_b) {
           Array db = Array::from_shape(lora_b.shape());
           ::tapegrad::detail::gemm(true, false, out_f, r, N, scaling, dy.data(), out_f, h.data(), r,
@@ -340,7 +350,8 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                  lora_b.data().data(), r, 0.0f, dh.data(), r);
         if (want_a) {
           Array da = Array::from_shape(lora_a.shape());
-          gemm(true, false, r, in_f, N, dh.data(), x_adapter.data().data(), da.data(), false);
+          Array widened;
+          gemm(true, false, r, in_f, N, dh.data(), xd_saved.values(widened), da.data(), false);
           lora_a.accumulate_grad(std::move(da), "lora_linear");
         }
         if (want_xd) {

@@ -67,6 +67,14 @@ struct Clamp {
   }
 };
 
+/// SwiGLU's gate, silu(g) * u, fused: the forward of silu then mul, and their backwards in the
+/// same float operations (so the bits of ops::silu(g) * u):
+///   y  = silu(g) u
+///   du = dy silu(g)        dg = silu's backward(g, dy u)
+void swiglu_forward(const float* g, const float* u, float* y, std::size_t n);
+/// dy becomes dg in place; du is written.
+void swiglu_backward(const float* g, const float* u, float* dy, float* du, std::size_t n);
+
 /// y[i] = op.forward(x[i]) for n floats.
 template <class Op>
 void pointwise_forward(Op op, const float* x, float* y, std::size_t n);

@@ -197,7 +197,7 @@ LlamaMLP::LlamaMLP(const LlamaConfig& config, std::shared_ptr<Generator> generat
 
 Tensor LlamaMLP::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
-  return down_proj->forward(ops::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  return down_proj->forward(ops::swiglu(gate_proj->forward(x), up_proj->forward(x)));
 }
 
 // transformers' order of registration: self_attn, mlp, then the two norms.

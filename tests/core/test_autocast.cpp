@@ -10,9 +10,13 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include <tapegrad/autograd/tape.hpp>
 #include <tapegrad/core.hpp>
+#include <tapegrad/ops/activation.hpp>
+#include <tapegrad/ops/matmul.hpp>
 
 #include "../helpers.hpp"
 
@@ -227,4 +231,82 @@ TEST_CASE("a weight is rounded once per scope, and a change in place is never se
   // A weight that is no leaf (computed in the step) is rounded at every product, the same bits.
   const Tensor computed = w * 1.0f;
   CHECK(testing::bit_equal(ops::linear(x, computed, Tensor()).data(), fresh(w)));
+}
+
+TEST_CASE("inside a scope a Linear keeps its input in bf16, not the float32 tensor, for dW") {
+  // As PyTorch's autocast saves the bf16 cast it multiplied: the product rounds x anyway, so the
+  // gradient has the same bits, and the tape no longer holds x's float32 values.
+  const testing::GemmEngineScope restore;
+  set_gemm_engine(GemmEngine::reference);
+  Generator gen(21);
+  const Array x0 = randn({5, 9}, &gen);
+  const Array g = randn({5, 6}, &gen);
+  for (const bool in_scope : {false, true}) {
+    CAPTURE(in_scope);
+    Parameter w(randn({6, 9}, &gen));
+    Parameter p(x0);
+    std::optional<autocast::bf16> mixed;
+    if (in_scope) mixed.emplace();
+    Tensor x = ops::add(p, Tensor(Array(xt::zeros<float>({5, 9}))));  // an op's output
+    const Tensor loss = ops::sum(ops::linear(x, w, Tensor()) * Tensor(g));
+    x = Tensor();
+    const autograd::Tape tape = autograd::tape_of(loss);
+    const autograd::TapeEntry& linear = tape.entries()[2];  // sum, mul, linear, add
+    REQUIRE(linear.op == "linear");
+    CHECK(linear.inputs[0].values_kept == !in_scope);
+    loss.backward();
+    Array gt = Array::from_shape({6, 5});
+    for (std::size_t i = 0; i < 5; ++i)
+      for (std::size_t j = 0; j < 6; ++j) gt(j, i) = g(i, j);
+    Array want, bound;
+    if (in_scope) {
+      rounded_product(gt, x0, want, bound);
+      CHECK(testing::bit_equal(w.grad(), want));  // the reference engine: to the bit
+    } else {
+      Array exact = xt::zeros<float>({6, 9});  // g^T x0 in float32, by hand
+      for (std::size_t i = 0; i < 6; ++i)
+        for (std::size_t j = 0; j < 9; ++j)
+          for (std::size_t r = 0; r < 5; ++r) exact(i, j) += gt(i, r) * x0(r, j);
+      CHECK(testing::all_close(w.grad(), exact, 1e-5, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("inside a scope, an input written in place after the forward does not change dW") {
+  // Backward reads the bf16 copy, made when the forward ran; outside a scope, backward would read
+  // x itself, and the write is refused as usual (PyTorch's autocast behaves the same way).
+  Generator gen(22);
+  const Tensor x(randn({4, 8}, &gen));
+  const Array x_then = x.data();
+  Parameter w(randn({3, 8}, &gen));
+  Parameter w2(w.data());
+  {
+    autocast::bf16 mixed;
+    const Tensor loss = ops::sum(ops::linear(x, w, Tensor()));
+    x.mutable_data() += 1.0f;
+    loss.backward();
+    const Tensor again = ops::sum(ops::linear(Tensor(x_then), w2, Tensor()));
+    again.backward();
+  }
+  CHECK(testing::bit_equal(w.grad(), w2.grad()));
+  const Tensor loss = ops::sum(ops::linear(x, w, Tensor()));
+  x.mutable_data() += 1.0f;
+  CHECK_THROWS_AS(loss.backward(), AutogradError);
+}
+
+TEST_CASE("inside a scope swiglu keeps gate and up in bf16, its gradients those of the rounded values") {
+  Generator gen(23);
+  const Array g0 = randn({3, 7}, &gen), u0 = randn({3, 7}, &gen), dy = randn({3, 7}, &gen);
+  Tensor g(g0, true), u(u0, true);
+  {
+    autocast::bf16 mixed;
+    ops::swiglu(g, u).backward(dy);
+  }
+  Array g16 = g0, u16 = u0;
+  for (float& v : g16) v = round_to_bf16(v);
+  for (float& v : u16) v = round_to_bf16(v);
+  Tensor gr(g16, true), ur(u16, true);
+  ops::swiglu(gr, ur).backward(dy);  // outside a scope: float32 throughout
+  CHECK(testing::bit_equal(g.grad(), gr.grad()));
+  CHECK(testing::bit_equal(u.grad(), ur.grad()));
 }
