@@ -314,6 +314,57 @@ TEST_SUITE("distributed.launch") {
       CHECK_MESSAGE(tapegrad::testing::all_close(value, b.at(key), 1e-5, 1e-4), key);
   }
 
+#ifdef TAPEGRAD_GPT
+  TEST_CASE("a Llama's LoRA on 2 ranks stays in sync and trains the adapter 1 rank trains") {
+    // A tiny Llama folder with a byte-level tokenizer.json; LoRA on q, k, v and o. --check-in-sync
+    // compares every rank's bits after each backward; the adapters exported in PEFT's layout by 2
+    // ranks of B windows and by 1 rank of 2 B agree up to the order of the gradient sums.
+    const fs::path dir = scratch("llama_lora");
+    const nn::transformer::LlamaForCausalLM model(
+        nn::transformer::LlamaConfig()
+            .vocab_size(564)  // the tokenizer's
+            .hidden_size(16)
+            .intermediate_size(32)
+            .num_hidden_layers(2)
+            .num_attention_heads(4)
+            .num_key_value_heads(2)
+            .max_position_embeddings(32)
+            .tie_word_embeddings(true),
+        std::make_shared<Generator>(3));
+    pretrained::save_llama(model, (dir / "llama").string());
+    fs::copy_file(fs::path(TAPEGRAD_SOURCE_DIR) / "tests/data/fixtures/hf_tokenizer/llama3_like.json",
+                  dir / "llama" / "tokenizer.json");
+    const std::vector<std::string> args{
+        "--init-from", (dir / "llama").string(), "--data", corpus(dir).string(),
+        "--lora-r", "4", "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--steps", "12",
+        "--eval-every", "12", "--sample-tokens", "0", "--block-size", "16", "--warmup", "3",
+        "--eval-windows", "16", "--quiet"};
+    auto with = [&](std::vector<std::string> more) {
+      more.insert(more.begin(), args.begin(), args.end());
+      return more;
+    };
+    const Finished two = launch(2, with({"--batch-size", "4", "--check-in-sync", "--out",
+                                         (dir / "two").string(), "--export-adapter",
+                                         (dir / "two_adapter").string()}),
+                                dir / "two.log", 120, TAPEGRAD_GPT);
+    INFO(two.output);
+    REQUIRE(two.exit_code == 0);
+    const Finished one = launch(1, with({"--batch-size", "8", "--out", (dir / "one").string(),
+                                         "--export-adapter", (dir / "one_adapter").string()}),
+                                dir / "one.log", 120, TAPEGRAD_GPT);
+    INFO(one.output);
+    REQUIRE(one.exit_code == 0);
+    const nn::StateDict a = weights(dir / "two_adapter" / "adapter_model.safetensors"),
+                        b = weights(dir / "one_adapter" / "adapter_model.safetensors");
+    REQUIRE(a.size() == 2 * 2 * 4);  // A and B, on 4 modules of 2 layers
+    REQUIRE(b.size() == a.size());
+    for (const auto& [key, value] : a) {
+      CHECK(key.rfind("base_model.model.model.layers.", 0) == 0);
+      CHECK_MESSAGE(tapegrad::testing::all_close(value, b.at(key), 1e-5, 1e-4), key);
+    }
+  }
+#endif
+
   TEST_CASE("a rank that stops answering ends the job after the timeout, saying so") {
     const fs::path dir = scratch("stopped");
     std::vector<std::string> args = run_args(dir, "final.safetensors");
