@@ -4,12 +4,13 @@
 //
 //     build/bench/gpt2_bench load DIR
 //     build/bench/gpt2_bench finetune DIR [--batch-size 4] [--block-size 256] [--steps 12]
-//                                         [--threads 1]
+//                                         [--threads 1] [--bf16]
 //
 // load: pretrained::load_gpt2 of the folder, the time it takes and the peak resident memory
 // (VmHWM) against the size of model.safetensors.
 // finetune: the training step of examples/gpt on the loaded model (train mode, dropout 0, AdamW
-// with betas (0.9, 0.95), weight decay 0.1 on the matrices, lr 3e-5, no clipping) over random
+// with betas (0.9, 0.95), weight decay 0.1 on the matrices, lr 3e-5, no clipping; forward and
+// backward inside an autocast::bf16 scope with --bf16) over random
 // windows of random ids (the time of a step does not depend on the ids), each step: forward,
 // cross-entropy, backward, optimizer step, zero_grad. The median step after 2 warm-up steps, the
 // tokens per second, the peak resident memory, and nanoGPT's FLOPs per token for windows of
@@ -18,7 +19,7 @@
 //
 // Lines:
 //     gpt2_bench result: task=load seconds=1.234 peak_rss_mb=512.3 file_mb=497.8
-//     gpt2_bench result: task=finetune batch=4 block=256 steps=12 step_ms_median=...
+//     gpt2_bench result: task=finetune batch=4 block=256 bf16=0 steps=12 step_ms_median=...
 //         tokens_per_s=... loss_first=... loss_last=... peak_rss_mb=... flops_per_token=...
 #include <sys/stat.h>
 
@@ -26,6 +27,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,7 +63,7 @@ int load(const std::string& dir) {
   return 0;
 }
 
-int finetune(const std::string& dir, std::int64_t B, std::int64_t T, int steps) {
+int finetune(const std::string& dir, std::int64_t B, std::int64_t T, int steps, bool bf16) {
   pretrained::PretrainedGPT2 gpt2 = pretrained::load_gpt2(dir, /*dropout=*/0.0);
   tt::GPT& model = *gpt2.model;
   if (T > model.config().block_size()) {
@@ -83,8 +85,13 @@ int finetune(const std::string& dir, std::int64_t B, std::int64_t T, int steps) 
     for (auto& v : x) v = gen.randint(0, V - 1);
     for (auto& v : y) v = gen.randint(0, V - 1);
     const double t0 = bench::now_seconds();
-    Tensor loss = model.loss(x, y);
-    loss.backward();
+    Tensor loss;
+    {
+      std::optional<autocast::bf16> mixed;  // the products of forward and backward; AdamW in fp32
+      if (bf16) mixed.emplace();
+      loss = model.loss(x, y);
+      loss.backward();
+    }
     opt.step();
     opt.zero_grad();
     const double dt = bench::now_seconds() - t0;
@@ -96,9 +103,10 @@ int finetune(const std::string& dir, std::int64_t B, std::int64_t T, int steps) 
   const double flops =
       6.0 * double(model.num_params(/*non_embedding=*/true)) + 12.0 * L * C * double(T);
   std::printf(
-      "gpt2_bench result: task=finetune batch=%lld block=%lld steps=%d step_ms_median=%.1f "
-      "tokens_per_s=%.1f loss_first=%.4f loss_last=%.4f peak_rss_mb=%.1f flops_per_token=%.0f\n",
-      static_cast<long long>(B), static_cast<long long>(T), steps, s.median * 1e3,
+      "gpt2_bench result: task=finetune batch=%lld block=%lld bf16=%d steps=%d "
+      "step_ms_median=%.1f tokens_per_s=%.1f loss_first=%.4f loss_last=%.4f peak_rss_mb=%.1f "
+      "flops_per_token=%.0f\n",
+      static_cast<long long>(B), static_cast<long long>(T), bf16 ? 1 : 0, steps, s.median * 1e3,
       double(B * T) / s.median, first, last, peak_rss_mb(), flops);
   return 0;
 }
@@ -109,33 +117,39 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s load DIR | finetune DIR [--batch-size B] [--block-size T] "
-                 "[--steps N] [--threads N]\n",
+                 "[--steps N] [--threads N] [--bf16]\n",
                  argv[0]);
     return 2;
   }
   const std::string task = argv[1], dir = argv[2];
-  std::int64_t B = 4, T = 256;
-  int steps = 12, threads = 1;
-  for (int i = 3; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--batch-size")
-      B = std::stoll(value);
-    else if (flag == "--block-size")
-      T = std::stoll(value);
-    else if (flag == "--steps")
-      steps = std::stoi(value);
-    else if (flag == "--threads")
-      threads = std::stoi(value);
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
+  std::int64_t B = 4, T = 256, steps = 12, threads = 1;
+  bool bf16 = false;
   try {
-    set_num_threads(threads);
+    for (int i = 3; i < argc; ++i) {
+      const std::string flag = argv[i];
+      if (flag == "--bf16") {
+        bf16 = true;
+        continue;
+      }
+      std::int64_t* target = flag == "--batch-size"   ? &B
+                             : flag == "--block-size" ? &T
+                             : flag == "--steps"      ? &steps
+                             : flag == "--threads"    ? &threads
+                                                      : nullptr;
+      if (target == nullptr) {
+        std::fprintf(stderr, "gpt2_bench: unknown flag %s\n", flag.c_str());
+        return 2;
+      }
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "gpt2_bench: %s: expected a value\n", flag.c_str());
+        return 2;
+      }
+      *target = bench::parse_positive(flag, argv[++i]);
+    }
+    set_num_threads(int(threads));
     tapegrad::keep_freed_memory(true);  // as a training program does (memory.hpp)
     if (task == "load") return load(dir);
-    if (task == "finetune") return finetune(dir, B, T, steps);
+    if (task == "finetune") return finetune(dir, B, T, int(steps), bf16);
     std::fprintf(stderr, "unknown task %s (load or finetune)\n", task.c_str());
     return 2;
   } catch (const std::exception& e) {
