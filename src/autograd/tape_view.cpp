@@ -35,7 +35,8 @@ TapeEntry describe(const detail::EntryBase& e, std::uintptr_t output_id) {
     const TensorImpl& impl = TensorAccess::impl(in);
     v.inputs.push_back({in.shape(), in.requires_grad(), in.name(), id_of(in),
                         impl.is_leaf() ? -1 : static_cast<std::int64_t>(impl.grad_fn->seq),
-                        impl.storage != nullptr});
+                        impl.storage != nullptr ||
+                            (impl.grad_fn != nullptr && impl.grad_fn->kept_output.defined())});
   }
   for (std::size_t i = 0; i < e.saved.size(); ++i) {
     const detail::SavedTensor& s = e.saved[i];

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "parallel.hpp"
+#include "tensor_impl.hpp"
 #include "tapegrad/core/autocast.hpp"
 
 namespace tapegrad::detail {
@@ -13,7 +14,9 @@ namespace {
 constexpr std::size_t kGrain = std::size_t{1} << 16;
 
 struct LastSaved {
-  Tensor x;  // the edge of the tensor it was made from: identifies it, keeps none of its data
+  // The tensor it was made from, weakly: it keeps neither its data nor its graph alive, and a
+  // tensor that has died can never match (lock() gives null), even if a new one takes its place.
+  std::weak_ptr<TensorImpl> x;
   std::uint64_t version = 0;
   std::shared_ptr<const Bf16Saved> copy;
 };
@@ -31,7 +34,8 @@ Array Bf16Saved::widen() const {
 }
 
 std::shared_ptr<const Bf16Saved> saved_in_bf16(const Tensor& x) {
-  if (last.copy && last.x.is_same(x) && last.version == x.version()) return last.copy;
+  if (last.copy && last.x.lock() == TensorAccess::handle(x) && last.version == x.version())
+    return last.copy;
   auto copy = std::make_shared<Bf16Saved>();
   copy->shape = x.shape();
   copy->bits.resize(x.numel());
@@ -40,7 +44,7 @@ std::shared_ptr<const Bf16Saved> saved_in_bf16(const Tensor& x) {
   parallel_for(copy->bits.size(), kGrain, [&](std::size_t first, std::size_t end) {
     for (std::size_t i = first; i < end; ++i) dst[i] = autocast::to_bf16(src[i]);
   });
-  last = LastSaved{x.edge(), x.version(), copy};
+  last = LastSaved{TensorAccess::handle(x), x.version(), copy};
   return copy;
 }
 

@@ -9,7 +9,8 @@
 // One activation often feeds several products in a row (the q, k and v projections of one
 // normalised input): the last copy made on this thread is handed out again while its tensor and
 // version are unchanged, so the three keep one copy between them. It is forgotten when the
-// outermost scope closes.
+// outermost scope closes. (Like every version check, this trusts that a write goes through
+// mutable_data() after the product, not through an Array& kept from an earlier call.)
 #pragma once
 
 #include <cstdint>

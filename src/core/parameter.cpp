@@ -11,6 +11,8 @@ Parameter::Parameter(Array data, bool requires_grad) : Tensor(std::move(data), r
 
 Parameter::Parameter(const Tensor& t, bool requires_grad) {
   check<ValueError>(t.defined(), "Parameter: expected a defined tensor, got an empty handle");
+  check<ValueError>(!t.is_edge(), "Parameter: expected a tensor with its data, got an edge() of ",
+                    t.describe(), ", which never reads data");
   adopt(share_storage(TensorAccess::impl(t)));  // shares data and version, like detach()
   impl_->requires_grad = requires_grad;
 }

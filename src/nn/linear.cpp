@@ -50,7 +50,8 @@ Tensor Linear::forward(const Tensor& x) {
   autograd::ModuleScope scope(type_name(), path());
   if (!has_lora()) return ops::linear(x, weight, bias);
   // PEFT's lora.Linear.forward: result + lora_B(lora_A(dropout(x))) * scaling, as one op whose
-  // entry keeps only x, dropout(x) and the (N, r) lora_A(dropout(x)) (ops/matmul.hpp).
+  // entry keeps only dropout(x) and the (N, r) lora_A(dropout(x)) for a frozen base
+  // (ops/matmul.hpp).
   return ops::lora_linear(x, weight, bias, lora_dropout->forward(x), lora_A->weight, lora_B->weight,
                           float(lora_options_->scaling()));
 }

@@ -45,6 +45,8 @@ void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const f
 // A product's backward reads one side only for the other side's gradient (dA = dY B^T reads B),
 // whether each side wanted a gradient decided when the forward ran, as PyTorch's graph does. A side
 // that is not read is kept as an edge: the tape then holds its place in the graph, not its data.
+// A side frozen between forward and backward gets nothing (PyTorch's AccumulateGrad skips a leaf
+// that no longer requires grad), and one unfrozen then gets nothing either: its edge was not kept.
 Tensor read_if(const Tensor& t, bool read) { return read ? t : t.edge(); }
 std::vector<Tensor> reads(const Tensor& a, bool read_a, const Tensor& b, bool read_b) {
   std::vector<Tensor> saved;
@@ -140,12 +142,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     autograd::record("matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
                      [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, n, k,
                       m](Array dy) {
-      if (want_a) {
+      if (want_a && a.requires_grad()) {
         Array da = Array::from_shape(a.shape());
         gemm(false, true, n, k, m, dy.data(), b.data().data(), da.data(), false);
         a.accumulate_grad(std::move(da), "matmul");
       }
-      if (want_b) {
+      if (want_b && b.requires_grad()) {
         Array db = Array::from_shape(b.shape());
         gemm(true, false, k, m, n, a.data().data(), dy.data(), db.data(), false);
         b.accumulate_grad(std::move(db), "matmul");
@@ -177,7 +179,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     const float* dY = dy.data();
     // A matrix's first gradient is written, the next ones added (beta = 1).
     const auto written = [](std::size_t matrices) { return std::vector<bool>(matrices, false); };
-    if (want_a) {
+    if (want_a && a.requires_grad()) {
       Array da = Array::from_shape(a.shape());
       da.fill(0.0f);  // a matrix of a that no batch entry uses cannot exist, but stay defined
       std::vector<bool> done = written(product(a.shape(), 0, a.dim() - 2));
@@ -189,7 +191,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       }
       a.accumulate_grad(std::move(da), "matmul");
     }
-    if (want_b) {
+    if (want_b && b.requires_grad()) {
       Array db = Array::from_shape(b.shape());
       db.fill(0.0f);
       std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
@@ -221,19 +223,19 @@ void linear_backward(const char* op, const Array& dy, const Tensor& x, const ::t
                      void (*sum_dims)(const float*, const std::size_t*, const std::size_t*,
                                       std::size_t, double*)) {
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
-  if (want.x) {
+  if (want.x && x.requires_grad()) {
     Array dx = Array::from_shape(x.shape());
     ::tapegrad::detail::gemm_weight(false, false, N, in_f, out_f, 1.0f, dy.data(), out_f, weight,
                                     in_f, 0.0f, dx.data(), in_f);
     x.accumulate_grad(std::move(dx), op);
   }
-  if (want.weight) {
+  if (want.weight && weight.requires_grad()) {
     Array dweight = Array::from_shape(weight.shape());
     Array widened;
     gemm(true, false, out_f, in_f, N, dy.data(), x_saved.values(widened), dweight.data(), false);
     weight.accumulate_grad(std::move(dweight), op);
   }
-  if (want.bias) {
+  if (want.bias && bias.requires_grad()) {
     std::vector<double> sums(out_f, 0.0);
     const std::size_t shape[2] = {N, out_f}, summed_rows[2] = {0, 1};
     sum_dims(dy.data(), shape, summed_rows, 2, sums.data());
@@ -280,6 +282,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
   const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
+  if (!autograd::should_record(inputs)) return y;  // (no bf16 copy for a product not recorded)
   const LinearGrads want(x, weight, bias);  // x's data is read for dW only (a frozen W: never)
   auto x_saved = ::tapegrad::detail::SavedInput::of(x, want.weight);
   const std::vector<Tensor> saved = reads(x, x_saved.keeps_tensor(want.weight), weight, want.x);
@@ -321,6 +324,7 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
   std::vector<Tensor> inputs{x, weight, x_adapter, lora_a, lora_b};
   if (bias.defined()) inputs.push_back(bias);
   const auto sum_dims = kernels::pick<reduce_sum_dims>();
+  if (!autograd::should_record(inputs)) return y;
   // What backward reads: x for dW only, xd for dA only, A for dXd only, B for dH (dA or dXd).
   const LinearGrads want(x, weight, bias);
   const bool want_xd = x_adapter.requires_grad(), want_a = lora_a.requires_grad(),
@@ -338,7 +342,7 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
        lora_b = read_if(lora_b, want_a || want_xd), want_xd, want_a, want_b, h = std::move(h),
        scaling, sum_dims, N, in_f, out_f, r](Array dy) {
         linear_backward("lora_linear", dy, x, x_saved, weight, bias, want, sum_dims);
-        if (want_b) {
+        if (want_b && lora_b.requires_grad()) {
           Array db = Array::from_shape(lora_b.shape());
           ::tapegrad::detail::gemm(true, false, out_f, r, N, scaling, dy.data(), out_f, h.data(), r,
                                    0.0f, db.data(), r);
@@ -348,13 +352,13 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
         Array dh = Array::from_shape({N, r});
         ::tapegrad::detail::gemm(false, false, N, r, out_f, scaling, dy.data(), out_f,
                                  lora_b.data().data(), r, 0.0f, dh.data(), r);
-        if (want_a) {
+        if (want_a && lora_a.requires_grad()) {
           Array da = Array::from_shape(lora_a.shape());
           Array widened;
           gemm(true, false, r, in_f, N, dh.data(), xd_saved.values(widened), da.data(), false);
           lora_a.accumulate_grad(std::move(da), "lora_linear");
         }
-        if (want_xd) {
+        if (want_xd && x_adapter.requires_grad()) {
           Array dxd = Array::from_shape(x_adapter.shape());
           gemm(false, false, N, in_f, r, dh.data(), lora_a.data().data(), dxd.data(), false);
           x_adapter.accumulate_grad(std::move(dxd), "lora_linear");

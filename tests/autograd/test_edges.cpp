@@ -114,6 +114,27 @@ TEST_SUITE("autograd.edges") {
     CHECK_NOTHROW(ops::sum(m).backward());
   }
 
+  TEST_CASE("a weight frozen after the forward gets no gradient, as PyTorch's AccumulateGrad") {
+    Parameter x(Array{{1.0f, 2.0f}});
+    Parameter weight(Array{{1.0f, 1.0f}});
+    Parameter m(column(3.0f, 4.0f));
+    Tensor loss = ops::sum(ops::linear(x, weight, Tensor())) + ops::sum(ops::matmul(x, m));
+    weight.requires_grad_(false);
+    m.requires_grad_(false);
+    loss.backward();
+    CHECK_FALSE(weight.has_grad());
+    CHECK_FALSE(m.has_grad());
+    CHECK(same(x.grad(), Array{{4.0f, 5.0f}}));
+  }
+
+  TEST_CASE("a Parameter is not made from an edge, which has no data to give it") {
+    const Tensor t(Array{1.0f, 2.0f});
+    CHECK_THROWS_WITH_AS(Parameter(t.edge()),
+                         "Parameter: expected a tensor with its data, got an edge() of tensor "
+                         "(2,), which never reads data",
+                         ValueError);
+  }
+
   TEST_CASE("a product keeps a side's values only for the other side's gradient") {
     Parameter a(Array{{1.0f, 2.0f}, {3.0f, 4.0f}});
     for (const bool b_trains : {false, true}) {

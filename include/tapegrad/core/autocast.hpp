@@ -7,6 +7,8 @@
 // float32. causal_self_attention, whose small products are loops of its own, stays float32, and
 // so does everything else (layer norm, softmax, the losses, the reductions, the optimizer), and the
 // parameters, their gradients and every tensor a user sees: only the products' inputs are rounded.
+// What backward keeps of a product's input (and of ops::swiglu's two) is its bf16 copy, as
+// PyTorch's autocast keeps its casts (docs/bf16.md#what-is-kept-for-backward).
 // No loss scaling is needed: bfloat16 has float32's 8 exponent bits, so a gradient that fits in a
 // float fits in a bfloat16; it keeps 7 of float32's 23 mantissa bits (docs/bf16.md).
 //

@@ -31,9 +31,11 @@ Tensor silu(const Tensor& x);
 Tensor relu_squared(const Tensor& x);
 
 /// LLaMA's gated unit, silu(gate) * up, in one pass: gate and up of one shape -> that shape, the
-/// same bits as ops::silu(gate) * up. It saves gate and up only, where the two ops would also keep
-/// silu(gate) (one more activation of the MLP's width per layer); backward computes silu(gate)
-/// again. ShapeError unless the shapes are equal (src/ops/pointwise.cpp).
+/// same bits as ops::silu(gate) * up, forward and backward. It saves gate and up only, where the
+/// two ops would also keep silu(gate) (one more activation of the MLP's width per layer); backward
+/// computes silu(gate) again. Inside an autocast::bf16 scope it keeps gate and up rounded to bf16,
+/// so its gradients are those of the rounded values. ShapeError unless the shapes are equal
+/// (src/ops/pointwise.cpp).
 Tensor swiglu(const Tensor& gate, const Tensor& up);
 
 }  // namespace tapegrad::ops

@@ -25,8 +25,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 /// y = x W^T + b + scaling (x_adapter A^T) B^T: a Linear with a LoRA adapter (PEFT's lora.Linear:
 /// x_adapter is lora_dropout(x), x itself when nothing drops), A (r, in), B (out, r), as ONE op.
-/// Its entry keeps x, x_adapter and the small x_adapter A^T (N, r) for backward; composed of
-/// linear, mul and add ops, the tape would also keep three (N, out) tensors a layer.
+/// Its entry keeps the small x_adapter A^T (N, r), and for backward only what it reads: x if W
+/// trains (never, for a frozen base), x_adapter if A trains (rounded to bf16 inside an
+/// autocast::bf16 scope); composed of linear, mul and add ops, the tape would also keep three
+/// (N, out) tensors a layer.
 /// dB = s dy^T H, dA = (s dy B)^T x_adapter, dx_adapter = (s dy B) A, and linear's dx, dW, db.
 Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                    const Tensor& x_adapter, const Tensor& lora_a, const Tensor& lora_b,
