@@ -122,8 +122,11 @@ struct Checkpointed {
       StreamFrame replay(StreamFrame::Kind::replay, streams, seq);
       out = fn(inputs);
       check<AutogradError>(replay.next == streams.size(), kDifferentRecompute, seq,
-                           "): the recompute of fn took ", replay.next, " random streams, its "
-                           "forward ", streams.size(), "; fn must run the same random ops each "
+                           "): the recompute of fn took ", replay.next,
+                           " random streams, its "
+                           "forward ",
+                           streams.size(),
+                           "; fn must run the same random ops each "
                            "time it runs (a Dropout switched to eval() before backward()?)");
     }
     check<AutogradError>(out.defined() && out.shape() == shape, kDifferentRecompute, seq,
@@ -161,10 +164,13 @@ RandomStream take_stream(const std::function<RandomStream()>& draw) {
 Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs) {
   check<ValueError>(static_cast<bool>(fn), "checkpoint: expected a function, got an empty one");
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    check<ValueError>(inputs[i].defined(), "checkpoint: expected defined tensors, got an empty "
-                      "handle at input ", i);
+    check<ValueError>(inputs[i].defined(),
+                      "checkpoint: expected defined tensors, got an empty "
+                      "handle at input ",
+                      i);
   const auto defined = [](Tensor y) {
-    check<ValueError>(y.defined(), "checkpoint: expected fn to return a tensor, got an empty "
+    check<ValueError>(y.defined(),
+                      "checkpoint: expected fn to return a tensor, got an empty "
                       "handle");
     return y;
   };
@@ -186,7 +192,8 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
   for (std::size_t i = 0; i < inputs.size(); ++i)
     check<AutogradError>(inputs[i].version() == versions[i], "checkpoint: fn wrote input ", i, ", ",
                          inputs[i].describe(), ", in place (version ", versions[i], " -> ",
-                         inputs[i].version(), "); its recompute in backward would read the "
+                         inputs[i].version(),
+                         "); its recompute in backward would read the "
                          "changed values: make that op out of place");
   // A result that depends on nothing that requires grad has no backward: it is returned as is,
   // recording nothing, as PyTorch's checkpoint does (a backward from it is refused as usual).

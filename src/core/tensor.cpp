@@ -100,8 +100,7 @@ std::string describe(const TensorImpl& impl) {
 Storage& storage_of(const std::shared_ptr<TensorImpl>& impl, bool edge, const char* what) {
   check_defined(impl);
   if (edge)
-    fail<AutogradError>("Tensor::", what, ": this handle is an edge() of ",
-                        describe(*impl),
+    fail<AutogradError>("Tensor::", what, ": this handle is an edge() of ", describe(*impl),
                         ", which routes gradients but never reads data; an op whose backward "
                         "reads an input must capture the input itself, not its edge()");
   if (impl->storage == nullptr)  // cannot happen through a non-edge handle; kept as a guard

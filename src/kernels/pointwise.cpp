@@ -11,8 +11,7 @@
 #include "exp_f32.hpp"
 
 #if !defined(TAPEGRAD_CAPABILITY)
-#error \
-    "src/kernels/pointwise.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
+#error "src/kernels/pointwise.cpp is compiled once per kernel set, with TAPEGRAD_CAPABILITY set"
 #endif
 
 namespace tapegrad::kernels::TAPEGRAD_CAPABILITY {
@@ -33,8 +32,7 @@ void backward(Op op, const float* x, float* dy, std::size_t n) {
 }
 
 void swiglu_forward(const float* g, const float* u, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    y[i] = tapegrad::ops::Silu{}.forward<FastMath>(g[i]) * u[i];
+  for (std::size_t i = 0; i < n; ++i) y[i] = tapegrad::ops::Silu{}.forward<FastMath>(g[i]) * u[i];
 }
 
 void swiglu_backward(const float* g, const float* u, float* dy, float* du, std::size_t n) {

@@ -72,10 +72,11 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   forward(x.data().data(), out.data(), recording ? derivative->data() : nullptr, x.numel(),
           tanh_form);
   Tensor y(std::move(out));
-  autograd::record("gelu", y, {x}, /*saved=*/{}, [x = x.edge(), derivative, backward_kernel](Array dy) {
-    backward_kernel(dy.data(), derivative->data(), dy.size());  // reads d, not x
-    x.accumulate_grad(std::move(dy), "gelu");                   // dy's own buffer has become dx
-  });
+  autograd::record("gelu", y, {x}, /*saved=*/{},
+                   [x = x.edge(), derivative, backward_kernel](Array dy) {
+                     backward_kernel(dy.data(), derivative->data(), dy.size());  // reads d, not x
+                     x.accumulate_grad(std::move(dy), "gelu");  // dy's own buffer has become dx
+                   });
   return y;
 }
 

@@ -163,10 +163,11 @@ Tensor add_rows_dropout(const Tensor& x, const Array& rows, double p, bool train
   kernels::pick<dropout_add_rows_apply>()(stream.seed, stream.call, p, x.data().data(), rows.data(),
                                           out.data(), B, n);
   Tensor y(std::move(out));
-  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{}, [x = x.edge(), stream, p, apply](Array dy) {
-    apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());
-    x.accumulate_grad(std::move(dy), "add_rows_dropout");
-  });
+  autograd::record("add_rows_dropout", y, {x}, /*saved=*/{},
+                   [x = x.edge(), stream, p, apply](Array dy) {
+                     apply(stream.seed, stream.call, p, dy.data(), dy.data(), dy.size());
+                     x.accumulate_grad(std::move(dy), "add_rows_dropout");
+                   });
   return y;
 }
 

@@ -68,7 +68,8 @@ float chain(UnaryOp op, float g, float a, float y, float c) {
     case UnaryOp::mul: return g * c;
     case UnaryOp::div: return g / c;
     case UnaryOp::rdiv: return g * (-c / (a * a));
-    case UnaryOp::pow: return c == 0.0f ? 0.0f : g * (c * kernels::torch_pow(a, c - 1.0f));  // a^0 = 1
+    case UnaryOp::pow:
+      return c == 0.0f ? 0.0f : g * (c * kernels::torch_pow(a, c - 1.0f));  // a^0 = 1
     case UnaryOp::exp: return g * y;
     case UnaryOp::log: return g / a;
     case UnaryOp::sqrt: return g / (2.0f * y);
@@ -199,11 +200,14 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   // y = a - b        da = dy        db = -dy
   Tensor y(binary("sub", BinaryOp::sub, a.data(), b.data(),
                   [](const auto& x, const auto& z) { return x - z; }));
-  autograd::record("sub", y, {a, b}, {}, [a = a.edge(), b = b.edge(), backward = binary_backward_in_use()](Array dy) {
-    if (same_shapes(dy, a, b)) return same_shape_backward(backward, BinaryOp::sub, "sub", a, b, dy);
-    if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "sub");
-    if (b.requires_grad()) b.accumulate_grad(sum_to_shape(Array(-dy), b.shape()), "sub");
-  });
+  autograd::record("sub", y, {a, b}, {},
+                   [a = a.edge(), b = b.edge(), backward = binary_backward_in_use()](Array dy) {
+                     if (same_shapes(dy, a, b))
+                       return same_shape_backward(backward, BinaryOp::sub, "sub", a, b, dy);
+                     if (a.requires_grad()) a.accumulate_grad(sum_to_shape(dy, a.shape()), "sub");
+                     if (b.requires_grad())
+                       b.accumulate_grad(sum_to_shape(Array(-dy), b.shape()), "sub");
+                   });
   return y;
 }
 

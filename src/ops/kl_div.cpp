@@ -78,12 +78,13 @@ Tensor kl_div(const Tensor& input, const Array& target, const KLDivOptions& opti
   forward(input.data().data(), target.data(), loss.data(), slope->data(), n, options.log_target(),
           per_element, divisor);
   Tensor y(std::move(loss));
-  autograd::record("kl_div", y, {input}, {},
-                   [input = input.edge(), slope, divisor, n, per_element, backward_kernel](Array dy) {
-                     Array dx = Array::from_shape(input.shape());
-                     backward_kernel(dy.data(), slope->data(), dx.data(), n, per_element, divisor);
-                     input.accumulate_grad(std::move(dx), "kl_div");
-                   });
+  autograd::record(
+      "kl_div", y, {input}, {},
+      [input = input.edge(), slope, divisor, n, per_element, backward_kernel](Array dy) {
+        Array dx = Array::from_shape(input.shape());
+        backward_kernel(dy.data(), slope->data(), dx.data(), n, per_element, divisor);
+        input.accumulate_grad(std::move(dx), "kl_div");
+      });
   return y;
 }
 

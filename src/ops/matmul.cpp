@@ -139,20 +139,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     gemm(false, false, n, m, k, a.data().data(), b.data().data(), out.data(), false);
     Tensor y(std::move(out));
     const bool want_a = a.requires_grad(), want_b = b.requires_grad();
-    autograd::record("matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
-                     [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, n, k,
-                      m](Array dy) {
-      if (want_a && a.requires_grad()) {
-        Array da = Array::from_shape(a.shape());
-        gemm(false, true, n, k, m, dy.data(), b.data().data(), da.data(), false);
-        a.accumulate_grad(std::move(da), "matmul");
-      }
-      if (want_b && b.requires_grad()) {
-        Array db = Array::from_shape(b.shape());
-        gemm(true, false, k, m, n, a.data().data(), dy.data(), db.data(), false);
-        b.accumulate_grad(std::move(db), "matmul");
-      }
-    });
+    autograd::record(
+        "matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
+        [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, n, k, m](Array dy) {
+          if (want_a && a.requires_grad()) {
+            Array da = Array::from_shape(a.shape());
+            gemm(false, true, n, k, m, dy.data(), b.data().data(), da.data(), false);
+            a.accumulate_grad(std::move(da), "matmul");
+          }
+          if (want_b && b.requires_grad()) {
+            Array db = Array::from_shape(b.shape());
+            gemm(true, false, k, m, n, a.data().data(), dy.data(), db.data(), false);
+            b.accumulate_grad(std::move(db), "matmul");
+          }
+        });
     return y;
   }
   const std::size_t n = sa[sa.size() - 2];
@@ -172,38 +172,42 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
          out.data() + i * n * m, false);
   Tensor y(std::move(out));
   const bool want_a = a.requires_grad(), want_b = b.requires_grad();
-  autograd::record("matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
-                   [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, map, count, n,
-                    k, m](Array dy) {
-    const float *A = want_b ? a.data().data() : nullptr, *B = want_a ? b.data().data() : nullptr;
-    const float* dY = dy.data();
-    // A matrix's first gradient is written, the next ones added (beta = 1).
-    const auto written = [](std::size_t matrices) { return std::vector<bool>(matrices, false); };
-    if (want_a && a.requires_grad()) {
-      Array da = Array::from_shape(a.shape());
-      da.fill(0.0f);  // a matrix of a that no batch entry uses cannot exist, but stay defined
-      std::vector<bool> done = written(product(a.shape(), 0, a.dim() - 2));
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::size_t j = map->of_a[i];
-        gemm(false, true, n, k, m, dY + i * n * m, B + map->of_b[i] * k * m, da.data() + j * n * k,
-             done[j]);
-        done[j] = true;
-      }
-      a.accumulate_grad(std::move(da), "matmul");
-    }
-    if (want_b && b.requires_grad()) {
-      Array db = Array::from_shape(b.shape());
-      db.fill(0.0f);
-      std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::size_t j = map->of_b[i];
-        gemm(true, false, k, m, n, A + map->of_a[i] * n * k, dY + i * n * m, db.data() + j * k * m,
-             done[j]);
-        done[j] = true;
-      }
-      b.accumulate_grad(std::move(db), "matmul");
-    }
-  });
+  autograd::record(
+      "matmul", y, std::vector<Tensor>{a, b}, reads(a, want_b, b, want_a),
+      [a = read_if(a, want_b), b = read_if(b, want_a), want_a, want_b, map, count, n, k,
+       m](Array dy) {
+        const float *A = want_b ? a.data().data() : nullptr,
+                    *B = want_a ? b.data().data() : nullptr;
+        const float* dY = dy.data();
+        // A matrix's first gradient is written, the next ones added (beta = 1).
+        const auto written = [](std::size_t matrices) {
+          return std::vector<bool>(matrices, false);
+        };
+        if (want_a && a.requires_grad()) {
+          Array da = Array::from_shape(a.shape());
+          da.fill(0.0f);  // a matrix of a that no batch entry uses cannot exist, but stay defined
+          std::vector<bool> done = written(product(a.shape(), 0, a.dim() - 2));
+          for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t j = map->of_a[i];
+            gemm(false, true, n, k, m, dY + i * n * m, B + map->of_b[i] * k * m,
+                 da.data() + j * n * k, done[j]);
+            done[j] = true;
+          }
+          a.accumulate_grad(std::move(da), "matmul");
+        }
+        if (want_b && b.requires_grad()) {
+          Array db = Array::from_shape(b.shape());
+          db.fill(0.0f);
+          std::vector<bool> done = written(product(b.shape(), 0, b.dim() - 2));
+          for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t j = map->of_b[i];
+            gemm(true, false, k, m, n, A + map->of_a[i] * n * k, dY + i * n * m,
+                 db.data() + j * k * m, done[j]);
+            done[j] = true;
+          }
+          b.accumulate_grad(std::move(db), "matmul");
+        }
+      });
   return y;
 }
 
@@ -215,11 +219,13 @@ namespace {
 struct LinearGrads {
   bool x, weight, bias;
   explicit LinearGrads(const Tensor& input, const Tensor& w, const Tensor& b)
-      : x(input.requires_grad()), weight(w.requires_grad()),
+      : x(input.requires_grad()),
+        weight(w.requires_grad()),
         bias(b.defined() && b.requires_grad()) {}
 };
-void linear_backward(const char* op, const Array& dy, const Tensor& x, const ::tapegrad::detail::SavedInput& x_saved,
-                     const Tensor& weight, const Tensor& bias, LinearGrads want,
+void linear_backward(const char* op, const Array& dy, const Tensor& x,
+                     const ::tapegrad::detail::SavedInput& x_saved, const Tensor& weight,
+                     const Tensor& bias, LinearGrads want,
                      void (*sum_dims)(const float*, const std::size_t*, const std::size_t*,
                                       std::size_t, double*)) {
   const std::size_t out_f = weight.shape()[0], in_f = weight.shape()[1], N = dy.size() / out_f;
@@ -286,11 +292,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const LinearGrads want(x, weight, bias);  // x's data is read for dW only (a frozen W: never)
   auto x_saved = ::tapegrad::detail::SavedInput::of(x, want.weight);
   const std::vector<Tensor> saved = reads(x, x_saved.keeps_tensor(want.weight), weight, want.x);
-  autograd::record("linear", y, inputs, saved,
-                   [x = x.edge(), x_saved = std::move(x_saved), weight, bias, want,
-                    sum_dims](Array dy) {
-                     linear_backward("linear", dy, x, x_saved, weight, bias, want, sum_dims);
-                   });
+  autograd::record(
+      "linear", y, inputs, saved,
+      [x = x.edge(), x_saved = std::move(x_saved), weight, bias, want, sum_dims](Array dy) {
+        linear_backward("linear", dy, x, x_saved, weight, bias, want, sum_dims);
+      });
   return y;
 }
 

@@ -80,8 +80,7 @@ Tensor relu_squared(const Tensor& x) { return pointwise(x, ReluSquared{}, "relu_
 Tensor swiglu(const Tensor& gate, const Tensor& up) {
   // y = silu(g) u        dg = silu'(g) (dy u)        du = dy silu(g)        (saved: g and u)
   check<ShapeError>(gate.shape() == up.shape(), autograd::where("swiglu"),
-                    ": expected gate and up of one shape, got ", gate.shape(), " and ",
-                    up.shape());
+                    ": expected gate and up of one shape, got ", gate.shape(), " and ", up.shape());
   const auto forward = kernels::pick<swiglu_forward>();
   const auto backward = kernels::pick<swiglu_backward>();
   Array out = Array::from_shape(gate.shape());
@@ -94,14 +93,14 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   SavedInput g = SavedInput::of(gate, true), u = SavedInput::of(up, true);
   std::vector<Tensor> saved;
   if (g.keeps_tensor(true)) saved = {gate, up};
-  autograd::record("swiglu", y, std::vector<Tensor>{gate, up}, saved,
-                   [gate = gate.edge(), up = up.edge(), g = std::move(g), u = std::move(u),
-                    backward](Array dy) {
-    Array dup = Array::from_shape(dy.shape()), g_widened, u_widened;
-    backward(g.values(g_widened), u.values(u_widened), dy.data(), dup.data(), dy.size());
-    if (up.requires_grad()) up.accumulate_grad(std::move(dup), "swiglu");
-    if (gate.requires_grad()) gate.accumulate_grad(std::move(dy), "swiglu");  // dy became dg
-  });
+  autograd::record(
+      "swiglu", y, std::vector<Tensor>{gate, up}, saved,
+      [gate = gate.edge(), up = up.edge(), g = std::move(g), u = std::move(u), backward](Array dy) {
+        Array dup = Array::from_shape(dy.shape()), g_widened, u_widened;
+        backward(g.values(g_widened), u.values(u_widened), dy.data(), dup.data(), dy.size());
+        if (up.requires_grad()) up.accumulate_grad(std::move(dup), "swiglu");
+        if (gate.requires_grad()) gate.accumulate_grad(std::move(dy), "swiglu");  // dy became dg
+      });
   return y;
 }
 

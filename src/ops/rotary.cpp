@@ -91,8 +91,8 @@ RotaryLayout layout(const std::string& where, const Tensor& x, const Tensor& cos
                     " of the tables, got ", std::size_t(offset) + T,
                     "; build the tables with a larger max_len");
   const std::size_t outer = T * W == 0 ? 0 : x.numel() / (T * W);
-  return RotaryLayout{outer, T, W, rotated_parts * C, half, std::size_t(offset),
-                      pairs == RotaryPairs::halves};
+  return RotaryLayout{
+      outer, T, W, rotated_parts * C, half, std::size_t(offset), pairs == RotaryPairs::halves};
 }
 
 Tensor apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
@@ -172,9 +172,10 @@ Tensor rotary_embedding_qkv(const Tensor& qkv, const Tensor& cos, const Tensor& 
   if (cos.dim() != 2 || cos.shape()[1] == 0) layout(where, qkv, cos, sin, offset, 1, 1, pairs);
   const std::size_t kv = std::size_t(*n_kv_head), head_dim = 2 * cos.shape()[1];
   const std::size_t W = qkv.dim() == 3 ? qkv.shape()[2] : 0;
-  check<ShapeError>(qkv.dim() == 3 && W % head_dim == 0 && W / head_dim >= 3 * kv,
-                    where, ": expected qkv of shape (B, T, (n_head + 2 n_kv_head) head_dim) with "
-                    "n_head >= n_kv_head = ", kv, " and head_dim ", head_dim, ", got ", qkv.shape());
+  check<ShapeError>(qkv.dim() == 3 && W % head_dim == 0 && W / head_dim >= 3 * kv, where,
+                    ": expected qkv of shape (B, T, (n_head + 2 n_kv_head) head_dim) with "
+                    "n_head >= n_kv_head = ",
+                    kv, " and head_dim ", head_dim, ", got ", qkv.shape());
   return apply("rotary_embedding_qkv", qkv, cos, sin,
                layout(where, qkv, cos, sin, offset, W / head_dim, W / head_dim - kv, pairs));
 }

@@ -250,18 +250,19 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
   }
   Tensor y(std::move(out));
-  autograd::record("cat", y, tensors, {}, [tensors = edges(tensors), widths, outer = b.outer, row](Array dy) {
-    std::size_t at = 0;  // where tensor j's columns start in a block
-    for (std::size_t j = 0; j < tensors.size(); ++j) {
-      if (tensors[j].requires_grad()) {
-        Array dt = Array::from_shape(tensors[j].shape());
-        for (std::size_t o = 0; o < outer; ++o)
-          std::copy_n(dy.data() + o * row + at, widths[j], dt.data() + o * widths[j]);
-        tensors[j].accumulate_grad(std::move(dt), "cat");
-      }
-      at += widths[j];
-    }
-  });
+  autograd::record(
+      "cat", y, tensors, {}, [tensors = edges(tensors), widths, outer = b.outer, row](Array dy) {
+        std::size_t at = 0;  // where tensor j's columns start in a block
+        for (std::size_t j = 0; j < tensors.size(); ++j) {
+          if (tensors[j].requires_grad()) {
+            Array dt = Array::from_shape(tensors[j].shape());
+            for (std::size_t o = 0; o < outer; ++o)
+              std::copy_n(dy.data() + o * row + at, widths[j], dt.data() + o * widths[j]);
+            tensors[j].accumulate_grad(std::move(dt), "cat");
+          }
+          at += widths[j];
+        }
+      });
   return y;
 }
 
@@ -278,8 +279,9 @@ Tensor unsqueeze(const Tensor& a, std::int64_t dim) {
   for (std::size_t k = 0, from = 0; k < out_shape.size(); ++k)
     out_shape[k] = k == d ? 1 : a.shape()[from++];
   Tensor y(reshaped(a.data(), out_shape));
-  autograd::record("unsqueeze", y, {a}, {},
-                   [a = a.edge()](Array dy) { a.accumulate_grad(reshaped(dy, a.shape()), "unsqueeze"); });
+  autograd::record("unsqueeze", y, {a}, {}, [a = a.edge()](Array dy) {
+    a.accumulate_grad(reshaped(dy, a.shape()), "unsqueeze");
+  });
   return y;
 }
 

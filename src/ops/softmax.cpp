@@ -96,11 +96,12 @@ Tensor softmax_op(const Tensor& x, std::int64_t dim, bool log) {
   Array out = Array::from_shape(x.shape());
   forward(x.data().data(), out.data(), r.outer, r.n, r.inner, log);
   Tensor y(std::move(out));
-  autograd::record(name, y, {x}, {y}, [x = x.edge(), out = y.detach(), r, backward_kernel, name](Array dy) {
-    Array dx = Array::from_shape(x.shape());
-    backward_kernel(out.data().data(), dy.data(), dx.data(), r.outer, r.n, r.inner);
-    x.accumulate_grad(std::move(dx), name);
-  });
+  autograd::record(
+      name, y, {x}, {y}, [x = x.edge(), out = y.detach(), r, backward_kernel, name](Array dy) {
+        Array dx = Array::from_shape(x.shape());
+        backward_kernel(out.data().data(), dy.data(), dx.data(), r.outer, r.n, r.inner);
+        x.accumulate_grad(std::move(dx), name);
+      });
   return y;
 }
 }  // namespace

@@ -37,7 +37,8 @@ std::int64_t LlamaConfig::kv_heads() const {
 }
 
 std::int64_t LlamaConfig::head_size() const {
-  return head_dim() ? *head_dim() : hidden_size() / std::max<std::int64_t>(1, num_attention_heads());
+  return head_dim() ? *head_dim()
+                    : hidden_size() / std::max<std::int64_t>(1, num_attention_heads());
 }
 
 void validate(const LlamaConfig& c) {
@@ -164,8 +165,8 @@ LlamaAttention::LlamaAttention(const LlamaConfig& config, std::shared_ptr<Genera
   k_proj = register_module("k_proj", linear(C, num_key_value_heads * head_dim, bias, generator));
   v_proj = register_module("v_proj", linear(C, num_key_value_heads * head_dim, bias, generator));
   o_proj = register_module("o_proj", linear(num_heads * head_dim, C, bias, generator));
-  attn_dropout = register_module(
-      "attn_dropout", std::make_shared<Dropout>(config.attention_dropout(), generator));
+  attn_dropout = register_module("attn_dropout",
+                                 std::make_shared<Dropout>(config.attention_dropout(), generator));
 }
 
 Tensor LlamaAttention::rotated_qkv(const Tensor& x, RotaryEmbedding& rotary, std::int64_t offset) {
@@ -226,8 +227,9 @@ LlamaModel::LlamaModel(const LlamaConfig& config, std::shared_ptr<Generator> gen
   layers = register_module("layers", std::make_shared<ModuleList>());
   for (std::int64_t i = 0; i < config.num_hidden_layers(); ++i)
     layers->push_back(std::make_shared<LlamaDecoderLayer>(config, generator));
-  norm = register_module("norm", std::make_shared<RMSNorm>(RMSNormOptions({config.hidden_size()})
-                                                               .eps(config.rms_norm_eps())));
+  norm = register_module(
+      "norm",
+      std::make_shared<RMSNorm>(RMSNormOptions({config.hidden_size()}).eps(config.rms_norm_eps())));
   rotary_emb = register_module(
       "rotary_emb", std::make_shared<RotaryEmbedding>(
                         RotaryEmbeddingOptions(config.head_size(), config.max_position_embeddings())

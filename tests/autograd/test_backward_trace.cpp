@@ -17,8 +17,8 @@ bool same(const Array& a, const Array& b) { return a.shape() == b.shape() && a =
 TEST_SUITE("autograd.backward_trace") {
   TEST_CASE("without KeepOutputs, an output is freed once nothing reads it, and reported empty") {
     Parameter w(Array{0.5f, -1.0f, 2.0f});
-    Tensor y = ops::mul(w, w);     // y * y saves y: its data stays until that entry runs
-    Tensor z = ops::mul(y, y);     // sum reads only z's shape: z's data goes with its last handle
+    Tensor y = ops::mul(w, w);  // y * y saves y: its data stays until that entry runs
+    Tensor z = ops::mul(y, y);  // sum reads only z's shape: z's data goes with its last handle
     Tensor loss = ops::sum(z);
     z = Tensor();
     y = Tensor();
@@ -37,8 +37,8 @@ TEST_SUITE("autograd.backward_trace") {
     Parameter w(Array{0.5f, -1.0f, 2.0f});
     Tensor x(Array{1.0f, 2.0f, 3.0f});
     std::optional<autograd::KeepOutputs> keep(std::in_place);  // every output, for steps[k].output
-    Tensor y = ops::mul(w, x);      // #a: y = w x
-    Tensor loss = ops::sum(y * y);  // #b mul, #c sum
+    Tensor y = ops::mul(w, x);                                 // #a: y = w x
+    Tensor loss = ops::sum(y * y);                             // #b mul, #c sum
     keep.reset();
     const autograd::Tape tape = autograd::tape_of(loss);
     autograd::BackwardTrace trace;

@@ -54,8 +54,9 @@ TEST_SUITE("autograd.edges") {
         "reads data; an op whose backward reads an input must capture the input itself, not its "
         "edge()";
     CHECK_THROWS_WITH_AS(e.data(), expected, AutogradError);
-    CHECK_THROWS_WITH_AS(e.mutable_data(), doctest::Contains("Tensor::mutable_data: this handle is "
-                                                             "an edge() of 'w'"),
+    CHECK_THROWS_WITH_AS(e.mutable_data(),
+                         doctest::Contains("Tensor::mutable_data: this handle is "
+                                           "an edge() of 'w'"),
                          AutogradError);
     CHECK_THROWS_WITH_AS(e.detach(), doctest::Contains("Tensor::detach: this handle is an edge()"),
                          AutogradError);
@@ -96,11 +97,13 @@ TEST_SUITE("autograd.edges") {
       loss.backward();
       // dX = dY W with dY all ones: each row is the column sums of W, doubled by add
       CHECK(same(p.grad(), Array{{7.0f, 0.5f}, {7.0f, 0.5f}}));
-      if (train_weight) CHECK(same(weight.grad(), Array{{8.0f, 12.0f}, {8.0f, 12.0f}, {8.0f, 12.0f}}));
+      if (train_weight)
+        CHECK(same(weight.grad(), Array{{8.0f, 12.0f}, {8.0f, 12.0f}, {8.0f, 12.0f}}));
     }
   }
 
-  TEST_CASE("a weight frozen during the forward gets no gradient, even if unfrozen before backward") {
+  TEST_CASE(
+      "a weight frozen during the forward gets no gradient, even if unfrozen before backward") {
     // PyTorch builds the graph from the forward's flags: a weight that did not require grad then
     // has no edge, and its x was never kept for dW.
     Parameter x(Array{{1.0f, 2.0f}});

@@ -294,7 +294,8 @@ TEST_CASE("inside a scope, an input written in place after the forward does not 
   CHECK_THROWS_AS(loss.backward(), AutogradError);
 }
 
-TEST_CASE("inside a scope swiglu keeps gate and up in bf16, its gradients those of the rounded values") {
+TEST_CASE(
+    "inside a scope swiglu keeps gate and up in bf16, its gradients those of the rounded values") {
   Generator gen(23);
   const Array g0 = randn({3, 7}, &gen), u0 = randn({3, 7}, &gen), dy = randn({3, 7}, &gen);
   Tensor g(g0, true), u(u0, true);

@@ -29,7 +29,8 @@ bool same_bits(const Array& a, const Array& b) {
 
 TEST_SUITE("ops.swiglu") {
   TEST_CASE("swiglu gives the bits of silu(gate) * up, forward and backward, tails included") {
-    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity(),
+                nan = std::numeric_limits<float>::quiet_NaN();
     Array g = testing::input({4, 37}, 5).data() * 4.0f;  // 37: a loop tail on every vector width
     Array u = testing::input({4, 37}, 6).data();
     const std::vector<float> tails{-inf, inf, nan, -200.0f, 200.0f, 0.0f, -0.0f, 90.0f};
@@ -49,12 +50,12 @@ TEST_SUITE("ops.swiglu") {
   }
 
   TEST_CASE("swiglu's gradients match finite differences") {
-    testing::check_gradients(
-        [](const std::vector<Tensor>& t) { return ops::swiglu(t[0], t[1]); },
-        {testing::input({3, 5}, 11), testing::input({3, 5}, 12)});
+    testing::check_gradients([](const std::vector<Tensor>& t) { return ops::swiglu(t[0], t[1]); },
+                             {testing::input({3, 5}, 11), testing::input({3, 5}, 12)});
   }
 
-  TEST_CASE("swiglu saves gate and up, not silu(gate), and a side that needs no gradient gets none") {
+  TEST_CASE(
+      "swiglu saves gate and up, not silu(gate), and a side that needs no gradient gets none") {
     Tensor g(Array{1.0f, -2.0f}, true);
     Tensor u(Array{3.0f, 0.5f});
     Tensor y = ops::swiglu(g, u);

@@ -61,11 +61,11 @@ class BackwardTrace {
     std::uint64_t seq = 0;  ///< the entry's number: TapeEntry::seq
     std::string op;
     std::string module;
-    bool ran = false;   ///< its output received a gradient, so its closure ran
-    Array output;       ///< the entry's output, as the forward computed it (if kept)
+    bool ran = false;         ///< its output received a gradient, so its closure ran
+    Array output;             ///< the entry's output, as the forward computed it (if kept)
     bool output_kept = true;  ///< false when no handle kept it: the tape keeps only what a
                               ///< backward reads (see KeepOutputs); output is then empty
-    Array grad_output;  ///< d(loss)/d(output) handed to the closure (empty if it did not run)
+    Array grad_output;        ///< d(loss)/d(output) handed to the closure (empty if it did not run)
     std::vector<Added> added;  ///< in the order the closure called accumulate_grad
   };
 

@@ -44,10 +44,10 @@ struct EntryBase : tapegrad::detail::CachedObject {
   Shape output_shape;
   SmallVector<Tensor, 3> inputs;      ///< every input, in the op's order: the graph's edges
   SmallVector<SavedTensor, 3> saved;  ///< the tensors backward reads
-  Tensor kept_output;  ///< output.detach() under autograd::KeepOutputs (for BackwardTrace)
-  bool consumed = false;              ///< ran in a backward without retain_graph
-  std::uint64_t walk = 0;             ///< the last backward that reached it
-  Listing listing;                    ///< its place in autograd::tape()'s list
+  Tensor kept_output;      ///< output.detach() under autograd::KeepOutputs (for BackwardTrace)
+  bool consumed = false;   ///< ran in a backward without retain_graph
+  std::uint64_t walk = 0;  ///< the last backward that reached it
+  Listing listing;         ///< its place in autograd::tape()'s list
 
   EntryBase() = default;
   EntryBase(const EntryBase&) = delete;

@@ -290,11 +290,17 @@ TEST_SUITE("distributed.launch") {
     // take their halves), so the averaged gradients are the large batch's, up to the order of
     // the sums. Without dropout nothing else differs.
     const fs::path dir = scratch("gpt_ranks_batch");
-    const std::vector<std::string> args{"--data", corpus(dir).string(), "--steps", "12",
-                                        "--eval-every", "12", "--sample-tokens", "0",
-                                        "--n-layer", "1", "--n-head", "2", "--n-embd", "16",
-                                        "--block-size", "16", "--warmup", "3",
-                                        "--eval-windows", "16", "--quiet"};
+    const std::vector<std::string> args{"--data",          corpus(dir).string(),
+                                        "--steps",         "12",
+                                        "--eval-every",    "12",
+                                        "--sample-tokens", "0",
+                                        "--n-layer",       "1",
+                                        "--n-head",        "2",
+                                        "--n-embd",        "16",
+                                        "--block-size",    "16",
+                                        "--warmup",        "3",
+                                        "--eval-windows",  "16",
+                                        "--quiet"};
     auto with = [&](std::vector<std::string> more) {
       more.insert(more.begin(), args.begin(), args.end());
       return more;
@@ -320,37 +326,45 @@ TEST_SUITE("distributed.launch") {
     // compares every rank's bits after each backward; the adapters exported in PEFT's layout by 2
     // ranks of B windows and by 1 rank of 2 B agree up to the order of the gradient sums.
     const fs::path dir = scratch("llama_lora");
-    const nn::transformer::LlamaForCausalLM model(
-        nn::transformer::LlamaConfig()
-            .vocab_size(564)  // the tokenizer's
-            .hidden_size(16)
-            .intermediate_size(32)
-            .num_hidden_layers(2)
-            .num_attention_heads(4)
-            .num_key_value_heads(2)
-            .max_position_embeddings(32)
-            .tie_word_embeddings(true),
-        std::make_shared<Generator>(3));
+    const nn::transformer::LlamaForCausalLM model(nn::transformer::LlamaConfig()
+                                                      .vocab_size(564)  // the tokenizer's
+                                                      .hidden_size(16)
+                                                      .intermediate_size(32)
+                                                      .num_hidden_layers(2)
+                                                      .num_attention_heads(4)
+                                                      .num_key_value_heads(2)
+                                                      .max_position_embeddings(32)
+                                                      .tie_word_embeddings(true),
+                                                  std::make_shared<Generator>(3));
     pretrained::save_llama(model, (dir / "llama").string());
-    fs::copy_file(fs::path(TAPEGRAD_SOURCE_DIR) / "tests/data/fixtures/hf_tokenizer/llama3_like.json",
-                  dir / "llama" / "tokenizer.json");
-    const std::vector<std::string> args{
-        "--init-from", (dir / "llama").string(), "--data", corpus(dir).string(),
-        "--lora-r", "4", "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--steps", "12",
-        "--eval-every", "12", "--sample-tokens", "0", "--block-size", "16", "--warmup", "3",
-        "--eval-windows", "16", "--quiet"};
+    fs::copy_file(
+        fs::path(TAPEGRAD_SOURCE_DIR) / "tests/data/fixtures/hf_tokenizer/llama3_like.json",
+        dir / "llama" / "tokenizer.json");
+    const std::vector<std::string> args{"--init-from",     (dir / "llama").string(),
+                                        "--data",          corpus(dir).string(),
+                                        "--lora-r",        "4",
+                                        "--lora-targets",  "q_proj,k_proj,v_proj,o_proj",
+                                        "--steps",         "12",
+                                        "--eval-every",    "12",
+                                        "--sample-tokens", "0",
+                                        "--block-size",    "16",
+                                        "--warmup",        "3",
+                                        "--eval-windows",  "16",
+                                        "--quiet"};
     auto with = [&](std::vector<std::string> more) {
       more.insert(more.begin(), args.begin(), args.end());
       return more;
     };
-    const Finished two = launch(2, with({"--batch-size", "4", "--check-in-sync", "--out",
-                                         (dir / "two").string(), "--export-adapter",
-                                         (dir / "two_adapter").string()}),
-                                dir / "two.log", 120, TAPEGRAD_GPT);
+    const Finished two =
+        launch(2,
+               with({"--batch-size", "4", "--check-in-sync", "--out", (dir / "two").string(),
+                     "--export-adapter", (dir / "two_adapter").string()}),
+               dir / "two.log", 120, TAPEGRAD_GPT);
     INFO(two.output);
     REQUIRE(two.exit_code == 0);
-    const Finished one = launch(1, with({"--batch-size", "8", "--out", (dir / "one").string(),
-                                         "--export-adapter", (dir / "one_adapter").string()}),
+    const Finished one = launch(1,
+                                with({"--batch-size", "8", "--out", (dir / "one").string(),
+                                      "--export-adapter", (dir / "one_adapter").string()}),
                                 dir / "one.log", 120, TAPEGRAD_GPT);
     INFO(one.output);
     REQUIRE(one.exit_code == 0);
