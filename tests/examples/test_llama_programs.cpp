@@ -19,6 +19,7 @@
 #include "../helpers.hpp"
 
 #include "run_program.hpp"
+#include "tiny_llama.hpp"
 
 #if defined(TAPEGRAD_GPT) && defined(TAPEGRAD_GPT_EVAL) && defined(TAPEGRAD_GPT_SAMPLE)
 
@@ -29,8 +30,7 @@ namespace tt = tapegrad::nn::transformer;
 using namespace tapegrad;
 using tapegrad::testing::ProgramOutput;
 
-const fs::path kTokenizer =
-    fs::path(TAPEGRAD_SOURCE_DIR) / "tests/data/fixtures/hf_tokenizer/llama3_like.json";
+const fs::path& kTokenizer = tapegrad::testing::kTinyLlamaTokenizer;
 
 ProgramOutput run(const std::string& program, const std::string& args) {
   return tapegrad::testing::run_program(program, args, 600);
@@ -42,22 +42,7 @@ data::Tokenizer tokenizer() {
   return data::Tokenizer(data::HFTokenizer::load(kTokenizer.string()));
 }
 
-// A tiny Llama (its vocabulary the tokenizer's) with the tokenizer.json, in dir/llama.
-fs::path tiny_llama(const fs::path& dir) {
-  const tt::LlamaForCausalLM model(tt::LlamaConfig()
-                                       .vocab_size(tokenizer().vocab_size())
-                                       .hidden_size(16)
-                                       .intermediate_size(32)
-                                       .num_hidden_layers(2)
-                                       .num_attention_heads(4)
-                                       .num_key_value_heads(2)
-                                       .max_position_embeddings(32)
-                                       .tie_word_embeddings(true),
-                                   std::make_shared<Generator>(3));
-  pretrained::save_llama(model, (dir / "llama").string());
-  fs::copy_file(kTokenizer, dir / "llama" / "tokenizer.json");
-  return dir / "llama";
-}
+using tapegrad::testing::tiny_llama;  // dir/llama: the model and its tokenizer.json
 
 // A LoRA adapter on q_proj and v_proj of the Llama in `base`, B drawn so that it changes the
 // logits, in dir/adapter.

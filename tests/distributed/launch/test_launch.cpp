@@ -21,6 +21,7 @@
 
 #include "distributed/models.hpp"
 #include "examples/background_program.hpp"
+#include "examples/tiny_llama.hpp"
 #include "fortune_corpus.hpp"
 #include "helpers.hpp"
 
@@ -326,21 +327,8 @@ TEST_SUITE("distributed.launch") {
     // compares every rank's bits after each backward; the adapters exported in PEFT's layout by 2
     // ranks of B windows and by 1 rank of 2 B agree up to the order of the gradient sums.
     const fs::path dir = scratch("llama_lora");
-    const nn::transformer::LlamaForCausalLM model(nn::transformer::LlamaConfig()
-                                                      .vocab_size(564)  // the tokenizer's
-                                                      .hidden_size(16)
-                                                      .intermediate_size(32)
-                                                      .num_hidden_layers(2)
-                                                      .num_attention_heads(4)
-                                                      .num_key_value_heads(2)
-                                                      .max_position_embeddings(32)
-                                                      .tie_word_embeddings(true),
-                                                  std::make_shared<Generator>(3));
-    pretrained::save_llama(model, (dir / "llama").string());
-    fs::copy_file(
-        fs::path(TAPEGRAD_SOURCE_DIR) / "tests/data/fixtures/hf_tokenizer/llama3_like.json",
-        dir / "llama" / "tokenizer.json");
-    const std::vector<std::string> args{"--init-from",     (dir / "llama").string(),
+    const fs::path llama = tapegrad::testing::tiny_llama(dir);
+    const std::vector<std::string> args{"--init-from",     llama.string(),
                                         "--data",          corpus(dir).string(),
                                         "--lora-r",        "4",
                                         "--lora-targets",  "q_proj,k_proj,v_proj,o_proj",
