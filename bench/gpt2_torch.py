@@ -29,7 +29,8 @@ The tasks, each ending in one line a driver can parse (key=value pairs after "gp
                                    seconds=S peak_rss_mb=M
   finetune  --steps training steps on batches of random windows, in train mode with every dropout at
             0, with AdamW and nanoGPT's two parameter groups; the median step time after the first two.
-                gpt2_torch result: task=finetune batch=4 block=256 steps=12 step_ms_median=X tokens_per_s=Y
+            With --bf16, forward and backward run under torch.autocast("cpu", dtype=torch.bfloat16).
+                gpt2_torch result: task=finetune batch=4 block=256 bf16=0 steps=12 step_ms_median=X tokens_per_s=Y
                                    loss_first=A loss_last=B flops_per_token=F peak_rss_mb=M
 
 Token ids come from a text file of whitespace-separated ids (--prompt-ids, --token-ids) or, without
@@ -266,9 +267,10 @@ def task_finetune(args, config):
         ix = torch.randint(len(data) - T, (B,), generator=batch_gen)
         x = torch.stack([data[i:i + T] for i in ix])
         y = torch.stack([data[i + 1:i + 1 + T] for i in ix])
-        logits, _ = model(x)
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
-        loss.backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits, _ = model(x)
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+            loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
@@ -277,7 +279,7 @@ def task_finetune(args, config):
     # The first two steps pay for allocating the gradients and AdamW's moments: not counted.
     steady = step_seconds[2:] if len(step_seconds) > 2 else step_seconds
     median = statistics.median(steady)
-    print(f"gpt2_torch result: task=finetune batch={B} block={T} steps={args.steps} "
+    print(f"gpt2_torch result: task=finetune batch={B} block={T} bf16={int(args.bf16)} steps={args.steps} "
           f"step_ms_median={median * 1e3:.1f} tokens_per_s={B * T / median:.1f} loss_first={losses[0]:.4f} "
           f"loss_last={losses[-1]:.4f} flops_per_token={flops_per_token(model, config, T)} "
           f"peak_rss_mb={peak_rss_mb():.1f}", flush=True)
@@ -300,6 +302,9 @@ def main():
         ap.add_argument("--" + name, type=int, default=default)
     for name, default in [("temperature", 1.0), ("lr", 3e-5), ("weight-decay", 0.1)]:
         ap.add_argument("--" + name, type=float, default=default)
+    ap.add_argument("--bf16", action="store_true",
+                    help="finetune: forward and backward under torch.autocast(\"cpu\", dtype=torch.bfloat16), "
+                         "AdamW in float32, as gpt2_bench --bf16")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
