@@ -62,4 +62,9 @@ const float* SavedInput::values(Array& widened) const {
   return widened.data();
 }
 
+SavedInput::Operand SavedInput::operand(Array& widened) const {
+  if (bf16 != nullptr && autocast::bf16_enabled()) return {nullptr, bf16->bits.data()};
+  return {values(widened), nullptr};
+}
+
 }  // namespace tapegrad::detail

@@ -47,6 +47,15 @@ struct SavedInput {
   bool keeps_tensor(bool read) const { return read && bf16 == nullptr; }
   /// The values, valid while `widened` (where a bf16 copy is widened to float32) lives.
   const float* values(Array& widened) const;
+  /// The copy's bits (null without a copy): a product in the same scope reads them as its operand.
+  const std::uint16_t* bits() const { return bf16 ? bf16->bits.data() : nullptr; }
+  /// The input as a product reads it: inside an autocast::bf16 scope, the copy's bits as they are
+  /// (the floats then null); otherwise the values, a copy widened into `widened`.
+  struct Operand {
+    const float* values;
+    const std::uint16_t* bits;
+  };
+  Operand operand(Array& widened) const;
 };
 
 }  // namespace tapegrad::detail

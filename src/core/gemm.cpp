@@ -55,25 +55,30 @@ namespace {
 // weight), the float32 one otherwise.
 void multiply(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
-              float* C, std::size_t ldc, const Tensor* weight_b) {
-  if (M != 0 && N != 0 && K != 0 && autocast::bf16_enabled())
+              float* C, std::size_t ldc, const Tensor* weight_b, Rounded rounded) {
+  const bool bf16 = autocast::bf16_enabled();
+  check<InvariantError>(bf16 || (rounded.a == nullptr && rounded.b == nullptr),
+                        "gemm: operands rounded to bfloat16 were given outside an autocast::bf16 "
+                        "scope");
+  if (M != 0 && N != 0 && K != 0 && bf16)
     return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm,
-                     weight_b);
+                     weight_b, rounded);
   fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-          std::size_t ldc) {
-  multiply(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+          std::size_t ldc, Rounded rounded) {
+  multiply(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr, rounded);
 }
 
 void gemm_weight(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* A, std::size_t lda, const Tensor& weight,
-                 std::size_t ldb, float beta, float* C, std::size_t ldc) {
+                 std::size_t ldb, float beta, float* C, std::size_t ldc,
+                 const std::uint16_t* rounded_a) {
   multiply(trans_a, trans_b, M, N, K, alpha, A, lda, weight.data().data(), ldb, beta, C, ldc,
-           &weight);
+           &weight, Rounded{rounded_a, nullptr});
 }
 
 // C is cut into blocks along its longer side, and the cut depends on the shape alone, never on

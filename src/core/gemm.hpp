@@ -12,10 +12,21 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::detail {
+
+/// Operands already rounded to bfloat16 inside an autocast::bf16 scope: their bits, compact in the
+/// stored layout (the leading dimension is the stored row length), as a Linear keeps its input for
+/// backward (src/core/bf16_saved.hpp). The product reads them where it would round A or B itself,
+/// so one rounding serves the forward product, the copy kept and the backward product. Given only
+/// inside a scope, where the float pointer of an operand given as bits is not read (it may be null).
+struct Rounded {
+  const std::uint16_t* a = nullptr;
+  const std::uint16_t* b = nullptr;
+};
 
 /// C = alpha op(A) op(B) + beta C with op(A) (M, K) and op(B) (K, N), C (M, N). A is stored
 /// (M, K), or (K, M) when trans_a; B is stored (K, N), or (N, K) when trans_b. beta = 0 writes C
@@ -23,14 +34,15 @@ namespace tapegrad::detail {
 /// M = 1 (one row, as when a model generates one token at a time) goes to sgemv.
 void gemm(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
           const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-          std::size_t ldc);
+          std::size_t ldc, Rounded rounded = {});
 
 /// gemm with B the storage of `weight` (a Linear's (out, in) weight, read as W^T or W): the same
 /// product, but inside an autocast::bf16 scope a leaf weight is rounded to bfloat16 once per
 /// version and kept until the scope closes, as PyTorch's autocast keeps a weight's cast.
 void gemm_weight(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* A, std::size_t lda, const Tensor& weight,
-                 std::size_t ldb, float beta, float* C, std::size_t ldc);
+                 std::size_t ldb, float beta, float* C, std::size_t ldc,
+                 const std::uint16_t* rounded_a = nullptr);
 
 /// How gemm cuts C (M, N) for threads: along its longer side (rows when M >= N) into `count`
 /// blocks, [extent * b / count, extent * (b + 1) / count) for b < count, by the shape alone, never

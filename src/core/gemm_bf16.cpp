@@ -53,6 +53,10 @@ void compact_bf16(const float* src, std::size_t rows, std::size_t cols, std::siz
     for (std::size_t c = 0; c < cols; ++c) dst[r * cols + c] = autocast::to_bf16(src[r * ld + c]);
 }
 TAPEGRAD_WIDEST_X86
+void widen_bf16(const std::uint16_t* src, std::size_t n, float* dst) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = autocast::from_bf16(src[i]);
+}
+TAPEGRAD_WIDEST_X86
 void compact_rounded(const float* src, std::size_t rows, std::size_t cols, std::size_t ld,
                      float* dst) {
   for (std::size_t r = 0; r < rows; ++r)
@@ -257,7 +261,8 @@ void drop_rounded_weights() {
 
 void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, float alpha,
                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
-               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b) {
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b,
+               Rounded rounded) {
   // The stored shapes: A is (M, K), or (K, M) when ta; B is (K, N), or (N, K) when tb.
   const std::size_t a_rows = ta ? K : M, a_cols = ta ? M : K;
   const std::size_t b_rows = tb ? N : K, b_cols = tb ? K : N;
@@ -271,15 +276,19 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
   if (gemm_engine() != GemmEngine::reference && (M * N * K >= kMinMultiplyAdds || kept) &&
       matmuls().available()) {
     warn_if_emulated();
-    std::uint16_t* a = scratch<std::uint16_t>(a_rows * a_cols, 0);
-    compact_bf16(A, a_rows, a_cols, lda, a);
-    const std::uint16_t* b = nullptr;
-    if (kept) {
+    const std::uint16_t* a = rounded.a;
+    if (a == nullptr) {
+      std::uint16_t* bits = scratch<std::uint16_t>(a_rows * a_cols, 0);
+      compact_bf16(A, a_rows, a_cols, lda, bits);
+      a = bits;
+    }
+    const std::uint16_t* b = rounded.b;
+    if (b == nullptr && kept) {
       b = rounded_weight(*weight_b, B, b_rows, b_cols, ldb);
-    } else {
-      std::uint16_t* rounded = scratch<std::uint16_t>(b_rows * b_cols, 1);
-      compact_bf16(B, b_rows, b_cols, ldb, rounded);
-      b = rounded;
+    } else if (b == nullptr) {
+      std::uint16_t* bits = scratch<std::uint16_t>(b_rows * b_cols, 1);
+      compact_bf16(B, b_rows, b_cols, ldb, bits);
+      b = bits;
     }
     // The float32 engine's cut (gemm.hpp), each block one single-threaded oneDNN product: oneDNN's
     // own split of a product depends on its thread count, and with it the sums' order (a weight's
@@ -310,8 +319,14 @@ void gemm_bf16(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, fl
 #endif
   float* a = scratch<float>(a_rows * a_cols, 0);
   float* b = scratch<float>(b_rows * b_cols, 1);
-  compact_rounded(A, a_rows, a_cols, lda, a);
-  compact_rounded(B, b_rows, b_cols, ldb, b);
+  if (rounded.a)
+    widen_bf16(rounded.a, a_rows * a_cols, a);
+  else
+    compact_rounded(A, a_rows, a_cols, lda, a);
+  if (rounded.b)
+    widen_bf16(rounded.b, b_rows * b_cols, b);
+  else
+    compact_rounded(B, b_rows, b_cols, ldb, b);
   fp32_gemm(ta, tb, M, N, K, alpha, a, a_cols, b, b_cols, beta, C, ldc);
 }
 

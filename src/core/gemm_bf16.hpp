@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "gemm.hpp"
 #include "tapegrad/core/tensor.hpp"
 
 namespace tapegrad::detail {
@@ -18,9 +19,11 @@ using Fp32Gemm = void (*)(bool, bool, std::size_t, std::size_t, std::size_t, flo
                           std::size_t, const float*, std::size_t, float, float*, std::size_t);
 /// weight_b, when given, is the tensor whose storage B is (a Linear's weight): a leaf's is rounded
 /// once per version and kept until this thread's autocast scope closes (drop_rounded_weights).
+/// An operand given in `rounded` is read as those bits; its float pointer is not read.
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::size_t K, float alpha,
                const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
-               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b = nullptr);
+               float* C, std::size_t ldc, Fp32Gemm fp32_gemm, const Tensor* weight_b = nullptr,
+               Rounded rounded = {});
 
 /// Forgets this thread's rounded weights: the outermost autocast::bf16 scope's end calls it.
 void drop_rounded_weights();

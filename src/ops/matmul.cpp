@@ -36,10 +36,11 @@ constexpr std::size_t kCopyGrain = std::size_t{1} << 15;
 // C (M, N) = op(A) op(B), or C += op(A) op(B) when accumulate. op(A) is (M, K): A is stored
 // (M, K), or (K, M) when ta (then op(A) = A^T); likewise op(B) is (K, N), stored (N, K) when tb.
 // All three are contiguous, so each leading dimension is the row length of the stored matrix.
+// `rounded`: an operand given as its bf16 bits instead (inside an autocast::bf16 scope).
 void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const float* A,
-          const float* B, float* C, bool accumulate) {
+          const float* B, float* C, bool accumulate, ::tapegrad::detail::Rounded rounded = {}) {
   ::tapegrad::detail::gemm(ta, tb, M, N, K, 1.0f, A, ta ? M : K, B, tb ? K : N,
-                           accumulate ? 1.0f : 0.0f, C, N);
+                           accumulate ? 1.0f : 0.0f, C, N, rounded);
 }
 
 // A product's backward reads one side only for the other side's gradient (dA = dY B^T reads B),
@@ -238,7 +239,9 @@ void linear_backward(const char* op, const Array& dy, const Tensor& x,
   if (want.weight && weight.requires_grad()) {
     Array dweight = Array::from_shape(weight.shape());
     Array widened;
-    gemm(true, false, out_f, in_f, N, dy.data(), x_saved.values(widened), dweight.data(), false);
+    const auto x_read = x_saved.operand(widened);
+    gemm(true, false, out_f, in_f, N, dy.data(), x_read.values, dweight.data(), false,
+         {nullptr, x_read.bits});
     weight.accumulate_grad(std::move(dweight), op);
   }
   if (want.bias && bias.requires_grad()) {
@@ -282,15 +285,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           for (std::size_t r = first; r < last; ++r)
             std::copy_n(bias.data().data(), out_f, out.data() + r * out_f);
         });
-  ::tapegrad::detail::gemm_weight(false, true, N, out_f, in_f, 1.0f, x.data().data(), in_f, weight,
-                                  in_f, has_bias ? 1.0f : 0.0f, out.data(), out_f);
-  Tensor y(std::move(out));
   const std::vector<Tensor> inputs =
       has_bias ? std::vector<Tensor>{x, weight, bias} : std::vector<Tensor>{x, weight};
-  const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
-  if (!autograd::should_record(inputs)) return y;  // (no bf16 copy for a product not recorded)
+  const bool record = autograd::should_record(inputs);  // (no bf16 copy for a product not recorded)
   const LinearGrads want(x, weight, bias);  // x's data is read for dW only (a frozen W: never)
-  auto x_saved = ::tapegrad::detail::SavedInput::of(x, want.weight);
+  // Inside an autocast::bf16 scope the copy of x kept for dW is made first, and the product reads
+  // it: x is rounded once, for the product, for the tape and for dW.
+  auto x_saved = record ? ::tapegrad::detail::SavedInput::of(x, want.weight)
+                        : ::tapegrad::detail::SavedInput{};
+  ::tapegrad::detail::gemm_weight(false, true, N, out_f, in_f, 1.0f, x.data().data(), in_f, weight,
+                                  in_f, has_bias ? 1.0f : 0.0f, out.data(), out_f, x_saved.bits());
+  Tensor y(std::move(out));
+  const auto sum_dims = kernels::pick<reduce_sum_dims>();  // for the bias's gradient
+  if (!record) return y;
   const std::vector<Tensor> saved = reads(x, x_saved.keeps_tensor(want.weight), weight, want.x);
   autograd::record(
       "linear", y, inputs, saved,
@@ -361,7 +368,9 @@ Tensor lora_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
         if (want_a && lora_a.requires_grad()) {
           Array da = Array::from_shape(lora_a.shape());
           Array widened;
-          gemm(true, false, r, in_f, N, dh.data(), xd_saved.values(widened), da.data(), false);
+          const auto xd_read = xd_saved.operand(widened);
+          gemm(true, false, r, in_f, N, dh.data(), xd_read.values, da.data(), false,
+               {nullptr, xd_read.bits});
           lora_a.accumulate_grad(std::move(da), "lora_linear");
         }
         if (want_xd && x_adapter.requires_grad()) {

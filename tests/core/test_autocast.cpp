@@ -272,6 +272,37 @@ TEST_CASE("inside a scope a Linear keeps its input in bf16, not the float32 tens
   }
 }
 
+TEST_CASE("inside a scope a Linear's product reads the bf16 copy it keeps, with the same bits") {
+  // x is rounded once: the product reads the copy kept for dW rather than rounding x again, and dW
+  // reads it as it is. The output must have the bits of a product that keeps nothing (no recording),
+  // on the default engine (oneDNN's bf16 kernels where tapegrad has them) and on the reference one;
+  // dW stays within the bound of the rounded operands' product.
+  const testing::GemmEngineScope restore;
+  Generator gen(24);
+  const Array x0 = randn({70, 96}, &gen), g = randn({70, 40}, &gen);
+  for (const GemmEngine engine : {restore.saved, GemmEngine::reference}) {
+    CAPTURE(int(engine));
+    set_gemm_engine(engine);
+    Parameter w(randn({40, 96}, &gen));
+    autocast::bf16 mixed;
+    const Tensor x(x0, true);
+    const Tensor y = ops::linear(x, w, Tensor());
+    Tensor y_alone;
+    {
+      autograd::NoGradGuard no_grad;
+      y_alone = ops::linear(Tensor(x0), w, Tensor());
+    }
+    CHECK(testing::bit_equal(y.data(), y_alone.data()));
+    y.backward(g);
+    Array gt = Array::from_shape({40, 70});
+    for (std::size_t i = 0; i < 70; ++i)
+      for (std::size_t j = 0; j < 40; ++j) gt(j, i) = g(i, j);
+    Array want, bound;
+    rounded_product(gt, x0, want, bound);
+    CHECK(xt::all(xt::abs(w.grad() - want) <= bound));
+  }
+}
+
 TEST_CASE("inside a scope, an input written in place after the forward does not change dW") {
   // Backward reads the bf16 copy, made when the forward ran; outside a scope, backward would read
   // x itself, and the write is refused as usual (PyTorch's autocast behaves the same way).
