@@ -57,12 +57,10 @@ void multiply(bool trans_a, bool trans_b, std::size_t M, std::size_t N, std::siz
               const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
               float* C, std::size_t ldc, const Tensor* weight_b, Rounded rounded) {
   const bool bf16 = autocast::bf16_enabled();
-  check<InvariantError>(bf16 || (rounded.a == nullptr && rounded.b == nullptr),
-                        "gemm: operands rounded to bfloat16 were given outside an autocast::bf16 "
-                        "scope");
   if (M != 0 && N != 0 && K != 0 && bf16)
     return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, fp32_gemm,
                      weight_b, rounded);
+  check<InvariantError>(bf16 || (!rounded.a && !rounded.b), "gemm: bf16 operands outside a scope");
   fp32_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 }  // namespace
