@@ -7,9 +7,10 @@ oneDNN prints a line for every primitive it executes when ONEDNN_VERBOSE=1 is se
 The fifth field names the implementation: "brg:avx512_core_amx_bf16" is the AMX tile kernel,
 "brg:avx512_core_bf16" AVX512-BF16's brgemm, "gemm:jit" oneDNN's GEMM driver (oneDNN 2.6 sends a
 product whose first operand is read transposed there; the driver has AMX kernels of its own on
-CPUs with AMX, and runs at brgemm's speed on AVX512-BF16, measured). Both sides of a comparison call the
-same libdnnl, so their lines can be read side by side: bench/gpt_compare and bench/gpt2_compare
-print `kernels(...)` for tapegrad's --bf16 run and for PyTorch's autocast.
+CPUs with AMX, and runs at brgemm's speed on AVX512-BF16, measured). Debian's python3-torch links
+the same libdnnl.so.2 as tapegrad (a pip wheel would carry its own), so the two sides' lines can
+be read side by side: bench/gpt_compare and bench/gpt2_compare print `kernels(...)` for
+tapegrad's --bf16 run and for PyTorch's autocast.
 """
 import collections
 import subprocess
@@ -20,12 +21,18 @@ def kernels(cmd, env):
     count of executions and its share of oneDNN's reported time, e.g.
     "brg:avx512_core_bf16 matmul x137 (71 % of the time), gemm:jit matmul x68 (29 %)"; or why there is none."""
     env = dict(env, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        return "unknown: %s failed (exit %d): %s" % (" ".join(cmd), proc.returncode,
+                                                      (proc.stdout.strip().splitlines() or [""])[-1])
+    out = proc.stdout
     count, time_ms, isa = collections.Counter(), collections.Counter(), None
     for line in out.splitlines():
         fields = line.split(",")
         if len(fields) < 2 or fields[0] not in ("onednn_verbose", "dnnl_verbose"):
             continue
+        if fields[1] == "primitive":  # oneDNN 3.x: onednn_verbose,primitive,exec,cpu,matmul,...
+            fields = fields[:1] + fields[2:]
         if fields[1] == "info" and "isa:" in line:
             isa = line.split("isa:", 1)[1].strip()
         if fields[1] != "exec" or len(fields) < 6 or fields[3] not in ("matmul", "inner_product"):

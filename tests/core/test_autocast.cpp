@@ -274,12 +274,13 @@ TEST_CASE("inside a scope a Linear keeps its input in bf16, not the float32 tens
 
 TEST_CASE("inside a scope a Linear's product reads the bf16 copy it keeps, with the same bits") {
   // x is rounded once: the product reads the copy kept for dW rather than rounding x again, and dW
-  // reads it as it is. The output must have the bits of a product that keeps nothing (no recording),
-  // on the default engine (oneDNN's bf16 kernels where tapegrad has them) and on the reference one;
-  // dW stays within the bound of the rounded operands' product.
+  // reads it as it is. A copy read in the wrong layout, or stale, would change the output, which
+  // must have the bits of a product that keeps nothing (no recording). dW stays within the bound
+  // of the rounded operands' product. 300 rows make dW's product (40 x 96 x 300 multiply-adds) big
+  // enough for oneDNN's kernels on the default engine; the reference engine takes the other path.
   const testing::GemmEngineScope restore;
   Generator gen(24);
-  const Array x0 = randn({70, 96}, &gen), g = randn({70, 40}, &gen);
+  const Array x0 = randn({300, 96}, &gen), g = randn({300, 40}, &gen);
   for (const GemmEngine engine : {restore.saved, GemmEngine::reference}) {
     CAPTURE(int(engine));
     set_gemm_engine(engine);
@@ -294,12 +295,57 @@ TEST_CASE("inside a scope a Linear's product reads the bf16 copy it keeps, with 
     }
     CHECK(testing::bit_equal(y.data(), y_alone.data()));
     y.backward(g);
-    Array gt = Array::from_shape({40, 70});
-    for (std::size_t i = 0; i < 70; ++i)
+    Array gt = Array::from_shape({40, 300});
+    for (std::size_t i = 0; i < 300; ++i)
       for (std::size_t j = 0; j < 40; ++j) gt(j, i) = g(i, j);
     Array want, bound;
     rounded_product(gt, x0, want, bound);
     CHECK(xt::all(xt::abs(w.grad() - want) <= bound));
+  }
+}
+
+TEST_CASE("inside a scope lora_linear's dA reads the bf16 copy of its adapter input") {
+  // dA = dH^T bf16(xd), dH = s bf16(dy) bf16(B): on the reference engine, each a float32 sum in k
+  // order (alpha applied after the sum), to the bit. On the default engine dA's product (8 x 128 x
+  // 1024 multiply-adds) runs on oneDNN, and dH's own bf16 rounding may differ from the reference's
+  // in the last place: within 2^-7 of the magnitude of dA's terms.
+  const testing::GemmEngineScope restore;
+  constexpr std::size_t N = 1024, in_f = 128, out_f = 40, r = 8;
+  constexpr float s = 2.0f;
+  Generator gen(25);
+  const Array x0 = randn({N, in_f}, &gen), dy = randn({N, out_f}, &gen);
+  const Array b0 = randn({out_f, r}, &gen), a0 = randn({r, in_f}, &gen);
+  Array want = xt::zeros<float>({r, in_f}), magnitude = xt::zeros<float>({r, in_f});
+  Array dh = Array::from_shape({N, r});
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t k = 0; k < r; ++k) {
+      float sum = 0.0f;
+      for (std::size_t o = 0; o < out_f; ++o) sum += round_to_bf16(dy(n, o)) * round_to_bf16(b0(o, k));
+      dh(n, k) = s * sum;
+    }
+  for (std::size_t k = 0; k < r; ++k)
+    for (std::size_t i = 0; i < in_f; ++i) {
+      float sum = 0.0f;
+      for (std::size_t n = 0; n < N; ++n) {
+        const float p = round_to_bf16(dh(n, k)) * round_to_bf16(x0(n, i));
+        sum += p;
+        magnitude(k, i) += std::abs(p);
+      }
+      want(k, i) = sum;
+    }
+  for (const GemmEngine engine : {GemmEngine::reference, restore.saved}) {
+    CAPTURE(int(engine));
+    set_gemm_engine(engine);
+    const Tensor weight(randn({out_f, in_f}, &gen)), x(x0);  // frozen base, as LoRA trains it
+    Parameter lora_a(a0), lora_b(b0);
+    {
+      autocast::bf16 mixed;
+      ops::lora_linear(x, weight, Tensor(), x, lora_a, lora_b, s).backward(dy);
+    }
+    if (engine == GemmEngine::reference)
+      CHECK(testing::bit_equal(lora_a.grad(), want));
+    else
+      CHECK(xt::all(xt::abs(lora_a.grad() - want) <= std::ldexp(1.0f, -7) * magnitude + 1e-30f));
   }
 }
 
