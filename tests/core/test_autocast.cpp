@@ -320,7 +320,8 @@ TEST_CASE("inside a scope lora_linear's dA reads the bf16 copy of its adapter in
   for (std::size_t n = 0; n < N; ++n)
     for (std::size_t k = 0; k < r; ++k) {
       float sum = 0.0f;
-      for (std::size_t o = 0; o < out_f; ++o) sum += round_to_bf16(dy(n, o)) * round_to_bf16(b0(o, k));
+      for (std::size_t o = 0; o < out_f; ++o)
+        sum += round_to_bf16(dy(n, o)) * round_to_bf16(b0(o, k));
       dh(n, k) = s * sum;
     }
   for (std::size_t k = 0; k < r; ++k)
