@@ -11,38 +11,13 @@
 
 #include "../helpers.hpp"
 #include "../test_files.hpp"
+#include "in_llama_folder.hpp"
 
 using namespace tapegrad;
 
-namespace {
-// A tiny Llama in `dir`/SmolLM2-135M; `dir` becomes the working directory.
-struct InLlamaFolder {
-  explicit InLlamaFolder(const std::string& name) : old_(std::filesystem::current_path()) {
-    const auto dir = testing::fresh_folder("docs.pretrained_llama", name);
-    const nn::transformer::LlamaForCausalLM model(nn::transformer::LlamaConfig()
-                                                      .vocab_size(64)
-                                                      .hidden_size(16)
-                                                      .intermediate_size(32)
-                                                      .num_hidden_layers(2)
-                                                      .num_attention_heads(4)
-                                                      .num_key_value_heads(2)
-                                                      .max_position_embeddings(32)
-                                                      .tie_word_embeddings(true));
-    pretrained::save_llama(model, (dir / "SmolLM2-135M").string());
-    std::filesystem::current_path(dir);
-  }
-  ~InLlamaFolder() { std::filesystem::current_path(old_); }
-  InLlamaFolder(const InLlamaFolder&) = delete;
-  InLlamaFolder& operator=(const InLlamaFolder&) = delete;
-
- private:
-  std::filesystem::path old_;
-};
-}  // namespace
-
 TEST_SUITE("docs.pretrained_llama") {
 TEST_CASE("docs/pretrained.md: load_llama, generate with the cache, save_llama the same bits back") {
-  const InLlamaFolder here("load_save");
+  const testing::InLlamaFolder here("docs.pretrained_llama", "load_save");
   pretrained::PretrainedLlama llama = pretrained::load_llama("SmolLM2-135M");  // checked, then read
   llama.model->eval();
   IndexArray prompt = {{1, 2, 3}};
@@ -58,7 +33,7 @@ TEST_CASE("docs/pretrained.md: load_llama, generate with the cache, save_llama t
 }
 
 TEST_CASE("docs/pretrained.md: a trainer's Llama filled by LlamaWeights") {
-  const InLlamaFolder here("weights");
+  const testing::InLlamaFolder here("docs.pretrained_llama", "weights");
   auto config = pretrained::read_llama_config("SmolLM2-135M/config.json");
   pretrained::LlamaWeights weights("SmolLM2-135M", config.model);  // every check made here
   nn::transformer::LlamaForCausalLM model(config.model);

@@ -12,38 +12,13 @@
 
 #include "../helpers.hpp"
 #include "../test_files.hpp"
+#include "in_llama_folder.hpp"
 
 using namespace tapegrad;
 
-namespace {
-// A tiny Llama in `dir`/SmolLM2-135M; `dir` becomes the working directory.
-struct InLlamaFolder {
-  explicit InLlamaFolder(const std::string& name) : old_(std::filesystem::current_path()) {
-    const auto dir = testing::fresh_folder("docs.pretrained_lora", name);
-    const nn::transformer::LlamaForCausalLM model(nn::transformer::LlamaConfig()
-                                                      .vocab_size(64)
-                                                      .hidden_size(16)
-                                                      .intermediate_size(32)
-                                                      .num_hidden_layers(2)
-                                                      .num_attention_heads(4)
-                                                      .num_key_value_heads(2)
-                                                      .max_position_embeddings(32)
-                                                      .tie_word_embeddings(true));
-    pretrained::save_llama(model, (dir / "SmolLM2-135M").string());
-    std::filesystem::current_path(dir);
-  }
-  ~InLlamaFolder() { std::filesystem::current_path(old_); }
-  InLlamaFolder(const InLlamaFolder&) = delete;
-  InLlamaFolder& operator=(const InLlamaFolder&) = delete;
-
- private:
-  std::filesystem::path old_;
-};
-}  // namespace
-
 TEST_SUITE("docs.pretrained_lora") {
 TEST_CASE("docs/pretrained.md: LoRA on a Llama, trained, saved in PEFT's layout, loaded, merged") {
-  const InLlamaFolder here("train_save_merge");
+  const testing::InLlamaFolder here("docs.pretrained_lora", "train_save_merge");
   const IndexArray idx = {{1, 2, 3, 4}}, targets = {{2, 3, 4, 5}};
 
   pretrained::PretrainedLlama llama = pretrained::load_llama("SmolLM2-135M");

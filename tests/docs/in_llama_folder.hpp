@@ -1,0 +1,32 @@
+// tests/docs/in_llama_folder.hpp: the folder docs/pretrained.md's Llama and LoRA examples read:
+// a tiny Llama (tests/examples/tiny_llama.hpp's sizes, 64 tokens) saved as "SmolLM2-135M" in a
+// fresh folder, which is the working directory while an InLlamaFolder lives.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <tapegrad/tapegrad.hpp>
+
+#include "../examples/tiny_llama.hpp"
+#include "../test_files.hpp"
+
+namespace tapegrad::testing {
+
+struct InLlamaFolder {
+  InLlamaFolder(const std::string& suite, const std::string& name)
+      : old_(std::filesystem::current_path()) {
+    const auto dir = fresh_folder(suite, name);
+    const nn::transformer::LlamaForCausalLM model(tiny_llama_config(64));
+    pretrained::save_llama(model, (dir / "SmolLM2-135M").string());
+    std::filesystem::current_path(dir);
+  }
+  ~InLlamaFolder() { std::filesystem::current_path(old_); }
+  InLlamaFolder(const InLlamaFolder&) = delete;
+  InLlamaFolder& operator=(const InLlamaFolder&) = delete;
+
+ private:
+  std::filesystem::path old_;
+};
+
+}  // namespace tapegrad::testing
