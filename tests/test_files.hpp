@@ -1,5 +1,6 @@
 // tests/test_files.hpp: the files a test writes: an empty folder of its own under the build
-// folder, a file written, a file's bytes read back.
+// folder, that folder as the working directory for a scope, a file written, a file's bytes read
+// back.
 #pragma once
 
 #include <filesystem>
@@ -17,6 +18,21 @@ inline std::filesystem::path fresh_folder(const std::string& suite, const std::s
   std::filesystem::create_directories(dir);
   return dir;
 }
+
+/// `dir` as the working directory while it lives (relative paths, as a docs example writes them,
+/// are read from it); the previous one afterwards.
+class InFolder {
+ public:
+  explicit InFolder(const std::filesystem::path& dir) : old_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
+  ~InFolder() { std::filesystem::current_path(old_); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+
+ private:
+  std::filesystem::path old_;
+};
 
 /// Writes `bytes` to `path`, replacing it.
 inline void write_file(const std::filesystem::path& path, const std::string& bytes) {

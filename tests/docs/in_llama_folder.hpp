@@ -13,20 +13,17 @@
 
 namespace tapegrad::testing {
 
+inline std::filesystem::path llama_folder(const std::string& suite, const std::string& name) {
+  const auto dir = fresh_folder(suite, name);
+  const nn::transformer::LlamaForCausalLM model(tiny_llama_config(64));
+  pretrained::save_llama(model, (dir / "SmolLM2-135M").string());
+  return dir;
+}
+
 struct InLlamaFolder {
   InLlamaFolder(const std::string& suite, const std::string& name)
-      : old_(std::filesystem::current_path()) {
-    const auto dir = fresh_folder(suite, name);
-    const nn::transformer::LlamaForCausalLM model(tiny_llama_config(64));
-    pretrained::save_llama(model, (dir / "SmolLM2-135M").string());
-    std::filesystem::current_path(dir);
-  }
-  ~InLlamaFolder() { std::filesystem::current_path(old_); }
-  InLlamaFolder(const InLlamaFolder&) = delete;
-  InLlamaFolder& operator=(const InLlamaFolder&) = delete;
-
- private:
-  std::filesystem::path old_;
+      : in(llama_folder(suite, name)) {}
+  InFolder in;
 };
 
 }  // namespace tapegrad::testing

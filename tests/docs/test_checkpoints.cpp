@@ -14,6 +14,7 @@
 
 #include "../helpers.hpp"
 #include "../io/scratch.hpp"
+#include "../test_files.hpp"
 
 using namespace tapegrad;
 using tapegrad::testing::bit_equal;
@@ -21,17 +22,9 @@ using tapegrad::testing::bit_equal;
 namespace {
 
 // The test case's own folder as the working directory while alive.
-class InScratch {
- public:
-  explicit InScratch(const std::string& name) : old_(std::filesystem::current_path()) {
-    std::filesystem::current_path(tapegrad::testing::scratch_dir(name));
-  }
-  ~InScratch() { std::filesystem::current_path(old_); }
-  InScratch(const InScratch&) = delete;
-  InScratch& operator=(const InScratch&) = delete;
-
- private:
-  std::filesystem::path old_;
+struct InScratch {
+  explicit InScratch(const std::string& name) : in(tapegrad::testing::scratch_dir(name)) {}
+  tapegrad::testing::InFolder in;
 };
 
 // What a stream prints from construction to release() (the examples print to std::cout and

@@ -18,22 +18,18 @@ using namespace tapegrad;
 
 namespace {
 // A small GPT-2 in `dir`/gpt2, with GPT-2's tokenizer; `dir` becomes the working directory.
+std::filesystem::path gpt2_folder_in(const std::string& name, const std::string& files) {
+  const auto dir = testing::fresh_folder("docs.pretrained", name);
+  const nn::transformer::GPT model(
+      nn::transformer::GPTConfig(50257, 32).n_layer(1).n_head(2).n_embd(8).gelu("tanh"));
+  const auto tokenizer = data::GPT2Tokenizer::load(files);
+  pretrained::save_gpt2(model, (dir / "gpt2").string(), &tokenizer);
+  return dir;
+}
 struct InGpt2Folder {
-  explicit InGpt2Folder(const std::string& name, const std::string& files)
-      : old_(std::filesystem::current_path()) {
-    const auto dir = testing::fresh_folder("docs.pretrained", name);
-    const nn::transformer::GPT model(
-        nn::transformer::GPTConfig(50257, 32).n_layer(1).n_head(2).n_embd(8).gelu("tanh"));
-    const auto tokenizer = data::GPT2Tokenizer::load(files);
-    pretrained::save_gpt2(model, (dir / "gpt2").string(), &tokenizer);
-    std::filesystem::current_path(dir);
-  }
-  ~InGpt2Folder() { std::filesystem::current_path(old_); }
-  InGpt2Folder(const InGpt2Folder&) = delete;
-  InGpt2Folder& operator=(const InGpt2Folder&) = delete;
-
- private:
-  std::filesystem::path old_;
+  InGpt2Folder(const std::string& name, const std::string& files)
+      : in(gpt2_folder_in(name, files)) {}
+  testing::InFolder in;
 };
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <tapegrad/core/errors.hpp>
 #include <tapegrad/io/file_identity.hpp>
 
+#include "../test_files.hpp"
 #include "scratch.hpp"
 
 using tapegrad::ValueError;
@@ -21,20 +22,10 @@ using tapegrad::io::check_outputs_spare_inputs;
 using tapegrad::io::identity_of;
 using tapegrad::io::NamedFile;
 using tapegrad::io::same_file;
+using tapegrad::testing::InFolder;
 using tapegrad::testing::scratch_dir;
 using tapegrad::testing::write_bytes;
 namespace fs = std::filesystem;
-
-namespace {
-
-// The current folder, changed for one scope (relative paths are read from it).
-struct InFolder {
-  fs::path old = fs::current_path();
-  explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
-  ~InFolder() { fs::current_path(old); }
-};
-
-}  // namespace
 
 TEST_SUITE("io.file_identity") {
   TEST_CASE("one file under many names is one identity, and a copy or a missing file is not") {
